@@ -1,0 +1,235 @@
+"""One agent session's state, and how it moves: pure functions, values in, values out.
+
+A session learns its usage from two places — the transcript (`apply_usage`) and Claude Code's
+statusline (`apply_statusline`, authoritative) — and answers hook events (`on_hook`) with a
+`Reply` for the agent. Nothing here touches files, sockets or clocks: `now` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from ctxd import policy
+from ctxd.agents import HookEvent, Reply
+from ctxd.agents.statusline import StatuslineReport, StatusView
+from ctxd.budget import compaction_point, tokens_to_compaction
+from ctxd.config import Settings
+from ctxd.policy import PolicyState, Severity, Usage
+from ctxd.transcript import Agent, UsageUpdate
+from ctxd.window import Window, model_key, resolve_window
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    key: str  # the transcript path when known, else "<agent>:<session_id>"
+    agent: Agent
+    session_id: str
+    transcript_path: str | None = None
+    cwd: str | None = None
+    parent: str | None = None  # a subagent's parent session key
+    model: str | None = None
+    tokens: int | None = None
+    usage_at: float | None = None
+    agent_window: int | None = None  # the window the transcript itself reports (Codex)
+    statusline_window: int | None = None
+    statusline_used_pct: float | None = None  # cleared by newer transcript usage
+    compactions: int = 0
+    turns: int = 0
+    last_turn_id: str | None = None
+    policy: PolicyState = PolicyState()
+    started_at: float = 0.0
+    updated_at: float = 0.0
+    ended_at: float | None = None
+    ended_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What a session's numbers mean right now, under the given settings."""
+
+    tokens: int | None
+    window: Window
+    compaction_at: int
+    tokens_to_compaction: int | None
+    used_pct: float | None  # of the whole window
+    basis_used_pct: float | None  # on the configured basis
+    severity: Severity
+    forecast: policy.Forecast | None
+
+
+def new_session(
+    agent: Agent,
+    session_id: str,
+    transcript_path: str | None,
+    now: float,
+    *,
+    cwd: str | None = None,
+    parent: str | None = None,
+) -> SessionState:
+    key = transcript_path or f"{agent}:{session_id}"
+    return SessionState(
+        key=key,
+        agent=agent,
+        session_id=session_id,
+        transcript_path=transcript_path,
+        cwd=cwd,
+        parent=parent,
+        started_at=now,
+        updated_at=now,
+    )
+
+
+def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> SessionState:
+    """Fold one transcript usage update into the session."""
+    same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
+    new_turn = not update.compaction and not same_turn
+    policy_state = policy.on_compaction(state.policy) if update.compaction else state.policy
+    return replace(
+        state,
+        tokens=update.tokens,
+        usage_at=update.at if update.at is not None else now,
+        model=update.model or state.model,
+        agent_window=update.reported_window or state.agent_window,
+        statusline_used_pct=None,
+        compactions=state.compactions + (1 if update.compaction else 0),
+        turns=state.turns + (1 if new_turn else 0),
+        last_turn_id=update.turn_id if update.turn_id is not None else state.last_turn_id,
+        policy=policy_state,
+        updated_at=now,
+        ended_at=None,
+        ended_reason=None,
+    )
+
+
+def apply_statusline(state: SessionState, report: StatuslineReport, now: float) -> SessionState:
+    """Take Claude Code's own figures; they outrank anything derived from the transcript."""
+    return replace(
+        state,
+        model=report.model_id or state.model,
+        tokens=report.tokens if report.tokens is not None else state.tokens,
+        statusline_window=report.window or state.statusline_window,
+        statusline_used_pct=report.used_pct,
+        cwd=report.cwd or state.cwd,
+        updated_at=now,
+    )
+
+
+def learned_window(state: SessionState) -> tuple[str, int] | None:
+    """The (model key, window) this session teaches the daemon, from an authoritative report."""
+    window = state.statusline_window or state.agent_window
+    if state.model and window:
+        return model_key(state.model), window
+    return None
+
+
+def figures(
+    state: SessionState, settings: Settings, learned: Mapping[str, int], recent: bool = True
+) -> Figures:
+    tokens = state.tokens
+    window = resolve_window(
+        statusline=state.statusline_window,
+        agent_reported=state.agent_window,
+        model=state.model,
+        learned=learned,
+        table=settings.windows,
+        tokens=tokens or 0,
+        default=settings.default_window,
+    )
+    point = compaction_point(state.agent, window.size, settings.compaction)
+    if tokens is None:
+        return Figures(None, window, point, None, None, None, Severity.OK, None)
+    usage = _usage(state, window, point)
+    basis = settings.thresholds.basis
+    return Figures(
+        tokens=tokens,
+        window=window,
+        compaction_at=point,
+        tokens_to_compaction=tokens_to_compaction(tokens, point),
+        used_pct=policy.used_pct(usage, "window"),
+        basis_used_pct=policy.used_pct(usage, basis),
+        severity=policy.severity_for(policy.remaining_pct(usage, basis), settings.thresholds),
+        forecast=policy.forecast(state.policy.recent, usage, settings.thresholds)
+        if recent
+        else None,
+    )
+
+
+def _usage(state: SessionState, window: Window, point: int) -> Usage:
+    return Usage(
+        tokens=state.tokens or 0,
+        window=window.size,
+        compaction_at=point,
+        reported_used_pct=state.statusline_used_pct,
+    )
+
+
+def on_hook(
+    state: SessionState,
+    event: HookEvent,
+    settings: Settings,
+    learned: Mapping[str, int],
+    now: float,
+) -> tuple[SessionState, Reply]:
+    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
+    state = replace(state, updated_at=now, cwd=event.cwd or state.cwd,
+                    model=state.model or event.model)
+    if event.kind == "compaction":
+        return replace(state, policy=policy.on_compaction(state.policy)), Reply()
+    if event.kind == "session_end":
+        return replace(state, ended_at=now, ended_reason=event.source or "session end"), Reply()
+    if event.kind == "session_start":
+        return replace(state, ended_at=None, ended_reason=None), Reply()
+    if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
+        return state, Reply()
+    fig = figures(state, settings, learned, recent=False)
+    usage = _usage(state, fig.window, fig.compaction_at)
+    if event.kind == "stop":
+        return _on_stop(state, event, usage, settings)
+    if event.kind == "prompt" and fig.severity <= state.policy.warned:
+        # A new prompt is no tool call: it speaks only when the level rose since the last warning,
+        # which the debounce would let through at once anyway.
+        return state, Reply()
+    new_policy, warning = policy.on_tool_call(state.policy, usage, settings.thresholds, now)
+    state = replace(state, policy=new_policy)
+    return state, Reply(context=warning.text) if warning else Reply()
+
+
+def _on_stop(
+    state: SessionState, event: HookEvent, usage: Usage, settings: Settings
+) -> tuple[SessionState, Reply]:
+    basis = settings.thresholds.basis
+    new_policy, text = policy.on_stop(
+        state.policy, usage, settings.handoff, basis, event.stop_hook_active
+    )
+    state = replace(state, policy=new_policy)
+    if text is None:
+        return state, Reply()
+    if settings.handoff.action == "block":
+        return state, Reply(block_reason=text)
+    return state, Reply(user_message=text)
+
+
+def status_view(state: SessionState, fig: Figures) -> StatusView:
+    return StatusView(
+        model=state.model,
+        tokens=fig.tokens,
+        window=fig.window.size,
+        window_source=fig.window.source,
+        used_pct=fig.used_pct,
+        tokens_to_compaction=fig.tokens_to_compaction,
+        severity=fig.severity.name.lower(),
+    )
+
+
+__all__ = [
+    "Figures",
+    "SessionState",
+    "apply_statusline",
+    "apply_usage",
+    "figures",
+    "learned_window",
+    "new_session",
+    "on_hook",
+    "status_view",
+]
