@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Install the real agent CLIs that the end-to-end suite drives, into tests/e2e/.cache/npm.
+#
+#   tests/e2e/install-agents.sh            # the pinned versions below
+#   CTXD_E2E_LATEST=1 tests/e2e/install-agents.sh   # the registry's newest releases instead
+#   CTXD_E2E_CLAUDE=2.1.197 tests/e2e/install-agents.sh   # one version overridden
+#
+# Idempotent: a CLI whose installed version already matches is not reinstalled, so a second run
+# takes a second or two. All three go into ONE npm prefix (one node_modules, one lockfile), which
+# the tests find through tests/e2e/.cache/npm/node_modules/.bin. The installed versions are
+# written to tests/e2e/.cache/versions.txt.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${CTXD_E2E_CACHE:-$HERE/.cache}"
+NPMDIR="$CACHE/npm"
+BIN="$NPMDIR/node_modules/.bin"
+
+if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
+  CLAUDE_V="${CTXD_E2E_CLAUDE:-latest}"
+  GEMINI_V="${CTXD_E2E_GEMINI:-latest}"
+  CODEX_V="${CTXD_E2E_CODEX:-latest}"
+else
+  CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
+  GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
+  CODEX_V="${CTXD_E2E_CODEX:-0.171.0}"
+fi
+
+log() { echo "[install-agents] $*" >&2; }
+command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first"; exit 1; }
+
+# installed_version BIN: the bare version a CLI reports ("" when missing or broken)
+installed_version() {
+  local out
+  out="$("$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
+  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"
+  echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
+}
+
+want=()
+check() {  # check BIN PACKAGE VERSION
+  local have
+  have="$(installed_version "$1")"
+  if [ "$3" = latest ] || [ "$have" != "$3" ]; then
+    want+=("$2@$3")
+  else
+    log "$2 $have already installed"
+  fi
+}
+mkdir -p "$NPMDIR"
+check claude @anthropic-ai/claude-code "$CLAUDE_V"
+check gemini @google/gemini-cli "$GEMINI_V"
+check codex @openai/codex "$CODEX_V"
+
+if [ ${#want[@]} -gt 0 ]; then
+  log "npm install ${want[*]} into $NPMDIR"
+  cd "$NPMDIR"
+  [ -f package.json ] || echo '{"name": "ctxd-e2e-agents", "private": true}' >package.json
+  if ! npm install --no-audit --no-fund --save-exact "${want[@]}" >"$NPMDIR/npm-install.log" 2>&1; then
+    log "npm install failed, see $NPMDIR/npm-install.log"
+    tail -20 "$NPMDIR/npm-install.log" >&2
+    exit 1
+  fi
+fi
+
+{
+  echo "claude $(installed_version claude)"
+  echo "gemini $(installed_version gemini)"
+  echo "codex $(installed_version codex)"
+} >"$CACHE/versions.txt"
+cat "$CACHE/versions.txt" >&2
