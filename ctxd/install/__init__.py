@@ -127,6 +127,14 @@ def plan_install(
         )
     elif agent == "gemini":
         new, notes = gemini.install(doc, command)
+        extension = path.parent / "extensions" / gemini.NAME / "gemini-extension.json"
+        if extension.exists():
+            notes = (
+                *notes,
+                f"the ctxd Gemini extension is installed too ({extension.parent}): every hook "
+                "would run twice; keep one (`gemini extensions uninstall ctxd`, or "
+                "`ctxd uninstall gemini`)",
+            )
     else:
         new = codex.install(doc, command)
         config_path = path.parent / "config.toml"

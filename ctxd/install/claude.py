@@ -55,6 +55,14 @@ def install(
     """
     out = add_hooks(doc, hook_specs(command), is_ctxd_command)
     notes: list[str] = []
+    plugins = doc.get("enabledPlugins")
+    if isinstance(plugins, dict) and any(
+        key.split("@", 1)[0] == "ctxd" and enabled for key, enabled in plugins.items()
+    ):
+        notes.append(
+            "the ctxd plugin is enabled too: every hook would run twice; keep one of the two "
+            "(disable the plugin with /plugin, or run `ctxd uninstall claude`)"
+        )
     current = out.get("statusLine")
     wanted = {"type": "command", "command": statusline_command}
     if current is None:
