@@ -1,0 +1,276 @@
+"""`ctxd serve`: lock, socket, one task group that owns everything, signals, snapshot, shutdown.
+
+Start-up order matters: the private runtime dir is checked, then an exclusive lock is taken
+*before* the socket is bound (anyio's `create_unix_listener` silently replaces an existing socket
+file, so without the lock a second daemon would steal the first one's socket), and readiness is
+reported only once the socket accepts. Shutdown is cancellation: SIGTERM/SIGINT stop accepting,
+in-flight requests get a moment to finish, state is saved, the socket removed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import socket
+import stat
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import SocketListener
+
+from ctxd import __version__, paths, protocol, snapshot, tracker
+from ctxd.config import Settings, load_settings
+from ctxd.errors import ConfigError, CtxdError
+from ctxd.protocol import Request
+from ctxd.registry import Registry
+from ctxd.server import Server, json_answer
+
+logger = logging.getLogger(__name__)
+
+SWEEP_INTERVAL = 2.0
+SNAPSHOT_INTERVAL = 5.0
+CONFIG_POLL_INTERVAL = 1.0
+SHUTDOWN_GRACE = 2.0
+SD_LISTEN_FDS_START = 3
+
+
+class AlreadyRunning(CtxdError):
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonPaths:
+    runtime_dir: Path
+    socket: Path
+    lock: Path
+    state: Path
+    config: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> DaemonPaths:
+        run = paths.runtime_dir(env)
+        state = paths.state_dir(env)
+        return cls(run, paths.socket_path(env), run / "ctxd.lock", state / "state.json",
+                   paths.config_path(env))
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold `path` locked for the daemon's lifetime; AlreadyRunning if another daemon holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise AlreadyRunning(f"another ctxd is already running (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def systemd_socket(env: Mapping[str, str]) -> socket.socket | None:
+    """The listening socket systemd passed us (socket activation), if any."""
+    if env.get("LISTEN_PID") != str(os.getpid()) or int(env.get("LISTEN_FDS", "0") or 0) < 1:
+        return None
+    sock = socket.socket(fileno=SD_LISTEN_FDS_START)
+    sock.setblocking(False)
+    return sock
+
+
+def notify_systemd(env: Mapping[str, str], message: str) -> None:
+    """sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET, if set."""
+    address = env.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.sendto(message.encode(), address)
+        except OSError as exc:
+            logger.warning("cannot notify systemd: %s", exc)
+
+
+async def open_listener(path: Path) -> SocketListener:
+    """Bind the socket 0600 from the start (umask), replacing a stale file from a crashed daemon."""
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
+    old_umask = os.umask(0o177)
+    try:
+        listener = await anyio.create_unix_listener(path)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    return listener
+
+
+class Daemon:
+    def __init__(self, env: Mapping[str, str], clock: Callable[[], float] = time.time) -> None:
+        self.env = env
+        self.paths = DaemonPaths.from_env(env)
+        self.registry = Registry(Settings(), paths.agent_roots(env), clock)
+        self.server = Server(
+            {"hook": self._hook, "status": self._status, "stop": self._stop, "ping": self._ping}
+        )
+        self.started_at = time.time()
+        self._stopping = anyio.Event()
+        self._config_seen: tuple[float, int, int] | None = None
+
+    # -------------------------------------------------------------- handlers
+
+    async def _hook(self, request: Request) -> bytes:
+        agent = str(request.header.get("agent"))
+        event = request.header.get("event")
+        output = self.registry.handle_hook(agent, str(event) if event else None, request.payload)
+        return protocol.encode_ok(output)
+
+    async def _status(self, request: Request) -> bytes:
+        session = request.header.get("session")
+        result = self.registry.status(str(session) if session else None)
+        result["daemon"] = self.statistics()
+        return json_answer(result)
+
+    async def _stop(self, request: Request) -> bytes:
+        self._stopping.set()
+        return json_answer({"stopping": True, "pid": os.getpid()})
+
+    async def _ping(self, request: Request) -> bytes:
+        return json_answer(self.statistics())
+
+    def statistics(self) -> dict[str, object]:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "socket": str(self.paths.socket),
+            "config": str(self.paths.config),
+            "config_error": self.registry.config_error,
+            "sessions": len(self.registry.sessions),
+            "requests": self.server.requests,
+            "refused": self.server.refused,
+        }
+
+    # -------------------------------------------------------------- config
+
+    def reload_config(self) -> None:
+        """Read the config if it changed; a broken file keeps the last good settings."""
+        try:
+            info = self.paths.config.stat()
+            seen: tuple[float, int, int] | None = (info.st_mtime, info.st_size, info.st_ino)
+        except OSError:
+            seen = None
+        if seen == self._config_seen:
+            return
+        self._config_seen = seen
+        try:
+            self.registry.settings = load_settings(self.paths.config)
+            self.registry.config_error = None
+            logger.info("config loaded from %s", self.paths.config)
+        except ConfigError as exc:
+            self.registry.config_error = str(exc)
+            logger.error("config not applied, keeping the last good one: %s", exc)
+
+    # -------------------------------------------------------------- run
+
+    async def run(self, ready: Callable[[], None] | None = None) -> None:
+        adopted = systemd_socket(self.env)
+        if adopted is None:
+            paths.ensure_private_dir(self.paths.runtime_dir)
+        else:
+            self.paths.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with exclusive_lock(self.paths.lock):
+            self.reload_config()
+            restored = snapshot.restore(self.registry, self.paths.state)
+            logger.info("restored %d sessions", restored)
+            listener = (
+                await SocketListener.from_socket(adopted)
+                if adopted is not None
+                else await open_listener(self.paths.socket)
+            )
+            try:
+                await self._serve(listener, ready)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    self._save()
+                    if adopted is None:
+                        self.paths.socket.unlink(missing_ok=True)
+                logger.info("ctxd stopped")
+
+    async def _serve(self, listener: SocketListener, ready: Callable[[], None] | None) -> None:
+        async with anyio.create_task_group() as tg:
+            serving = anyio.CancelScope()
+
+            async def serve() -> None:
+                with serving:
+                    await self.server.serve(listener)
+
+            tg.start_soon(serve)
+            tg.start_soon(self._signals)
+            tg.start_soon(self._watch)
+            tg.start_soon(self._housekeeping)
+            logger.info("ctxd %s serving on %s (pid %d)", __version__, self.paths.socket,
+                        os.getpid())
+            notify_systemd(self.env, "READY=1")
+            if ready is not None:
+                ready()
+            await self._stopping.wait()
+            notify_systemd(self.env, "STOPPING=1")
+            serving.cancel()
+            # Requests already read get their answers before everything else is cancelled.
+            with anyio.move_on_after(SHUTDOWN_GRACE):
+                while self.server.in_flight:
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+
+    async def _signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                logger.info("received %s, shutting down", signal.Signals(signum).name)
+                self._stopping.set()
+                return
+
+    async def _watch(self) -> None:
+        """One recursive watcher over the roots that exist; restarted when that set changes."""
+        roots = list(self.registry.roots.values())
+        while True:
+            existing = [root for root in roots if root.is_dir()]
+            async with anyio.create_task_group() as tg:
+
+                async def changes(batch: list[tuple[str, bool]]) -> None:
+                    self.registry.on_file_changes(batch)
+
+                tg.start_soon(tracker.watch_roots, existing, changes)
+                while [root for root in roots if root.is_dir()] == existing:
+                    await anyio.sleep(SWEEP_INTERVAL)
+                tg.cancel_scope.cancel()
+
+    async def _housekeeping(self) -> None:
+        last_snapshot = time.monotonic()
+        while True:
+            await anyio.sleep(CONFIG_POLL_INTERVAL)
+            self.reload_config()
+            self.registry.sweep()
+            if self.registry.dirty and time.monotonic() - last_snapshot > SNAPSHOT_INTERVAL:
+                self._save()
+                last_snapshot = time.monotonic()
+
+    def _save(self) -> None:
+        try:
+            snapshot.save(self.registry, self.paths.state)
+        except OSError as exc:
+            logger.error("cannot save state to %s: %s", self.paths.state, exc)
+
+
+def serve(env: Mapping[str, str], ready: Callable[[], None] | None = None) -> None:
+    daemon = Daemon(env)
+    anyio.run(daemon.run, ready)

@@ -1,0 +1,121 @@
+"""The Unix-socket server: one framed request, one framed answer, per connection.
+
+Every connection is wrapped so that one bad client cannot hurt the others: its peer uid is
+checked, its frame is bounded in size and in time, and whatever goes wrong becomes an error
+answer (or, for garbage, a closed connection) — never an exception that reaches the task group.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import orjson
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
+
+from ctxd import protocol
+from ctxd.errors import CtxdError, ProtocolError
+from ctxd.protocol import Request
+
+logger = logging.getLogger(__name__)
+
+REQUEST_DEADLINE = 5.0
+MAX_CONCURRENT = 256
+
+Handler = Callable[[Request], Awaitable[bytes]]
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid (Linux SO_PEERCRED; macOS LOCAL_PEERCRED), None if unknown."""
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        return int(uid)
+    local_peercred = getattr(socket, "LOCAL_PEERCRED", None)
+    if local_peercred is not None:  # macOS: struct xucred {u_int version; uid_t uid; ...}
+        creds = sock.getsockopt(0, local_peercred, struct.calcsize("2I"))
+        return int(struct.unpack("2I", creds)[1])
+    return None
+
+
+async def _receive_exactly(stream: SocketStream, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        chunk = await stream.receive(min(size, 65536))
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+class Server:
+    """Serves `handlers[op]` on a listener until cancelled."""
+
+    def __init__(self, handlers: dict[str, Handler], uid: int | None = None) -> None:
+        self.handlers = handlers
+        self.uid = os.getuid() if uid is None else uid
+        self.limiter = anyio.CapacityLimiter(MAX_CONCURRENT)
+        self.requests = 0
+        self.refused = 0
+        self.in_flight = 0
+
+    async def serve(self, listener: SocketListener) -> None:
+        async with listener:
+            await listener.serve(self._guarded)
+
+    async def _guarded(self, stream: SocketStream) -> None:
+        async with stream:
+            try:
+                await self._connection(stream)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the client went away; nothing to answer
+            except Exception:
+                logger.exception("connection failed")
+
+    async def _connection(self, stream: SocketStream) -> None:
+        raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        uid = peer_uid(raw)
+        if uid is not None and uid != self.uid:
+            self.refused += 1
+            logger.warning("refused a connection from uid %s", uid)
+            await stream.send(protocol.encode_error(f"uid {uid} may not use this daemon"))
+            return
+        async with self.limiter:
+            self.in_flight += 1
+            try:
+                answer = await self._answer(stream)
+            finally:
+                self.in_flight -= 1
+        if answer is not None:
+            await stream.send(answer)
+
+    async def _answer(self, stream: SocketStream) -> bytes | None:
+        with anyio.move_on_after(REQUEST_DEADLINE) as scope:
+            prefix = await _receive_exactly(stream, protocol.HEADER_SIZE)
+            try:
+                size = protocol.frame_size(prefix, protocol.MAX_REQUEST)
+                body = await _receive_exactly(stream, size)
+                request = protocol.decode_request(body)
+            except ProtocolError as exc:
+                self.refused += 1
+                return protocol.encode_error(str(exc))
+            self.requests += 1
+            try:
+                return await self.handlers[request.op](request)
+            except CtxdError as exc:
+                return protocol.encode_error(str(exc))
+            except Exception as exc:
+                logger.exception("handler for %s failed", request.op)
+                return protocol.encode_error(f"internal error: {type(exc).__name__}")
+        if scope.cancelled_caught:
+            self.refused += 1
+            return protocol.encode_error(f"request not complete within {REQUEST_DEADLINE:g} s")
+        return None
+
+
+def json_answer(value: Any) -> bytes:
+    return protocol.encode_ok(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))

@@ -1,0 +1,119 @@
+"""Transcript files on disk -> appended bytes -> usage updates. The only module that imports watchfiles.
+
+`TranscriptFile` remembers a read offset and the file's identity; `read_appended` reads only
+what was appended since, and starts over when the file got shorter or was replaced (new inode).
+`watch_roots` runs one recursive watchfiles watcher over the agents' transcript roots and
+reports changed transcript paths; the daemon's periodic sweep catches what events miss.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+
+import anyio
+from watchfiles import Change, awatch
+
+from ctxd.transcript import Agent, TranscriptReader, UsageUpdate
+from ctxd.transcript.detect import open_reader
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 1024 * 1024
+# Tuned for tens of milliseconds from append to update (watchfiles' defaults wait 1.6 s).
+WATCH_STEP_MS = 20
+WATCH_DEBOUNCE_MS = 250
+
+
+class TranscriptFile:
+    """One transcript, read incrementally. Not thread-safe; one owner at a time."""
+
+    def __init__(self, path: str, agent: Agent) -> None:
+        self.path = path
+        self.agent = agent
+        self.reader: TranscriptReader = open_reader(agent)
+        self.offset = 0
+        self.identity: tuple[int, int] | None = None
+
+    def read_appended(self, limit: int | None = None) -> list[UsageUpdate]:
+        """Usage updates from the bytes appended since the last call (at most `limit` bytes).
+
+        Raises FileNotFoundError when the file is gone, OSError when it cannot be read.
+        """
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            info = os.fstat(fd)
+            identity = (info.st_dev, info.st_ino)
+            if identity != self.identity or info.st_size < self.offset:
+                # Replaced or truncated (rotation, rewrite): what we knew is void.
+                self.reader.reset()
+                self.offset = 0
+                self.identity = identity
+            updates: list[UsageUpdate] = []
+            end = info.st_size if limit is None else min(info.st_size, self.offset + limit)
+            while self.offset < end:
+                chunk = os.pread(fd, min(CHUNK, end - self.offset), self.offset)
+                if not chunk:
+                    break
+                self.offset += len(chunk)
+                updates.extend(self.reader.feed(chunk))
+            return updates
+        finally:
+            os.close(fd)
+
+    def pending(self) -> int:
+        """Bytes on disk not read yet (0 when the file is gone)."""
+        try:
+            return max(0, os.stat(self.path).st_size - self.offset)
+        except OSError:
+            return 0
+
+
+def agent_of(path: str, roots: dict[str, Path]) -> Agent | None:
+    """Which agent writes `path`, by the root it lies under and the shape of its name."""
+    if not path.endswith(".jsonl"):
+        return None
+    for agent, root in roots.items():
+        if path.startswith(str(root) + os.sep):
+            name = os.path.basename(path)
+            if agent == "claude":
+                return "claude"
+            if agent == "gemini" and name.startswith("session-") and f"{os.sep}chats{os.sep}" in path:
+                return "gemini"
+            if agent == "codex" and name.startswith("rollout-"):
+                return "codex"
+    return None
+
+
+def _transcript_filter(change: Change, path: str) -> bool:
+    return path.endswith(".jsonl")
+
+
+OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]
+
+
+async def watch_roots(
+    roots: Iterable[Path], on_changes: OnChanges, stop: anyio.Event | None = None
+) -> None:
+    """Report (path, deleted) batches under the existing `roots` until cancelled.
+
+    Only roots that exist can be watched; the daemon restarts this when the set of existing
+    roots changes (an agent used for the first time creates its root).
+    """
+    existing = [str(root) for root in roots if root.is_dir()]
+    if not existing:
+        await anyio.sleep_forever()
+    logger.info("watching %s", ", ".join(existing))
+    async for changes in awatch(
+        *existing,
+        watch_filter=_transcript_filter,
+        step=WATCH_STEP_MS,
+        debounce=WATCH_DEBOUNCE_MS,
+        recursive=True,
+        stop_event=stop,
+        ignore_permission_denied=True,
+    ):
+        batch = sorted({(path, change == Change.deleted) for change, path in changes})
+        await on_changes(batch)
