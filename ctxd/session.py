@@ -124,10 +124,14 @@ def learned_window(state: SessionState) -> tuple[str, int] | None:
 
 
 def figures(
-    state: SessionState, settings: Settings, learned: Mapping[str, int], recent: bool = True
+    state: SessionState,
+    settings: Settings,
+    learned: Mapping[str, int],
+    recent: bool = True,
+    window_override: Window | None = None,
 ) -> Figures:
     tokens = state.tokens
-    window = resolve_window(
+    window = window_override or resolve_window(
         statusline=state.statusline_window,
         agent_reported=state.agent_window,
         model=state.model,

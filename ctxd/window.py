@@ -15,7 +15,9 @@ from typing import Literal
 
 from ctxd.errors import InvalidInput
 
-WindowSource = Literal["statusline", "agent", "model-id", "learned", "table", "usage", "default"]
+WindowSource = Literal[
+    "option", "statusline", "agent", "model-id", "learned", "table", "usage", "default"
+]
 
 #: Windows real models ship with, smallest first. When usage outgrows the assumed window the
 #: true window is almost certainly the next one of these, not `tokens` itself.
