@@ -116,7 +116,8 @@ def render_statusline(view: StatusView, width: int = 10) -> bytes:
     else:
         pct = _used_pct(view)
         bar = _bar(pct, width)
-        shown = f"{round(pct)}%" if pct is not None else "?%"
+        # Half up, as Claude Code's own used_percentage (92.5 % shows as 93).
+        shown = f"{math.floor(pct + 0.5)}%" if pct is not None else "?%"
         parts.append(f"{model} {bar} {shown}" if model else f"{bar} {shown}")
         parts.append(f"{_human(view.tokens)}/{window}")
         if view.tokens_to_compaction is not None:
@@ -137,7 +138,8 @@ def _used_pct(view: StatusView) -> float | None:
 def _bar(pct: float | None, width: int) -> str:
     if pct is None:
         return _EMPTY * width
-    filled = min(width, max(0, round(pct * width / 100)))
+    # Rounded down: the bar is full only when the window is.
+    filled = min(width, max(0, math.floor(pct * width / 100)))
     return _FULL * filled + _EMPTY * (width - filled)
 
 
