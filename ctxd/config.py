@@ -40,6 +40,9 @@ from ctxd.errors import ConfigError
 from ctxd.policy import HandoffSettings, Thresholds
 
 DEFAULT_WINDOW = 1_000_000
+# Built-in model table (model id prefix -> window), under the user's [windows]. Gemini models
+# ship 1,048,576-token windows; Claude's statusline and Codex's rollout report their own.
+DEFAULT_WINDOWS: Mapping[str, int] = MappingProxyType({"gemini-": 1_048_576})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,7 @@ class SessionSettings:
 class Settings:
     thresholds: Thresholds = Thresholds()
     handoff: HandoffSettings = HandoffSettings()
-    windows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    windows: Mapping[str, int] = field(default_factory=lambda: DEFAULT_WINDOWS)
     default_window: int = DEFAULT_WINDOW
     compaction: CompactionRules = CompactionRules()
     sessions: SessionSettings = SessionSettings()
@@ -124,7 +127,8 @@ def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
 
 def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
     table = _table(doc, "windows", set())
-    return MappingProxyType({model: _integer(table, model, "windows", 1) for model in table})
+    user = {model: _integer(table, model, "windows", 1) for model in table}
+    return MappingProxyType({**DEFAULT_WINDOWS, **user})
 
 
 def _compaction(doc: Mapping[str, Any]) -> CompactionRules:
