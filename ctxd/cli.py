@@ -93,18 +93,23 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from ctxd.client import request, request_json
-    from ctxd.errors import DaemonUnavailable
+    import fcntl
+
+    from ctxd.client import request_json
 
     answer = request_json("stop")
+    lock = paths.runtime_dir() / "ctxd.lock"
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            request("ping", timeout=0.5)
-        except DaemonUnavailable:
+    # The daemon holds its lock until it has saved its state and removed its socket.
+    with open(lock, "rb") as f:
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(0.02)
+                continue
             _print(f"ctxd stopped (pid {answer.get('pid')})")
             return 0
-        time.sleep(0.05)
     raise CtxdError(f"ctxd (pid {answer.get('pid')}) did not stop within 5 s")
 
 
@@ -258,8 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--settings", type=Path, help="the settings file to edit")
         sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
         if verb == "install":
-            sub.add_argument("--statusline", action="store_true",
-                             help="make ctxd Claude Code's statusline (replaces an existing one)")
+            sub.add_argument(
+                "--statusline",
+                action="store_true",
+                help="make ctxd Claude Code's statusline (replaces an existing one)",
+            )
         else:
             sub.set_defaults(statusline=False)
         sub.set_defaults(func=cmd_install)

@@ -89,7 +89,9 @@ def _table(doc: Mapping[str, Any], name: str, known: set[str]) -> dict[str, Any]
         raise ConfigError(f"[{name}] must be a table")
     unknown = sorted(set(table) - known) if known else []
     if unknown:
-        raise ConfigError(f"[{name}] has unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"[{name}] has unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}"
+        )
     return table
 
 
@@ -132,19 +134,26 @@ def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
 
 
 def _compaction(doc: Mapping[str, Any]) -> CompactionRules:
-    c = _table(doc, "compaction", {"gemini_fraction", "codex_fraction", "codex_token_limit",
-                                   "claude_reserve"})
+    c = _table(
+        doc,
+        "compaction",
+        {"gemini_fraction", "codex_fraction", "codex_token_limit", "claude_reserve"},
+    )
     base = CompactionRules()
     return CompactionRules(
         gemini_fraction=_number(c, "gemini_fraction", "compaction", 0.01, 1)
-        if "gemini_fraction" in c else base.gemini_fraction,
+        if "gemini_fraction" in c
+        else base.gemini_fraction,
         codex_fraction=_number(c, "codex_fraction", "compaction", 0.01, 1)
-        if "codex_fraction" in c else base.codex_fraction,
+        if "codex_fraction" in c
+        else base.codex_fraction,
         codex_reported_share=base.codex_reported_share,
         codex_token_limit=_integer(c, "codex_token_limit", "compaction", 1)
-        if "codex_token_limit" in c else base.codex_token_limit,
+        if "codex_token_limit" in c
+        else base.codex_token_limit,
         claude_reserve=_integer(c, "claude_reserve", "compaction", 0)
-        if "claude_reserve" in c else base.claude_reserve,
+        if "claude_reserve" in c
+        else base.claude_reserve,
     )
 
 
@@ -153,9 +162,11 @@ def _sessions(doc: Mapping[str, Any]) -> SessionSettings:
     base = SessionSettings()
     return SessionSettings(
         idle_seconds=_number(s, "idle_minutes", "sessions", 1, 10**6) * 60
-        if "idle_minutes" in s else base.idle_seconds,
+        if "idle_minutes" in s
+        else base.idle_seconds,
         ended_keep_seconds=_number(s, "ended_minutes", "sessions", 0, 10**6) * 60
-        if "ended_minutes" in s else base.ended_keep_seconds,
+        if "ended_minutes" in s
+        else base.ended_keep_seconds,
     )
 
 
@@ -175,7 +186,8 @@ def parse_settings(text: str) -> Settings:
         handoff=_handoff(doc),
         windows=_windows(doc),
         default_window=_integer(window, "default", "window", 1)
-        if "default" in window else DEFAULT_WINDOW,
+        if "default" in window
+        else DEFAULT_WINDOW,
         compaction=_compaction(doc),
         sessions=_sessions(doc),
     )

@@ -56,8 +56,13 @@ class DaemonPaths:
     def from_env(cls, env: Mapping[str, str]) -> DaemonPaths:
         run = paths.runtime_dir(env)
         state = paths.state_dir(env)
-        return cls(run, paths.socket_path(env), run / "ctxd.lock", state / "state.json",
-                   paths.config_path(env))
+        return cls(
+            run,
+            paths.socket_path(env),
+            run / "ctxd.lock",
+            state / "state.json",
+            paths.config_path(env),
+        )
 
 
 @contextmanager
@@ -102,9 +107,8 @@ def notify_systemd(env: Mapping[str, str], message: str) -> None:
 
 async def open_listener(path: Path) -> SocketListener:
     """Bind the socket 0600 from the start (umask), replacing a stale file from a crashed daemon."""
-    if path.exists() or path.is_symlink():
-        if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
+    if (path.exists() or path.is_symlink()) and not stat.S_ISSOCK(path.lstat().st_mode):
+        raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
     old_umask = os.umask(0o177)
     try:
         listener = await anyio.create_unix_listener(path)
@@ -208,28 +212,21 @@ class Daemon:
 
     async def _serve(self, listener: SocketListener, ready: Callable[[], None] | None) -> None:
         async with anyio.create_task_group() as tg:
-            serving = anyio.CancelScope()
-
-            async def serve() -> None:
-                with serving:
-                    await self.server.serve(listener)
-
-            tg.start_soon(serve)
             tg.start_soon(self._signals)
             tg.start_soon(self._watch)
             tg.start_soon(self._housekeeping)
-            logger.info("ctxd %s serving on %s (pid %d)", __version__, self.paths.socket,
-                        os.getpid())
-            notify_systemd(self.env, "READY=1")
-            if ready is not None:
-                ready()
-            await self._stopping.wait()
-            notify_systemd(self.env, "STOPPING=1")
-            serving.cancel()
-            # Requests already read get their answers before everything else is cancelled.
-            with anyio.move_on_after(SHUTDOWN_GRACE):
-                while self.server.in_flight:
-                    await anyio.sleep(0.01)
+            async with anyio.create_task_group() as serving:
+                serving.start_soon(self.server.serve, listener, self._stopping)
+                logger.info(
+                    "ctxd %s serving on %s (pid %d)", __version__, self.paths.socket, os.getpid()
+                )
+                notify_systemd(self.env, "READY=1")
+                if ready is not None:
+                    ready()
+                await self._stopping.wait()
+                notify_systemd(self.env, "STOPPING=1")
+                # The server stops accepting and answers what it already read; bounded.
+                serving.cancel_scope.deadline = anyio.current_time() + SHUTDOWN_GRACE
             tg.cancel_scope.cancel()
 
     async def _signals(self) -> None:
@@ -249,7 +246,7 @@ class Daemon:
                 async def changes(batch: list[tuple[str, bool]]) -> None:
                     self.registry.on_file_changes(batch)
 
-                tg.start_soon(tracker.watch_roots, existing, changes)
+                tg.start_soon(tracker.watch_roots, existing, changes, self._stopping)
                 while [root for root in roots if root.is_dir()] == existing:
                     await anyio.sleep(SWEEP_INTERVAL)
                 tg.cancel_scope.cancel()

@@ -35,8 +35,12 @@ def _daemon(env: Mapping[str, str]) -> Check:
     try:
         info = request_json("ping", env=env)
     except CtxdError as exc:
-        return Check("daemon", False, str(exc),
-                     "start it: `ctxd serve`, or `ctxd service install` to run it as a service")
+        return Check(
+            "daemon",
+            False,
+            str(exc),
+            "start it: `ctxd serve`, or `ctxd service install` to run it as a service",
+        )
     same = info.get("version") == __version__
     return Check(
         "daemon",
@@ -53,9 +57,7 @@ def _runtime(env: Mapping[str, str]) -> Iterator[Check]:
     except FileNotFoundError:
         yield Check("runtime dir", False, f"{run_dir} does not exist", "start the daemon")
         return
-    private = (
-        stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-    )
+    private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
     yield Check(
         "runtime dir",
         private,
@@ -69,8 +71,12 @@ def _runtime(env: Mapping[str, str]) -> Iterator[Check]:
         yield Check("socket", False, f"{sock} does not exist", "start the daemon")
         return
     ok = stat.S_ISSOCK(sinfo.st_mode) and not sinfo.st_mode & 0o077
-    yield Check("socket", ok, f"{sock} mode {stat.S_IMODE(sinfo.st_mode):o}",
-                None if ok else "stop the daemon, remove the file, start it again")
+    yield Check(
+        "socket",
+        ok,
+        f"{sock} mode {stat.S_IMODE(sinfo.st_mode):o}",
+        None if ok else "stop the daemon, remove the file, start it again",
+    )
 
 
 def _service() -> Check:
@@ -82,8 +88,12 @@ def _service() -> Check:
         return Check("service", False, f"cannot ask the service manager: {exc}")
     text = "; ".join(lines)
     enabled = any("enabled" in line and "not enabled" not in line for line in lines)
-    return Check("service", enabled, text or "no service manager",
-                 None if enabled else "`ctxd service install` (optional: hooks start ctxd)")
+    return Check(
+        "service",
+        enabled,
+        text or "no service manager",
+        None if enabled else "`ctxd service install` (optional: hooks start ctxd)",
+    )
 
 
 def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
@@ -95,8 +105,12 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         try:
             doc = orjson.loads(path.read_bytes())
         except FileNotFoundError:
-            yield Check(f"{agent} hooks", False, f"{path} does not exist",
-                        f"`ctxd install {agent}` if you use {agent}")
+            yield Check(
+                f"{agent} hooks",
+                False,
+                f"{path} does not exist",
+                f"`ctxd install {agent}` if you use {agent}",
+            )
             continue
         except (OSError, orjson.JSONDecodeError) as exc:
             yield Check(f"{agent} hooks", False, f"{path}: {exc}", "fix the file by hand")
@@ -106,14 +120,21 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
             for event, entries in (doc.get("hooks") or {}).items()
             if any(is_ctxd_command(h.get("command")) for e in entries for h in e.get("hooks", []))
         )
-        yield Check(f"{agent} hooks", bool(events),
-                    f"{path}: {', '.join(events) or 'no ctxd hooks'}",
-                    None if events else f"`ctxd install {agent}`")
+        yield Check(
+            f"{agent} hooks",
+            bool(events),
+            f"{path}: {', '.join(events) or 'no ctxd hooks'}",
+            None if events else f"`ctxd install {agent}`",
+        )
         if agent == "claude":
             line = (doc.get("statusLine") or {}).get("command")
             ours = is_ctxd_command(line)
-            yield Check("claude statusline", ours, f"statusLine: {line or 'none'}",
-                        None if ours else "`ctxd install claude --statusline` to show ctxd's line")
+            yield Check(
+                "claude statusline",
+                ours,
+                f"statusLine: {line or 'none'}",
+                None if ours else "`ctxd install claude --statusline` to show ctxd's line",
+            )
 
 
 def _round_trip(env: Mapping[str, str]) -> Check:
@@ -124,13 +145,22 @@ def _round_trip(env: Mapping[str, str]) -> Check:
     timings = []
     for _ in range(HOOK_RUNS):
         start = time.perf_counter()
-        subprocess.run(shlex.split(command), input=b"{}", env=probe_env, capture_output=True,
-                       timeout=10, check=False)
+        subprocess.run(
+            shlex.split(command),
+            input=b"{}",
+            env=probe_env,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
         timings.append((time.perf_counter() - start) * 1000)
     median = statistics.median(timings)
-    return Check("hook round trip", median < 50,
-                 f"{median:.1f} ms median of {HOOK_RUNS} runs of `{command}`",
-                 None if median < 50 else "check that the hook names the real interpreter")
+    return Check(
+        "hook round trip",
+        median < 50,
+        f"{median:.1f} ms median of {HOOK_RUNS} runs of `{command}`",
+        None if median < 50 else "check that the hook names the real interpreter",
+    )
 
 
 def _config(env: Mapping[str, str]) -> Check:
@@ -146,8 +176,12 @@ def _config(env: Mapping[str, str]) -> Check:
 def _roots(env: Mapping[str, str]) -> Check:
     roots: dict[str, Path] = paths.agent_roots(env)
     found = [f"{agent} {root}" for agent, root in roots.items() if root.is_dir()]
-    return Check("watched roots", bool(found), ", ".join(found) or "no agent transcripts yet",
-                 None if found else "run an agent once; ctxd watches its folder when it appears")
+    return Check(
+        "watched roots",
+        bool(found),
+        ", ".join(found) or "no agent transcripts yet",
+        None if found else "run an agent once; ctxd watches its folder when it appears",
+    )
 
 
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:

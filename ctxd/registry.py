@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ctxd import session as core
 from ctxd.agents import HookEvent, Reply, parse_hook, render_reply
@@ -111,7 +111,9 @@ class Registry:
             elif not deleted and os.path.isfile(path):
                 agent = agent_of(path, self.roots)
                 if agent is not None:
-                    self.track(path, agent, parent=_claude_parent(path) if agent == "claude" else None)
+                    self.track(
+                        path, agent, parent=_claude_parent(path) if agent == "claude" else None
+                    )
 
     def sweep(self) -> None:
         """What events miss: appends and replacements of tracked files; idle and ended sessions."""
@@ -138,7 +140,7 @@ class Registry:
             raise InvalidInput(f"unknown agent {agent!r}")
         if event_hint == "statusline":
             return self._statusline(payload)
-        event = parse_hook(cast(Agent, agent), payload, event_hint)
+        event = parse_hook(agent, payload, event_hint)
         key = self._session_for(event)
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.settings, self.learned, self.clock())

@@ -49,7 +49,9 @@ def _updates(path: str, agent: Agent) -> Iterator[UsageUpdate]:
 
 
 def replay(
-    path: str, agent: Agent | None = None, window: int | None = None,
+    path: str,
+    agent: Agent | None = None,
+    window: int | None = None,
     settings: Settings | None = None,
 ) -> Iterator[Row | SessionState]:
     """Yield a `Row` per assistant turn (a streamed turn once, as finally reported), then the

@@ -35,7 +35,7 @@ def _short_path(path: str | None) -> str:
     if not path:
         return "-"
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+    return "~" + path[len(home) :] if path.startswith(home + os.sep) else path
 
 
 def _forecast(fc: dict[str, Any] | None) -> str:
@@ -120,6 +120,12 @@ def replay_final_json(state: SessionState, last: Row | None, default_window: int
         doc.update(replay_row_json(last))
         del doc["turn"], doc["at"], doc["compaction"]
     else:
-        doc.update(tokens=None, window=default_window, window_source="default", used_pct=None,
-                   tokens_to_compaction=None, severity="ok")
+        doc.update(
+            tokens=None,
+            window=default_window,
+            window_source="default",
+            used_pct=None,
+            tokens_to_compaction=None,
+            severity="ok",
+        )
     return doc

@@ -63,9 +63,20 @@ class Server:
         self.refused = 0
         self.in_flight = 0
 
-    async def serve(self, listener: SocketListener) -> None:
-        async with listener:
-            await listener.serve(self._guarded)
+    async def serve(self, listener: SocketListener, stopping: anyio.Event) -> None:
+        """Accept until `stopping` is set; then let the connections already accepted finish
+        (bounded by their request deadline) instead of cutting them off mid-answer."""
+        async with anyio.create_task_group() as connections, listener:
+            with anyio.CancelScope() as accepting:
+
+                async def stop_accepting() -> None:
+                    await stopping.wait()
+                    accepting.cancel()
+
+                connections.start_soon(stop_accepting)
+                while True:
+                    stream = await listener.accept()
+                    connections.start_soon(self._guarded, stream)
 
     async def _guarded(self, stream: SocketStream) -> None:
         async with stream:

@@ -176,8 +176,9 @@ def on_hook(
     now: float,
 ) -> tuple[SessionState, Reply]:
     """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
-    state = replace(state, updated_at=now, cwd=event.cwd or state.cwd,
-                    model=state.model or event.model)
+    state = replace(
+        state, updated_at=now, cwd=event.cwd or state.cwd, model=state.model or event.model
+    )
     if event.kind == "compaction":
         return replace(state, policy=policy.on_compaction(state.policy)), Reply()
     if event.kind == "session_end":

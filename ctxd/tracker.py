@@ -1,4 +1,4 @@
-"""Transcript files on disk -> appended bytes -> usage updates. The only module that imports watchfiles.
+"""Transcript files -> appended bytes -> usage updates. The only module importing watchfiles.
 
 `TranscriptFile` remembers a read offset and the file's identity; `read_appended` reads only
 what was appended since, and starts over when the file got shorter or was replaced (new inode).
@@ -80,7 +80,11 @@ def agent_of(path: str, roots: dict[str, Path]) -> Agent | None:
             name = os.path.basename(path)
             if agent == "claude":
                 return "claude"
-            if agent == "gemini" and name.startswith("session-") and f"{os.sep}chats{os.sep}" in path:
+            if (
+                agent == "gemini"
+                and name.startswith("session-")
+                and f"{os.sep}chats{os.sep}" in path
+            ):
                 return "gemini"
             if agent == "codex" and name.startswith("rollout-"):
                 return "codex"
