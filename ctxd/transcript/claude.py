@@ -1,0 +1,125 @@
+"""Claude Code transcripts (`projects/<slug>/<session id>.jsonl`) -> usage updates.
+
+Context tokens are `input_tokens + cache_creation_input_tokens + cache_read_input_tokens` of the
+last main-chain assistant message: output tokens are excluded, which matches Claude Code's own
+`context_window.current_usage` / `used_percentage` (checked against the statusline samples).
+
+- Sidechain lines (`isSidechain: true`) and API-error messages (`isApiErrorMessage: true`, or
+  model `<synthetic>`, whose usage is all zeros) are skipped.
+- A streamed message can be written several times with the same `message.id`; every copy is
+  reported with `turn_id` = that id, so a consumer keeps only the newest. Once the final copy (the
+  one with a `stop_reason`) has been seen, later partial copies of it are ignored.
+- A `system`/`compact_boundary` line reports `compactMetadata.postTokens` (0 when missing) with
+  `compaction=True`; the next assistant message replaces it.
+
+Only lines that can carry usage are decoded. Claude Code 2.1.332 writes attachment, request-shape
+and blob lines of 10-60 KB; a substring test on the raw bytes rejects them before any JSON work.
+`"usage"` with its quotes can only occur as a real key, since quotes inside JSON strings are
+escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxd.transcript import Agent, UsageUpdate
+from ctxd.transcript.lines import LineSplitter, count, decode, epoch_seconds
+
+_USAGE_KEY = b'"usage"'
+_BOUNDARY = b"compact_boundary"
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+class ClaudeReader:
+    """Incremental reader for Claude Code transcripts; see the module docstring."""
+
+    agent: Agent = "claude"
+
+    def __init__(self) -> None:
+        self._lines = LineSplitter()
+        self._final_id: str | None = None
+        self._last: tuple[object, ...] | None = None
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; return the usage updates they completed."""
+        updates: list[UsageUpdate] = []
+        for line in self._lines.feed(data):
+            if _USAGE_KEY not in line and _BOUNDARY not in line:
+                continue
+            update = self._on_record(decode(line))
+            if update is None:
+                continue
+            # Streamed copies repeat the same figure for the same turn: they say nothing new.
+            key = (update.tokens, update.turn_id, update.model)
+            if update.compaction or key != self._last:
+                self._last = key
+                updates.append(update)
+        return updates
+
+    def reset(self) -> None:
+        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        self._lines.reset()
+        self._final_id = None
+        self._last = None
+
+    def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
+        if record is None or record.get("isSidechain") is True:
+            return None
+        kind = record.get("type")
+        if kind == "assistant":
+            return self._on_assistant(record)
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            return _on_boundary(record)
+        return None
+
+    def _on_assistant(self, record: dict[str, Any]) -> UsageUpdate | None:
+        if record.get("isApiErrorMessage") is True:
+            return None
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return None
+        model = message.get("model")
+        if model == _SYNTHETIC_MODEL:
+            return None
+        tokens = _context_tokens(message.get("usage"))
+        if tokens is None:
+            return None
+        message_id = message.get("id")
+        turn_id = message_id if isinstance(message_id, str) else None
+        if message.get("stop_reason") is None:
+            if turn_id is not None and turn_id == self._final_id:
+                return None  # a partial copy written after the final one
+        else:
+            self._final_id = turn_id
+        return UsageUpdate(
+            tokens=tokens,
+            at=epoch_seconds(record.get("timestamp")),
+            model=model if isinstance(model, str) else None,
+            turn_id=turn_id,
+        )
+
+
+def _context_tokens(usage: object) -> int | None:
+    """input + cache_creation + cache_read; None when the usage carries none of them."""
+    if not isinstance(usage, dict):
+        return None
+    parts = [
+        count(usage.get("input_tokens")),
+        count(usage.get("cache_creation_input_tokens")),
+        count(usage.get("cache_read_input_tokens")),
+    ]
+    if all(part is None for part in parts):
+        return None
+    return sum(part for part in parts if part is not None)
+
+
+def _on_boundary(record: dict[str, Any]) -> UsageUpdate:
+    metadata = record.get("compactMetadata")
+    post = count(metadata.get("postTokens")) if isinstance(metadata, dict) else None
+    uuid = record.get("uuid")
+    return UsageUpdate(
+        tokens=post or 0,
+        at=epoch_seconds(record.get("timestamp")),
+        compaction=True,
+        turn_id=uuid if isinstance(uuid, str) else None,
+    )
