@@ -372,14 +372,26 @@ def claude_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -
     )
 
 
-def claude_tool_steps(n: int, cache_read: Sequence[int] | None = None) -> list[Json]:
-    """`n` Bash echo tool calls, then a final text answer; step i reports cache_read[i]."""
+def shell_command(i: int, tool_seconds: float) -> str:
+    """The scripted shell command of tool call i; it takes `tool_seconds` (a real tool takes a
+    while; an instant one races the agent's own transcript writes, see test_claude_e2e)."""
+    return f"sleep {tool_seconds}; echo step{i}" if tool_seconds else f"echo step{i}"
+
+
+def claude_tool_steps(
+    n: int, cache_read: Sequence[int] | None = None, tool_seconds: float = 0
+) -> list[Json]:
+    """`n` Bash echo tool calls, then a final text answer; step i reports cache_read[i]
+    (the final answer the next value, or the last one)."""
     steps: list[Json] = []
     for i in range(n):
         step: Json = {
             "tool_use": {
                 "name": "Bash",
-                "input": {"command": f"echo step{i}", "description": f"Print step {i}"},
+                "input": {
+                    "command": shell_command(i, tool_seconds),
+                    "description": f"Print step {i}",
+                },
             }
         }
         if cache_read is not None:
@@ -476,7 +488,9 @@ def gemini_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -
     )
 
 
-def gemini_tool_steps(n: int, prompt_tokens: Sequence[int] | None = None) -> list[Json]:
+def gemini_tool_steps(
+    n: int, prompt_tokens: Sequence[int] | None = None, tool_seconds: float = 0
+) -> list[Json]:
     """`n` run_shell_command echo calls, then a final text answer; step i reports
     promptTokenCount prompt_tokens[i]."""
     steps: list[Json] = []
@@ -484,7 +498,10 @@ def gemini_tool_steps(n: int, prompt_tokens: Sequence[int] | None = None) -> lis
         step: Json = {
             "function_call": {
                 "name": "run_shell_command",
-                "args": {"command": f"echo step{i}", "description": f"Print step {i}"},
+                "args": {
+                    "command": shell_command(i, tool_seconds),
+                    "description": f"Print step {i}",
+                },
             }
         }
         if prompt_tokens is not None:
@@ -610,11 +627,13 @@ def codex_env(rd: RunDir, extra: Mapping[str, str] | None = None) -> dict[str, s
     )
 
 
-def codex_tool_steps(n: int, input_tokens: Sequence[int] | None = None) -> list[Json]:
+def codex_tool_steps(
+    n: int, input_tokens: Sequence[int] | None = None, tool_seconds: float = 0
+) -> list[Json]:
     """`n` shell echo calls, then a final text answer; step i reports input_tokens[i]."""
     steps: list[Json] = []
     for i in range(n):
-        step: Json = {"shell": f"echo step{i}"}
+        step: Json = {"shell": shell_command(i, tool_seconds)}
         if input_tokens is not None:
             step["usage"] = codex_usage(input_tokens[i])
         steps.append(step)
@@ -632,3 +651,93 @@ def codex_usage(input_tokens: int) -> Json:
         "output_tokens": 100,
         "reasoning_tokens": 0,
     }
+
+
+# ------------------------------------------------------------------------------------ ctxd
+class Ctxd:
+    """A real `ctxd serve` for one run, everything it touches inside the run dir.
+
+    `env` is the environment shared by the daemon, the `ctxd` verbs and (merged into the
+    agent's environment) the hooks: they all find the same socket through CTXD_SOCKET, and the
+    daemon watches the same agent roots (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME) as the agent.
+    The repository's `clients/` comes first on PYTHONPATH, so the hook command that
+    `ctxd install` writes names this checkout's client.
+    """
+
+    def __init__(self, rd: RunDir, config_toml: str, agent_env: Mapping[str, str]) -> None:
+        self.rd = rd
+        run_dir = rd.root / "run"
+        run_dir.mkdir(mode=0o700, exist_ok=True)
+        self.config_path = rd.root / "ctxd.toml"
+        self.config_path.write_text(config_toml, encoding="utf-8")
+        self.env: dict[str, str] = {
+            "CTXD_SOCKET": str(run_dir / "ctxd.sock"),
+            "CTXD_CONFIG": str(self.config_path),
+            "XDG_STATE_HOME": str(rd.root / "state"),
+            "XDG_CONFIG_HOME": str(rd.root / "xdg-config"),
+            "XDG_RUNTIME_DIR": str(run_dir),
+        }
+        self._agent_env = dict(agent_env)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = rd.root / "ctxd.log"
+
+    def _cmd_env(self) -> dict[str, str]:
+        env = base_env(self.rd, {**self._agent_env, **self.env})
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "clients"), str(REPO)])
+        return env
+
+    def ctl(self, *args: str, timeout: float = 60) -> Result:
+        """`python -m ctxd ARGS...` in this run's environment."""
+        return run(
+            [PYTHON, "-m", "ctxd", *args], cwd=self.rd.root, env=self._cmd_env(), timeout=timeout
+        )
+
+    def start(self) -> Ctxd:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [PYTHON, "-m", "ctxd", "serve", "--log-level", "debug"],
+                cwd=self.rd.root,
+                env=self._cmd_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        sock = Path(self.env["CTXD_SOCKET"])
+        if not wait_for(
+            lambda: sock.exists() and self.ctl("status", "--json").returncode == 0, 20, 0.1
+        ):
+            self.stop()
+            raise RuntimeError(f"ctxd did not start: {self.log_path.read_text(errors='replace')}")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def status(self) -> Json:
+        res = self.ctl("status", "--json")
+        assert res.returncode == 0, res.describe()
+        doc: Json = json.loads(res.stdout)
+        return doc
+
+    def rows(self, session_id: str) -> list[Json]:
+        """Every `ctxd status --json` row of the session `session_id`."""
+        return [s for s in self.status()["sessions"] if s.get("session_id") == session_id]
+
+    def session(self, session_id: str) -> Json:
+        """The row of the session `session_id` that follows its transcript."""
+        rows = [r for r in self.rows(session_id) if r.get("transcript_path")]
+        assert len(rows) == 1, (session_id, self.status())
+        return rows[0]
+
+    def install(self, agent: str, settings: Path, *extra: str) -> Result:
+        res = self.ctl("install", agent, "--settings", str(settings), *extra)
+        assert res.returncode == 0, res.describe()
+        return res
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
