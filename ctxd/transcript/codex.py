@@ -28,16 +28,17 @@ from typing import Any
 from ctxd.transcript import Agent, UsageUpdate
 from ctxd.transcript.lines import LineSplitter, count, decode, epoch_seconds
 
-# Line kinds worth decoding; everything else (messages, tool calls and outputs, world state)
-# is rejected on its raw bytes.
-_MARKERS = (
-    b'"token_count"',
-    b'"token_usage_record"',
-    b'"compacted"',
-    b'"turn_context"',
-    b'"task_started"',
-    b'"session_meta"',
+# Line kinds worth decoding, by the value of their first "type" key: the line's own type, since
+# Codex writes `timestamp, ordinal, type, payload` in that order. Lines of other known kinds
+# (messages, tool calls and outputs, world state: the bulk of a rollout) are rejected from those
+# few bytes; a line of unknown shape falls back to a search of the whole line.
+_WANTED = frozenset(
+    {b"token_usage_record", b"compacted", b"turn_context", b"session_meta", b"token_count"}
 )
+_EVENT_MARKERS = (b'"token_count"', b'"task_started"')
+_SKIPPED = frozenset({b"response_item", b"world_state"})
+_TYPE = b'"type":"'
+_MARKERS = (*(b'"%s"' % kind for kind in _WANTED), b'"task_started"')
 
 
 class CodexReader:
@@ -57,7 +58,7 @@ class CodexReader:
         """Consume the next bytes of the file; return the usage updates they completed."""
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
-            if not any(marker in line for marker in _MARKERS):
+            if not _wanted(line):
                 continue
             record = decode(line)
             if record is None or not isinstance(record.get("payload"), dict):
@@ -146,6 +147,28 @@ class CodexReader:
             compaction=compaction is not None,
             turn_id=compaction if compaction is not None else turn_id,
         )
+
+
+def _first_type(line: bytes) -> bytes:
+    """The value of the first `"type":"..."` in `line` (b"" without one)."""
+    begin = line.find(_TYPE)
+    if begin < 0:
+        return b""
+    begin += len(_TYPE)
+    end = line.find(b'"', begin)
+    return line[begin:end] if end > 0 else b""
+
+
+def _wanted(line: bytes) -> bool:
+    kind = _first_type(line)
+    if kind in _WANTED:
+        return True
+    if kind == b"event_msg":
+        # Event lines are small: search them whole rather than trust the payload's key order.
+        return any(marker in line for marker in _EVENT_MARKERS)
+    if kind in _SKIPPED:
+        return False
+    return any(marker in line for marker in _MARKERS)
 
 
 def _total(usage: object) -> int | None:

@@ -35,6 +35,8 @@ _ACK = "Got it. Thanks for the additional context!"
 _COMPRESSION_MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
 _MESSAGE_PREFIX = b'{"id":"'
 _TOKENS_KEY = b'"tokens"'
+_SET_PREFIX = b'{"$set":'
+_MESSAGES_KEY = b'"messages"'
 #: Gemini CLI's own estimate: about four characters of text per token.
 _CHARS_PER_TOKEN = 4
 
@@ -56,6 +58,7 @@ class GeminiReader:
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
         self._figures: dict[str, _Figure] = {}
+        self._changed = False  # the list changed since the figure was last looked at
         self._last: tuple[object, ...] | None = None
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
@@ -66,9 +69,13 @@ class GeminiReader:
                 continue
             compaction = self._on_line(line)
             if compaction is not None:
+                self._changed = False
                 self._last = (compaction.tokens, compaction.turn_id)
                 updates.append(compaction)
                 continue
+            if not self._changed:
+                continue
+            self._changed = False
             current = self._current()
             if current is None:
                 # No message with usage left (fresh list, rewind past the first answer): the
@@ -91,16 +98,19 @@ class GeminiReader:
         self._ids = []
         self._position = {}
         self._figures = {}
+        self._changed = False
         self._last = None
 
     # ------------------------------------------------------------------ records
 
     def _on_line(self, line: bytes) -> UsageUpdate | None:
         """Apply one line to the message list; return an update only for a compression."""
+        if line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line:
+            return None  # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines
         if line.startswith(_MESSAGE_PREFIX) and line.endswith(b"}") and _TOKENS_KEY not in line:
             # User and info messages matter only by id (a rewind names one): skip the decode.
             end = line.find(b'"', len(_MESSAGE_PREFIX))
-            if end > 0 and b"\\" not in line[:end]:
+            if end > 0 and line.find(b"\\", 0, end) < 0:
                 self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
                 return None
         record = decode(line)
@@ -119,6 +129,7 @@ class GeminiReader:
 
     def _put(self, message_id: str, figure: _Figure | None) -> None:
         # A repeated id replaces the earlier record in place: last write wins.
+        self._changed = True
         if message_id not in self._position:
             self._position[message_id] = len(self._ids)
             self._ids.append(message_id)
@@ -130,6 +141,7 @@ class GeminiReader:
     def _rewind(self, message_id: object) -> None:
         if not isinstance(message_id, str) or message_id not in self._position:
             return
+        self._changed = True
         cut = self._position[message_id]
         for dropped in self._ids[cut:]:
             del self._position[dropped]
@@ -142,6 +154,7 @@ class GeminiReader:
         old_figures = self._figures
         old_ids = self._position
         self._ids, self._position, self._figures = [], {}, {}
+        self._changed = True
         compressed = False
         for message in messages:
             if not isinstance(message, dict) or not isinstance(message.get("id"), str):
