@@ -177,6 +177,29 @@ def test_streamed_copies_share_a_turn_and_the_final_copy_wins() -> None:
     ]
 
 
+def test_usage_inside_other_line_kinds_does_not_count() -> None:
+    # A Task tool's result carries its subagent's usage; it is not the main chain's context.
+    user = {
+        "parentUuid": "p",
+        "isSidechain": False,
+        "type": "user",
+        "uuid": "u",
+        "sessionId": "s",
+        "message": {"role": "user", "content": [{"type": "tool_result", "content": "done"}]},
+        "toolUseResult": {"usage": {"input_tokens": 1, "cache_read_input_tokens": 700_000}},
+    }
+    attachment = {
+        "type": "attachment",
+        "sessionId": "s",
+        "uuid": "a",
+        "attachment": {"type": "file", "content": '{"usage": 5} ' * 4_000},
+    }
+
+    updates = ClaudeReader().feed(orjson.dumps(user) + b"\n" + orjson.dumps(attachment) + b"\n")
+
+    assert updates == []
+
+
 def test_partial_last_line_waits_for_its_newline() -> None:
     line = _with_usage(_assistant_line(), message_id="msg_p", cache_read=1_000)
     reader = ClaudeReader()

@@ -157,6 +157,34 @@ def test_model_comes_from_turn_context() -> None:
     assert (update.model, update.turn_id, update.tokens) == ("gpt-5.5-mini", "r1", 1_010)
 
 
+def test_lines_in_another_key_order_are_still_read() -> None:
+    # The cheap filter looks at the first "type" value; payload-first lines must not be lost.
+    usage = {
+        "payload": {"response_id": "r1", "usage": _usage(1_000, 10)},
+        "type": "token_usage_record",
+        "timestamp": "2026-11-29T21:02:05.210Z",
+    }
+    compacted = {
+        "payload": {
+            "replacement_history": [{"type": "message", "role": "user"}],
+            "window_id": "w2",
+        },
+        "type": "compacted",
+    }
+    estimate = {
+        "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": 700}}},
+        "type": "event_msg",
+    }
+    data = b"".join(orjson.dumps(record) + b"\n" for record in (usage, compacted, estimate))
+
+    updates = _replay(data)
+
+    assert [(u.tokens, u.compaction, u.turn_id) for u in updates] == [
+        (1_010, False, "r1"),
+        (700, True, "w2"),
+    ]
+
+
 def test_blank_and_garbage_lines_are_skipped() -> None:
     data = (
         b"\n{\n\xff\n[]\n"
