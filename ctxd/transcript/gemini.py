@@ -12,10 +12,11 @@ an addition). It is also the figure Gemini CLI itself compares with its compress
 
 Compression shows as a `$set` of messages that brings in a new `<state_snapshot>` summary, or the
 CLI's fixed acknowledgement of one. The rebuilt messages carry no tokens, so the update reports an
-estimate of the rebuilt history (characters / 4, as Gemini CLI's own estimate, which printed
-"compressed from 13000 to 168 tokens" where this gives 154) with `compaction=True`; the next
-gemini message replaces it. A resume also rewrites the list, keeping the ids: that is not a
-compaction, and tokens already known for a kept id stay known.
+estimate of the rebuilt history, characters / 4, with `compaction=True` (in the interactive
+sample Gemini CLI printed "compressed from 13000 to 168 tokens"; this gives 154); the next gemini
+message replaces it. When a rewind leaves no gemini message with tokens, no update is made.
+A resume also rewrites the list, keeping the ids: that is not a compaction, and tokens already
+known for a kept id stay known.
 
 Per message only its id and, for gemini messages, its usage figure are kept.
 """
@@ -37,7 +38,7 @@ _MESSAGE_PREFIX = b'{"id":"'
 _TOKENS_KEY = b'"tokens"'
 _SET_PREFIX = b'{"$set":'
 _MESSAGES_KEY = b'"messages"'
-#: Gemini CLI's own estimate: about four characters of text per token.
+#: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 
 
