@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
-import ctxd
 from ctxd.errors import CtxdError
 from ctxd.hookcmd import interpreter
 
@@ -54,12 +53,16 @@ class ServicePlan:
     may_fail: frozenset[Command] = field(default_factory=frozenset)
 
     def describe(self) -> list[str]:
-        """The plan as lines for `--dry-run`: files, commands, removals, notes."""
+        """The plan as lines for `--dry-run`: its steps in order, then its notes."""
+        return self.steps() + list(self.notes)
+
+    def steps(self) -> list[str]:
+        """One line per step: "write PATH", "run COMMAND", "remove PATH", in order."""
         lines = [f"write {path}" for path in self.files]
-        lines += [f"run   {shlex.join(cmd)}" for cmd in self.commands]
+        lines += [f"run {shlex.join(cmd)}" for cmd in self.commands]
         lines += [f"remove {path}" for path in self.remove]
-        lines += [f"run   {shlex.join(cmd)}" for cmd in self.after_commands]
-        return lines + list(self.notes)
+        lines += [f"run {shlex.join(cmd)}" for cmd in self.after_commands]
+        return lines
 
 
 def detect_manager(
@@ -105,7 +108,7 @@ def launchd_log_path(env: Mapping[str, str] = os.environ) -> Path:
 
 def template_dirs() -> tuple[Path, ...]:
     """Where the unit templates are looked up: packaged data first, then a source checkout."""
-    package = Path(ctxd.__file__).parent
+    package = Path(__file__).resolve().parent
     return (package / "data", package.parent)
 
 
@@ -203,7 +206,7 @@ def _none_plan(would: ServicePlan | None, platform: str) -> ServicePlan:
             (),
             (f"no supported service manager on {platform}: hooks start ctxd on demand",),
         )
-    lines = "; ".join(would.describe())
+    lines = "; ".join(would.steps())
     return ServicePlan(
         "none",
         {},

@@ -342,6 +342,6 @@ def test_templates_in_the_repository_carry_only_known_placeholders() -> None:
 def test_plan_describe_lists_every_step(env: dict[str, str]) -> None:
     plan: ServicePlan = plan_service_uninstall(manager="systemd", env=env)
     lines = plan.describe()
-    assert lines[0] == "run   systemctl --user disable --now ctxd.socket ctxd.service"
+    assert lines[0] == "run systemctl --user disable --now ctxd.socket ctxd.service"
     assert any(line.startswith("remove ") and line.endswith("ctxd.socket") for line in lines)
-    assert "run   systemctl --user daemon-reload" in lines
+    assert "run systemctl --user daemon-reload" in lines
