@@ -184,14 +184,15 @@ def cmd_service(args: argparse.Namespace) -> int:
         if args.action == "install"
         else service.plan_service_uninstall()
     )
-    if args.dry_run or plan.manager == "none":
+    if plan.manager == "none":
+        for note in plan.notes:  # says exactly what it would do with a service manager
+            _print(note)
+        return 0
+    if args.dry_run:
+        for line in plan.describe():
+            _print(line)
         for path, content in plan.files.items():
-            _print(f"# would write {path}")
-            _print(content)
-        for command in plan.commands:
-            _print("# would run: " + " ".join(command))
-        for note in plan.notes:
-            _print(f"note: {note}")
+            _print(f"\n# {path}\n{content.rstrip()}")
         return 0
     for line in service.apply_service_plan(plan):
         _print(line)
