@@ -381,6 +381,10 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     config = WINDOW_BASIS + "[window]\ndefault = 200000\n"
     steps = claude_tool_steps(1, [95_000, 295_000], TOOL_SECONDS)
     rig = make_rig(steps, config)
+    # let the scripted Bash call run without a permission dialog
+    doc = json.loads(rig.settings.read_text())
+    doc["permissions"] = {"allow": ["Bash"]}
+    rig.settings.write_text(json.dumps(doc))
     rig.ctxd.install("claude", rig.settings, "--statusline")
     assert "statusline" in json.loads(rig.settings.read_text())["statusLine"]["command"]
 
@@ -388,11 +392,12 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
     cmd = (
         f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
-        "--dangerously-skip-permissions; echo CLAUDE-EXITED; sleep 30"
+        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
     )
     tmux("new-session", "-d", "-s", "cc", "-x", "160", "-y", "50", cmd)
     try:
-        assert tmux.wait("ctxd", 40), tmux.pane()
+        # ctxd's line before the first reply: the model and the window Claude Code reported
+        assert tmux.wait("no usage yet · window 1M", 40), tmux.pane()
         tmux.send("Run the step")
         assert wait_for(lambda: len(rig.main()) >= 2, 60), tmux.pane()
 
@@ -403,7 +408,8 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         assert wait_for(learned, 30), (tmux.pane(), rig.ctxd.status())
         row = next(s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000)
         assert row["window"] == 1_000_000
-        assert "30%" in tmux.pane() or "300" in tmux.pane(), tmux.pane()
+        # ...and after it: 300k of that 1M window (no "?": not a guessed default)
+        assert tmux.wait("30% · 300k/1M", 20), tmux.pane()
         tmux.send("/exit")
         tmux.wait("CLAUDE-EXITED", 30)
     finally:
