@@ -1,0 +1,150 @@
+"""What the agent sees, through real `ctxd-hook` processes against a real daemon: the GSD
+warning trace, the reset on compaction, the handoff once, and silence when nothing is due.
+
+Claude Code figures used below (no statusline, so the window is the 1,000,000 default):
+on basis "window", remaining 40 % / 30 % / 20 % are 600k / 700k / 800k tokens; on the default
+basis "compaction" the room is 937,500 tokens (window - reserve), so WARNING starts at 65 % of
+it (609,375 tokens), CRITICAL at 75 % (703,125), the handoff at 70 % (656,250).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conftest import ClaudeTranscript, World
+
+WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
+TOKENS_AT_REMAINING = {40: 600_000, 30: 700_000, 20: 800_000}
+
+
+def tool_call(world: World, t: ClaudeTranscript, tokens: int) -> Any:
+    """The agent gets a response with `tokens` of context, runs a tool, the hook fires."""
+    t.assistant(tokens)
+    return world.hook_out("claude", t.payload("PostToolUse"))
+
+
+def kind(out: Any) -> str | None:
+    """None, "WARNING" or "CRITICAL", checking the envelope names the event it answers."""
+    if out is None:
+        return None
+    assert set(out) == {"hookSpecificOutput"}, out
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == "PostToolUse"
+    text: str = spec["additionalContext"]
+    for level in ("WARNING", "CRITICAL"):
+        if text.startswith(f"CONTEXT {level}:"):
+            return level
+    raise AssertionError(f"unexpected context text: {text!r}")
+
+
+def test_gsd_trace_on_window_basis(world: World) -> None:
+    world.write_config(WINDOW_BASIS)
+    world.start()
+    t = world.claude()
+    remaining = [40, 30, 30, 30, 30, 30, 30, 20, 20, 20, 20, 20, 20, 30]
+    expected = [
+        None, "WARNING", None, None, None, None, "WARNING",
+        "CRITICAL", None, None, None, None, "CRITICAL", None,
+    ]  # fmt: skip
+    got = [kind(tool_call(world, t, TOKENS_AT_REMAINING[r])) for r in remaining]
+    assert got == expected
+
+
+def test_warning_text_states_the_figures(world: World) -> None:
+    world.write_config(WINDOW_BASIS)
+    world.start()
+    t = world.claude()
+    out = tool_call(world, t, 700_000)
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("CONTEXT WARNING: 70% of the context window is used, 30% left")
+    assert "700,000 of 1,000,000 tokens" in text
+    assert "237,500 tokens before compaction" in text
+
+
+def test_default_basis_is_the_room_before_compaction(shared: World) -> None:
+    # 620k of 1M is 38 % remaining of the window (silent on that basis) but only 34 % of the
+    # 937,500 tokens before Claude Code compacts: one crossing, one warning.
+    t = shared.claude()
+    assert tool_call(shared, t, 500_000) is None
+    out = tool_call(shared, t, 620_000)
+    assert kind(out) == "WARNING"
+    assert "of the room before auto-compaction" in out["hookSpecificOutput"]["additionalContext"]
+    assert tool_call(shared, t, 621_000) is None
+    assert kind(tool_call(shared, t, 710_000)) == "CRITICAL"
+
+
+def test_compact_boundary_resets_the_debounce(shared: World) -> None:
+    t = shared.claude()
+    assert kind(tool_call(shared, t, 650_000)) == "WARNING"
+    assert tool_call(shared, t, 650_000) is None  # debounced: call 1 of 5
+    t.compact_boundary(post_tokens=30_000, pre_tokens=650_000)
+    # The new context fills up again fast; the first call back above the line warns at once.
+    assert kind(tool_call(shared, t, 650_000)) == "WARNING"
+    row = shared.row(t)
+    assert row is not None and row["compactions"] == 1
+
+
+def test_precompact_hook_resets_the_debounce(shared: World) -> None:
+    t = shared.claude()
+    assert kind(tool_call(shared, t, 650_000)) == "WARNING"
+    assert tool_call(shared, t, 650_000) is None
+    assert shared.hook_out("claude", t.payload("PreCompact")) is None
+    assert kind(tool_call(shared, t, 650_000)) == "WARNING"
+
+
+def test_handoff_is_asked_once(shared: World) -> None:
+    t = shared.claude()
+    t.assistant(700_000)  # 74.7 % of the room before compaction
+    out = shared.hook_out("claude", t.payload("Stop"))
+    assert set(out) == {"systemMessage"}
+    assert out["systemMessage"].startswith("CONTEXT HANDOFF: 75% of the room")
+    assert shared.hook_out("claude", t.payload("Stop")) is None
+    row = shared.row(t)
+    assert row is not None and row["handoff_asked"] is True
+
+
+def test_no_handoff_below_the_threshold(shared: World) -> None:
+    t = shared.claude()
+    t.assistant(600_000)  # 64 %
+    assert shared.hook_out("claude", t.payload("Stop")) is None
+    t.assistant(660_000)  # 70.4 %
+    assert shared.hook_out("claude", t.payload("Stop")) is not None
+
+
+def test_no_handoff_while_a_stop_hook_is_active(shared: World) -> None:
+    t = shared.claude()
+    t.assistant(700_000)
+    assert shared.hook_out("claude", t.payload("Stop.active")) is None
+    # Not "used up" by the active stop: the next plain Stop still asks.
+    assert shared.hook_out("claude", t.payload("Stop")) is not None
+
+
+def test_handoff_block_action(world: World) -> None:
+    world.write_config('[handoff]\naction = "block"\n')
+    world.start()
+    t = world.claude()
+    t.assistant(700_000)
+    out = world.hook_out("claude", t.payload("Stop"))
+    assert set(out) == {"decision", "reason"}
+    assert out["decision"] == "block"
+    assert out["reason"].startswith("CONTEXT HANDOFF:")
+    # The agent continues and Stop fires again with stop_hook_active: never block twice.
+    assert world.hook_out("claude", t.payload("Stop.active")) is None
+    assert world.hook_out("claude", t.payload("Stop")) is None
+
+
+def test_silence_below_thresholds(shared: World) -> None:
+    t = shared.claude()
+    events = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUse", "Stop"]
+    for event in events:
+        t.assistant(300_000)
+        result = shared.hook("claude", t.payload(event))
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b""), event
+
+
+def test_no_output_for_a_session_without_usage_yet(shared: World) -> None:
+    t = shared.claude()  # an empty transcript: no assistant message yet
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
+        result = shared.hook("claude", t.payload(event))
+        assert (result.returncode, result.stdout) == (0, b""), event
