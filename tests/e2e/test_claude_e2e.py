@@ -42,7 +42,7 @@ WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
 #: How long each scripted tool call takes. Claude Code writes its transcript lazily; a tool that
 #: finishes within ~100 ms of the model's reply runs its PostToolUse hook before the reply is on
 #: disk (see test_instant_tools_are_warned_at_their_own_call).
-TOOL_SECONDS = 0.3
+TOOL_SECONDS = 0.5
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
@@ -322,7 +322,7 @@ def test_status_lists_a_session_once(make_rig: Callable[..., Rig]) -> None:
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # a slow machine can give Claude Code the time to write: then it passes
     reason="ctxd bug, reported: Claude Code 2.1.332 writes its transcript lazily; when a tool "
     "finishes within ~100 ms the PostToolUse hook runs before the assistant message that "
     "carries the usage is on disk, so ctxd judges the previous call's usage and warns one "

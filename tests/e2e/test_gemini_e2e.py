@@ -33,7 +33,8 @@ from e2e_support import (
 
 pytestmark = pytest.mark.e2e
 
-TOOL_SECONDS = 0.3
+#: Instant tools: unlike Claude Code, this CLI has the usage on disk before its hook runs.
+TOOL_SECONDS = 0
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
