@@ -660,8 +660,7 @@ class Ctxd:
     `env` is the environment shared by the daemon, the `ctxd` verbs and (merged into the
     agent's environment) the hooks: they all find the same socket through CTXD_SOCKET, and the
     daemon watches the same agent roots (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME) as the agent.
-    The repository's `clients/` comes first on PYTHONPATH, so the hook command that
-    `ctxd install` writes names this checkout's client.
+    Hooks are wired by the real `ctxd install`, so they run the client this install resolves.
     """
 
     def __init__(self, rd: RunDir, config_toml: str, agent_env: Mapping[str, str]) -> None:
@@ -682,9 +681,7 @@ class Ctxd:
         self.log_path = rd.root / "ctxd.log"
 
     def _cmd_env(self) -> dict[str, str]:
-        env = base_env(self.rd, {**self._agent_env, **self.env})
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "clients"), str(REPO)])
-        return env
+        return base_env(self.rd, {**self._agent_env, **self.env})
 
     def ctl(self, *args: str, timeout: float = 60) -> Result:
         """`python -m ctxd ARGS...` in this run's environment."""
