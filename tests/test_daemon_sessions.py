@@ -37,6 +37,10 @@ def keep_writing_until_listed(
 
 
 def test_new_transcript_is_discovered_without_any_hook(shared: World) -> None:
+    # The project dir exists (the agent ran there before): this is about the new file. See
+    # test_transcript_in_a_root_created_after_start_is_discovered for what events miss.
+    (shared.claude_projects / "-home-user-discovered").mkdir()
+    time.sleep(0.3)
     t = shared.claude(slug="-home-user-discovered")
     t.assistant(123_456)
     row = shared.wait_row(t, lambda r: r["tokens"] == 123_456, WATCH_TIMEOUT)
@@ -74,8 +78,7 @@ def test_new_agent_root_while_running_keeps_the_daemon_serving(world: World) -> 
     first = world.ping()
     assert first is not None
     c = world.claude()
-    c.assistant(10_000)
-    world.wait_row(c, lambda r: r["tokens"] == 10_000, WATCH_TIMEOUT)
+    keep_writing_until_listed(world, c, 10_000)
     g = world.gemini()
 
     def gemini_seen() -> bool:

@@ -1,0 +1,206 @@
+"""The `ctxd` command line as a user runs it: a real subprocess, a real daemon behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import World
+
+STATUS_FIELDS = {
+    "session_id",
+    "agent",
+    "model",
+    "window",
+    "window_source",
+    "tokens",
+    "used_pct",
+    "severity",
+    "tokens_to_compaction",
+    "transcript_path",
+    "updated_at",
+}
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+# ---------------------------------------------------------------------- status
+
+
+def test_status_json_fields(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(650_000)
+    before = time.time()
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+
+    result = ctxd.cli("status", "--json")
+
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (row,) = (r for r in doc["sessions"] if r["session_id"] == t.session_id)
+    assert set(row) >= STATUS_FIELDS
+    assert row["agent"] == "claude"
+    assert row["model"] == "claude-opus-5-5"
+    assert (row["window"], row["window_source"]) == (1_000_000, "default")
+    assert row["tokens"] == 650_000
+    assert row["used_pct"] == 65.0  # of the whole window
+    assert row["severity"] == "warning"  # 69 % of the room before compaction
+    assert row["tokens_to_compaction"] == 937_500 - 650_000
+    assert row["transcript_path"] == str(t.path)
+    assert before - 1 <= row["updated_at"] <= time.time() + 1
+    assert doc["daemon"]["pid"] == (ctxd.proc.pid if ctxd.proc else None)
+
+
+def test_status_json_for_one_session(ctxd: World) -> None:
+    a, b = ctxd.claude(), ctxd.claude()
+    for t in (a, b):
+        t.assistant(100_000)
+        ctxd.hook_out("claude", t.payload("PostToolUse"))
+    result = ctxd.cli("status", "--json", b.session_id)
+    assert result.returncode == 0, result.stderr
+    assert [r["session_id"] for r in json.loads(result.stdout)["sessions"]] == [b.session_id]
+
+
+def test_status_for_an_unknown_session_is_an_error(ctxd: World) -> None:
+    result = ctxd.cli("status", "no-such-session")
+    assert result.returncode != 0
+    assert "no-such-session" in one_line(result.stderr)
+    assert result.stdout == ""
+
+
+def test_status_text_lists_sessions(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(710_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+    result = ctxd.cli("status")
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if t.session_id[:12] in x)
+    assert "claude" in line and "710,000" in line and "CRITICAL" in line
+
+
+def test_status_without_daemon(world: World) -> None:
+    result = world.cli("status")
+    assert result.returncode != 0
+    line = one_line(result.stderr)
+    assert "no ctxd daemon is running" in line and str(world.socket) in line
+    assert result.stdout == ""
+    assert world.cli("status", "--json").returncode == result.returncode
+
+
+def test_stop_without_daemon(world: World) -> None:
+    result = world.cli("stop")
+    assert result.returncode != 0
+    assert "no ctxd daemon is running" in one_line(result.stderr)
+
+
+def test_stop_stops_the_daemon(ctxd: World) -> None:
+    assert ctxd.proc is not None
+    pid = ctxd.proc.pid
+    result = ctxd.cli("stop")
+    assert result.returncode == 0, result.stderr
+    assert str(pid) in one_line(result.stdout)
+    # By the time `ctxd stop` returns, the daemon has saved its state and removed its socket.
+    assert not os.path.lexists(ctxd.socket)
+    assert ctxd.state_file.exists()
+    assert ctxd.proc.wait(5) == 0
+
+
+def test_ctxd_socket_overrides_the_socket_for_every_command(world: World) -> None:
+    sock = world.root / "elsewhere" / "d.sock"
+    sock.parent.mkdir(mode=0o700)
+    world.env["CTXD_SOCKET"] = str(sock)
+    world.start()
+    assert sock.exists() and not (world.runtime_dir / "ctxd.sock").exists()
+    t = world.claude()
+    t.assistant(650_000)
+    assert world.hook_out("claude", t.payload("PostToolUse")) is not None
+    assert world.cli("status", "--json").returncode == 0
+    assert world.cli("stop").returncode == 0
+    assert not sock.exists()
+
+
+# ---------------------------------------------------------------------- replay
+
+
+def test_replay_missing_file(world: World) -> None:
+    result = world.cli("replay", str(world.root / "missing.jsonl"))
+    assert result.returncode == 2
+    assert "missing.jsonl" in one_line(result.stderr)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "content", [b"hello\n", b'{"a": 1}\n', b"\x00\x01\x02binary", b""], ids=repr
+)
+def test_replay_not_a_transcript(world: World, content: bytes) -> None:
+    path = world.root / "notes.jsonl"
+    path.write_bytes(content)
+    result = world.cli("replay", str(path))
+    assert result.returncode == 2
+    assert "not a" in one_line(result.stderr)
+
+
+def test_replay_a_directory(world: World) -> None:
+    result = world.cli("replay", str(world.root))
+    assert result.returncode == 2
+    one_line(result.stderr)
+
+
+def test_replay_json_timeline(world: World) -> None:
+    t = world.claude()
+    for tokens in (100_000, 300_000, 700_000):
+        t.assistant(tokens)
+    t.compact_boundary(post_tokens=20_000, pre_tokens=700_000)
+    t.assistant(50_000)
+
+    result = world.cli("replay", "--json", str(t.path))
+
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["tokens"] for r in rows[:-1]] == [100_000, 300_000, 700_000, 20_000, 50_000]
+    assert [r["severity"] for r in rows[:-1]] == ["ok", "ok", "warning", "ok", "ok"]
+    final = rows[-1]
+    assert final["tokens"] == 50_000
+    assert (final["window"], final["window_source"]) == (1_000_000, "default")
+    assert final["used_pct"] == 5.0
+    assert final["severity"] == "ok"
+    assert final["compactions"] == 1
+    assert final["tokens_to_compaction"] == 937_500 - 50_000
+
+
+def test_replay_real_codex_rollout(world: World) -> None:
+    path = world.repo / "tests/data/transcripts/codex-cli-0.171.0/rollout.autocompact.jsonl"
+    result = world.cli("replay", "--json", str(path))
+    assert result.returncode == 0, result.stderr
+    final = json.loads(result.stdout.splitlines()[-1])
+    assert final["agent"] == "codex" and final["compactions"] == 1
+    assert (final["window"], final["window_source"]) == (258_400, "agent")
+
+
+def test_replay_text(world: World) -> None:
+    t = world.claude()
+    t.assistant(700_000)
+    result = world.cli("replay", str(t.path))
+    assert result.returncode == 0, result.stderr
+    assert "700,000" in result.stdout and result.stdout.splitlines()[-1].startswith("final:")
+
+
+def test_python_m_ctxd_and_the_console_script_agree(world: World) -> None:
+    script = world.repo / ".venv" / "bin" / "ctxd"
+    if not script.exists():
+        pytest.skip("no console script in this environment")
+    via_script = subprocess.run(
+        [str(script), "status"], env=world.env, capture_output=True, text=True, check=False
+    )
+    via_module = world.cli("status")
+    assert (via_script.returncode, via_script.stderr) == (via_module.returncode, via_module.stderr)
