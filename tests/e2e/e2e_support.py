@@ -715,6 +715,14 @@ class Ctxd:
                 self.proc.kill()
                 self.proc.wait()
 
+    def stop_with_cli(self) -> None:
+        """`ctxd stop`, as a user would; returns once the daemon is gone with its socket."""
+        res = self.ctl("stop")
+        assert res.returncode == 0, res.describe()
+        if self.proc is not None:
+            self.proc.wait(15)
+        assert not Path(self.env["CTXD_SOCKET"]).exists(), "ctxd stop left the socket behind"
+
     def status(self) -> Json:
         res = self.ctl("status", "--json")
         assert res.returncode == 0, res.describe()

@@ -123,15 +123,12 @@ class Rig:
 def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     rigs: list[Rig] = []
 
-    def make(
-        steps: list[Json], config: str = WINDOW_BASIS, *, daemon: bool = True, counter: bool = False
-    ) -> Rig:
+    def make(steps: list[Json], config: str = WINDOW_BASIS, *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = claude_prepare(rd)
         ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config)})
         ctxd.install("claude", settings)
-        if daemon:
-            ctxd.start()
+        ctxd.start()
         script: Json = {"steps": steps}
         if counter:
             # resumes and compactions rewrite the history: count the requests instead
@@ -293,9 +290,8 @@ def test_handoff_block_continues_the_turn_once(make_rig: Callable[..., Rig]) -> 
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:
-    rig = make_rig(
-        claude_tool_steps(3, [655_000, 755_000, 765_000, 775_000], TOOL_SECONDS), daemon=False
-    )
+    rig = make_rig(claude_tool_steps(3, [655_000, 755_000, 765_000, 775_000], TOOL_SECONDS))
+    rig.ctxd.stop_with_cli()
     res = rig.claude("Run the steps", CTXD_NO_SPAWN="1")
 
     events = stream_events(res)

@@ -101,9 +101,7 @@ class Rig:
 def make_rig(codex_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     rigs: list[Rig] = []
 
-    def make(
-        steps: list[Json], config: str = "", *, daemon: bool = True, counter: bool = False
-    ) -> Rig:
+    def make(steps: list[Json], config: str = "", *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         script: Json = {"steps": steps}
         if counter:
@@ -112,8 +110,7 @@ def make_rig(codex_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[
         hooks_json = codex_prepare(rd, mock)
         ctxd = Ctxd(rd, config, {"CODEX_HOME": str(rd.config)})
         ctxd.install("codex", hooks_json)
-        if daemon:
-            ctxd.start()
+        ctxd.start()
         rig = Rig(codex_bin, rd, ctxd, mock)
         rigs.append(rig)
         return rig
@@ -206,10 +203,8 @@ def test_handoff_block_continues_the_turn_once(make_rig: Callable[..., Rig]) -> 
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:
-    rig = make_rig(
-        codex_tool_steps(3, inputs([160_000, 185_000, 186_000, 195_000]), TOOL_SECONDS),
-        daemon=False,
-    )
+    rig = make_rig(codex_tool_steps(3, inputs([160_000, 185_000, 186_000, 195_000]), TOOL_SECONDS))
+    rig.ctxd.stop_with_cli()
     res = rig.codex("Run the steps", CTXD_NO_SPAWN="1")
     # `codex exec` reports every hook run as "hook: <Event>" then "hook: <Event> Completed"
     hook_lines = [line for line in res.stderr.splitlines() if line.startswith("hook:")]

@@ -106,15 +106,12 @@ class Rig:
 def make_rig(gemini_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     rigs: list[Rig] = []
 
-    def make(
-        steps: list[Json], config: str = "", *, daemon: bool = True, counter: bool = False
-    ) -> Rig:
+    def make(steps: list[Json], config: str = "", *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = gemini_prepare(rd)
         ctxd = Ctxd(rd, config, {})
         ctxd.install("gemini", settings)
-        if daemon:
-            ctxd.start()
+        ctxd.start()
         script: Json = {"steps": steps}
         if counter:
             script["step_mode"] = "counter"  # compression rewrites the history
@@ -204,9 +201,8 @@ def test_compression_restarts_the_debounce_and_block_handoff_runs_once(
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:
-    rig = make_rig(
-        gemini_tool_steps(3, [345_000, 400_000, 402_000, 405_000], TOOL_SECONDS), daemon=False
-    )
+    rig = make_rig(gemini_tool_steps(3, [345_000, 400_000, 402_000, 405_000], TOOL_SECONDS))
+    rig.ctxd.stop_with_cli()
     res = rig.gemini("Run the steps", CTXD_NO_SPAWN="1")
     assert json.loads(res.stdout)["response"].strip() == "Done."
     assert hook_lines(res) == [], res.stderr
