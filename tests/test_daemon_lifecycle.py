@@ -157,3 +157,33 @@ def test_unreadable_snapshot_does_not_prevent_start(world: World) -> None:
     world.state_file.write_bytes(b"{not json")
     world.start()
     assert world.status()["sessions"] == []
+
+
+def test_fallback_runtime_dir_without_xdg_runtime_dir(world: World) -> None:
+    # macOS, cron, ssh without a logind session: no XDG_RUNTIME_DIR.
+    del world.env["XDG_RUNTIME_DIR"]
+    world.start()
+    run = world.state_home / "ctxd" / "run"
+    assert stat.S_ISSOCK(os.lstat(run / "ctxd.sock").st_mode)
+    assert mode(run) == 0o700 and mode(run / "ctxd.sock") == 0o600
+    t = world.claude()
+    t.assistant(650_000)
+    assert world.hook_out("claude", t.payload("PostToolUse")) is not None
+    assert world.cli("status", "--json").returncode == 0
+
+
+def test_spawned_daemon_keeps_its_log_and_state_private(world: World) -> None:
+    # Without XDG_RUNTIME_DIR the socket dir lives inside the state dir, and a hook creates
+    # both before the daemon runs. The log names the user's projects and sessions.
+    del world.env["XDG_RUNTIME_DIR"]
+    del world.env["CTXD_NO_SPAWN"]
+    t = world.claude()
+    t.assistant(100_000)
+    assert world.hook("claude", t.payload("PostToolUse")).returncode == 0
+    world.wait_for(world.ping, 10, "the spawned daemon")
+    world.hook_out("claude", t.payload("PostToolUse"))
+    state_dir = world.state_home / "ctxd"
+    log = state_dir / "ctxd.log"
+    assert log.exists()
+    assert mode(log) & 0o077 == 0, f"log mode {mode(log):o}"
+    assert mode(state_dir) == 0o700, f"state dir mode {mode(state_dir):o}"

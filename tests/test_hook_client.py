@@ -260,3 +260,25 @@ def test_client_and_daemon_agree_on_the_socket(env: dict[str, str], expected: st
     assert ctxd_hook.socket_path(env) == expected
     assert paths.socket_path(env) == Path(expected)
     assert paths.runtime_dir(env) == Path(expected).parent
+
+
+@pytest.mark.parametrize("shadow", ["ctxd", "anyio"])
+def test_spawned_daemon_does_not_import_from_the_agents_cwd(world: World, shadow: str) -> None:
+    # Hooks run in the project the agent works on, which may be anyone's repository. The daemon
+    # a hook starts must run the installed ctxd, never modules lying in that directory.
+    del world.env["CTXD_NO_SPAWN"]
+    marker = world.root / "ran-project-code"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    if shadow == "ctxd":
+        (world.work / "ctxd").mkdir()
+        (world.work / "ctxd" / "__init__.py").write_text(planted)
+        (world.work / "ctxd" / "__main__.py").write_text(planted)
+    else:
+        (world.work / "anyio.py").write_text(planted)
+
+    result = world.hook("claude", warning_payload(world))  # cwd: the project (world.work)
+
+    assert (result.returncode, result.stdout) == (0, b"")
+    world.wait_for(lambda: marker.exists() or world.ping(), SPAWN_TIMEOUT, "a daemon")
+    assert not marker.exists(), "the spawned daemon ran code from the agent's cwd"
+    assert world.ping() is not None
