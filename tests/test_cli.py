@@ -204,3 +204,22 @@ def test_python_m_ctxd_and_the_console_script_agree(world: World) -> None:
     )
     via_module = world.cli("status")
     assert (via_script.returncode, via_script.stderr) == (via_module.returncode, via_module.stderr)
+
+
+def test_socket_path_too_long_is_one_clear_line(world: World) -> None:
+    # AF_UNIX paths are limited to about 107 bytes; a long CTXD_SOCKET must not end in a
+    # traceback (serve) or a message ending in "None" (status).
+    long_dir = world.root / ("d" * 120)
+    long_dir.mkdir(mode=0o700)
+    world.env["CTXD_SOCKET"] = str(long_dir / "ctxd.sock")
+
+    serve = world.cli("serve")
+    assert serve.returncode != 0
+    assert "Traceback" not in serve.stderr
+    line = serve.stderr.strip().splitlines()[-1]
+    assert line.startswith("ctxd serve:") and "too long" in line
+
+    status = world.cli("status")
+    assert status.returncode != 0
+    line = one_line(status.stderr)
+    assert not line.endswith("None") and "too long" in line

@@ -4,6 +4,7 @@ survives a restart, clean shutdown on SIGTERM."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 from typing import TYPE_CHECKING
@@ -187,3 +188,11 @@ def test_spawned_daemon_keeps_its_log_and_state_private(world: World) -> None:
     assert log.exists()
     assert mode(log) & 0o077 == 0, f"log mode {mode(log):o}"
     assert mode(state_dir) == 0o700, f"state dir mode {mode(state_dir):o}"
+
+
+def test_sigint_stops_cleanly(ctxd: World) -> None:
+    assert ctxd.proc is not None
+    ctxd.proc.send_signal(signal.SIGINT)
+    assert ctxd.proc.wait(5) == 0
+    assert not os.path.lexists(ctxd.socket)
+    assert ctxd.state_file.exists()

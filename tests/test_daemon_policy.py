@@ -9,6 +9,9 @@ it (609,375 tokens), CRITICAL at 75 % (703,125), the handoff at 70 % (656,250).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -148,3 +151,54 @@ def test_no_output_for_a_session_without_usage_yet(shared: World) -> None:
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
         result = shared.hook("claude", t.payload(event))
         assert (result.returncode, result.stdout) == (0, b""), event
+
+
+def test_half_written_line_is_not_read_until_complete(shared: World) -> None:
+    # The agent is mid-write when the hook fires: the figure is the last complete line's.
+    t = shared.claude()
+    t.assistant(100_000)
+    t.assistant(710_000)
+    data = t.path.read_bytes()
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[1] + b"\n"
+    t.path.write_bytes(data[: -len(last)] + last[:200])  # same inode, cut mid-line
+    assert shared.hook_out("claude", t.payload("PostToolUse")) is None
+    with t.path.open("ab") as f:
+        f.write(last[200:])
+    assert kind(shared.hook_out("claude", t.payload("PostToolUse"))) == "CRITICAL"
+
+
+def test_transcript_rewritten_from_scratch_is_read_again(shared: World) -> None:
+    t = shared.claude()
+    t.assistant(710_000)
+    assert kind(shared.hook_out("claude", t.payload("PostToolUse"))) == "CRITICAL"
+    replacement = t.path.with_suffix(".new")
+    t.path.rename(replacement)
+    t.path.touch()
+    t.assistant(120_000)  # a new, smaller file at the same path (a new inode)
+    replacement.unlink()
+    shared.hook_out("claude", t.payload("PostToolUse"))
+    row = shared.row(t)
+    assert row is not None and row["tokens"] == 120_000
+
+
+def test_many_sessions_at_once_each_get_their_own_answer(shared: World) -> None:
+    sessions = [shared.claude() for _ in range(12)]
+    for i, t in enumerate(sessions):
+        t.assistant(650_000 if i % 2 else 300_000)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-S", "-I", str(shared.hook_client), "claude"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=shared.env,
+        )
+        for _ in sessions
+    ]
+    outs = [
+        proc.communicate(json.dumps(t.payload("PostToolUse")).encode(), timeout=10)[0]
+        for proc, t in zip(procs, sessions, strict=True)
+    ]
+    assert [bool(out) for out in outs] == [bool(i % 2) for i in range(12)]
+    for out in outs:
+        if out:
+            assert kind(json.loads(out)) == "WARNING"
