@@ -382,9 +382,12 @@ class World:
         path = self.home / ".gemini" / "tmp" / "work" / "chats" / name
         return GeminiTranscript(path, sid, self.work)
 
-    def codex(self, session_id: str | None = None) -> CodexTranscript:
+    def codex(
+        self, session_id: str | None = None, started: str = "2026-11-29T21-02-01"
+    ) -> CodexTranscript:
+        """A new rollout; a resumed session is the same id with a later `started` stamp."""
         sid = session_id or str(uuid.uuid4())
-        name = f"rollout-2026-11-29T21-02-01-{sid}.jsonl"
+        name = f"rollout-{started}-{sid}.jsonl"
         path = self.codex_dir / "sessions" / "2026" / "11" / "29" / name
         return CodexTranscript(path, sid, self.work)
 

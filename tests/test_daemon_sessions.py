@@ -209,3 +209,28 @@ def test_sidechain_lines_in_the_parent_do_not_count(shared: World) -> None:
     assert shared.hook_out("claude", t.payload("PostToolUse")) is None
     row = shared.row(t)
     assert row is not None and row["tokens"] == 100_000
+
+
+def test_ended_sessions_leave_the_list_after_ended_minutes(world: World) -> None:
+    world.write_config("[sessions]\nended_minutes = 0\n")
+    world.start()
+    t = world.claude()
+    t.assistant(100_000)
+    world.hook_out("claude", t.payload("PostToolUse"))
+    assert world.row(t) is not None
+    world.hook_out("claude", t.payload("SessionEnd"))
+    world.wait_for(lambda: world.row(t) is None, WATCH_TIMEOUT, "the ended session to go")
+
+
+def test_codex_resume_moves_the_session_to_its_new_rollout(shared: World) -> None:
+    old = shared.codex()
+    old.response(100_000)
+    shared.hook_out("codex", old.payload("PostToolUse"))
+    new = shared.codex(old.session_id, started="2026-11-29T22-10-00")  # `codex resume`
+    new.response(120_000)
+    shared.hook_out("codex", new.payload("SessionStart"))
+    old_row, new_row = shared.row(old), shared.row(new)
+    assert old_row is not None and old_row["ended_at"] is not None
+    assert new_row is not None and new_row["ended_at"] is None and new_row["tokens"] == 120_000
+    listed = [r for r in shared.status()["sessions"] if r["session_id"] == old.session_id]
+    assert sum(r["ended_at"] is None for r in listed) == 1
