@@ -201,6 +201,32 @@ class GeminiTranscript(Transcript):
         }
         self.append(rec)
 
+    def compress(self) -> None:
+        """Gemini CLI's compression: the message list replaced by a state snapshot and the
+        model's fixed acknowledgement (rebuilt messages carry no tokens)."""
+        now = _now_iso()
+        self.append(
+            {
+                "$set": {
+                    "messages": [
+                        dict(
+                            LINES["gemini-user"],
+                            id=str(uuid.uuid4()),
+                            timestamp=now,
+                            content=[{"text": "<state_snapshot>summary</state_snapshot>"}],
+                        ),
+                        {
+                            "id": str(uuid.uuid4()),
+                            "timestamp": now,
+                            "type": "gemini",
+                            "content": [{"text": "Got it. Thanks for the additional context!"}],
+                        },
+                    ],
+                    "lastUpdated": now,
+                }
+            }
+        )
+
 
 class CodexTranscript(Transcript):
     agent = "codex"

@@ -153,3 +153,13 @@ def test_codex_silent_below_thresholds(shared: World) -> None:
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
         result = shared.hook("codex", c.payload(event))
         assert (result.returncode, result.stdout, result.stderr) == (0, b"", b""), event
+
+
+def test_gemini_compression_in_the_transcript_resets_the_debounce(shared: World) -> None:
+    g = shared.gemini()
+    assert after_tool(shared, g, 360_000) is not None
+    assert after_tool(shared, g, 361_000) is None
+    g.compress()
+    assert context_of(after_tool(shared, g, 360_000), "AfterTool").startswith("CONTEXT WARNING:")
+    row = shared.row(g)
+    assert row is not None and row["compactions"] == 1
