@@ -105,7 +105,11 @@ def spawn_daemon(env: Mapping[str, str] = os.environ) -> None:
     import time
 
     run_dir = runtime_dir(env) if not env.get("CTXD_SOCKET") else os.path.dirname(socket_path(env))
-    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    old_umask = os.umask(0o077)  # every level we create is private, not just the last
+    try:
+        os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    finally:
+        os.umask(old_umask)
     lock_path = run_dir + "/spawn.lock"
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
@@ -118,9 +122,10 @@ def spawn_daemon(env: Mapping[str, str] = os.environ) -> None:
         os.ftruncate(fd, 0)
         os.write(fd, b"%d\n" % os.getpid())
         devnull = os.devnull
+        # -I: the hook runs in the agent's project; `-m` would otherwise import from there.
         os.posix_spawn(
             sys.executable,
-            [sys.executable, "-m", "ctxd", "serve", "--spawned"],
+            [sys.executable, "-I", "-m", "ctxd", "serve", "--spawned"],
             dict(env),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),

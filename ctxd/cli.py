@@ -38,11 +38,13 @@ def _print_json(value: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from ctxd.daemon import AlreadyRunning, serve
 
+    os.umask(0o077)  # everything the daemon writes (state, log, lock) is for this user only
     handler: logging.Handler
     if args.spawned:
         # Started by a hook client with stdio on /dev/null: log to the state dir instead.
         log_dir = paths.state_dir()
         log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_dir.chmod(0o700)
         handler = logging.FileHandler(log_dir / "ctxd.log")
     else:
         handler = logging.StreamHandler(sys.stderr)

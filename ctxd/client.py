@@ -42,7 +42,7 @@ def request(
         except (FileNotFoundError, ConnectionRefusedError):
             raise DaemonUnavailable(f"no ctxd daemon is running (socket {path})") from None
         except OSError as exc:
-            raise DaemonUnavailable(f"cannot reach ctxd at {path}: {exc.strerror}") from None
+            raise DaemonUnavailable(f"cannot reach ctxd at {path}: {exc.strerror or exc}") from None
         try:
             sock.sendall(protocol.encode_request(op, payload, **fields))
             size = protocol.frame_size(_receive_exactly(sock, 4), protocol.MAX_RESPONSE * 64)

@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 SWEEP_INTERVAL = 2.0
 SNAPSHOT_INTERVAL = 5.0
+DISCOVERY_INTERVAL = 30.0
 CONFIG_POLL_INTERVAL = 1.0
 SHUTDOWN_GRACE = 2.0
 SD_LISTEN_FDS_START = 3
@@ -112,6 +113,8 @@ async def open_listener(path: Path) -> SocketListener:
     old_umask = os.umask(0o177)
     try:
         listener = await anyio.create_unix_listener(path)
+    except OSError as exc:
+        raise CtxdError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
@@ -187,6 +190,8 @@ class Daemon:
     # -------------------------------------------------------------- run
 
     async def run(self, ready: Callable[[], None] | None = None) -> None:
+        # A daemon started by a hook inherits the agent's project dir: don't keep it busy.
+        os.chdir("/")
         adopted = systemd_socket(self.env)
         if adopted is None:
             paths.ensure_private_dir(self.paths.runtime_dir)
@@ -239,24 +244,35 @@ class Daemon:
     async def _watch(self) -> None:
         """One recursive watcher over the roots that exist; restarted when that set changes."""
         roots = list(self.registry.roots.values())
-        while True:
+        while not self._stopping.is_set():
             existing = [root for root in roots if root.is_dir()]
+            # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
+            restart = anyio.Event()
             async with anyio.create_task_group() as tg:
 
                 async def changes(batch: list[tuple[str, bool]]) -> None:
                     self.registry.on_file_changes(batch)
 
-                tg.start_soon(tracker.watch_roots, existing, changes, self._stopping)
-                while [root for root in roots if root.is_dir()] == existing:
-                    await anyio.sleep(SWEEP_INTERVAL)
-                tg.cancel_scope.cancel()
+                tg.start_soon(tracker.watch_roots, existing, changes, restart)
+                # Files written before this watch began raised no event for it.
+                self.registry.discover(existing)
+                while not self._stopping.is_set() and existing == [
+                    root for root in roots if root.is_dir()
+                ]:
+                    with anyio.move_on_after(SWEEP_INTERVAL):
+                        await self._stopping.wait()
+                restart.set()
 
     async def _housekeeping(self) -> None:
-        last_snapshot = time.monotonic()
+        last_snapshot = last_discovery = time.monotonic()
         while True:
             await anyio.sleep(CONFIG_POLL_INTERVAL)
             self.reload_config()
             self.registry.sweep()
+            if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:
+                # inotify misses files created in a directory made the same instant.
+                self.registry.discover([r for r in self.registry.roots.values() if r.is_dir()])
+                last_discovery = time.monotonic()
             if self.registry.dirty and time.monotonic() - last_snapshot > SNAPSHOT_INTERVAL:
                 self._save()
                 last_snapshot = time.monotonic()

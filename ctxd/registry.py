@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd import session as core
+from ctxd import tracker
 from ctxd.agents import HookEvent, Reply, parse_hook, render_reply
 from ctxd.agents.statusline import parse_statusline, render_statusline
 from ctxd.config import Settings
@@ -114,6 +115,19 @@ class Registry:
                     self.track(
                         path, agent, parent=_claude_parent(path) if agent == "claude" else None
                     )
+
+    def discover(self, roots: list[Path]) -> int:
+        """Track transcripts under `roots` that are recent and not tracked yet; how many."""
+        since = self.clock() - self.settings.sessions.idle_seconds
+        found = 0
+        for path in tracker.find_transcripts(roots, since):
+            if path not in self.files:
+                agent = agent_of(path, self.roots)
+                if agent is not None:
+                    parent = _claude_parent(path) if agent == "claude" else None
+                    self.track(path, agent, parent=parent)
+                    found += 1
+        return found
 
     def sweep(self) -> None:
         """What events miss: appends and replacements of tracked files; idle and ended sessions."""

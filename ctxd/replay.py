@@ -39,7 +39,7 @@ def detect(path: str) -> Agent:
 
 
 def _updates(path: str, agent: Agent) -> Iterator[UsageUpdate]:
-    reader = open_reader(agent)
+    reader = open_reader(agent, path)
     try:
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -33,7 +33,7 @@ class TranscriptFile:
     def __init__(self, path: str, agent: Agent) -> None:
         self.path = path
         self.agent = agent
-        self.reader: TranscriptReader = open_reader(agent)
+        self.reader: TranscriptReader = open_reader(agent, path)
         self.offset = 0
         self.identity: tuple[int, int] | None = None
 
@@ -91,6 +91,24 @@ def agent_of(path: str, roots: dict[str, Path]) -> Agent | None:
     return None
 
 
+def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
+    """Paths of `*.jsonl` files under `roots` modified at or after `since` (epoch seconds)."""
+    stack = [str(root) for root in roots]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".jsonl") and entry.stat().st_mtime >= since:
+                    yield entry.path
+            except OSError:
+                continue
+
+
 def _transcript_filter(change: Change, path: str) -> bool:
     return path.endswith(".jsonl")
 
@@ -108,7 +126,9 @@ async def watch_roots(
     """
     existing = [str(root) for root in roots if root.is_dir()]
     if not existing:
-        await anyio.sleep_forever()
+        if stop is not None:
+            await stop.wait()
+        return
     logger.info("watching %s", ", ".join(existing))
     async for changes in awatch(
         *existing,

@@ -4,7 +4,10 @@ Context tokens are `input_tokens + cache_creation_input_tokens + cache_read_inpu
 last main-chain assistant message: output tokens are excluded, which matches Claude Code's own
 `context_window.current_usage` / `used_percentage` (checked against the statusline samples).
 
-- Sidechain lines (`isSidechain: true`) and API-error messages (`isApiErrorMessage: true`, or
+- Sidechain lines (`isSidechain: true`) inside a session's transcript belong to its subagents
+  and are skipped; a subagent's own transcript (`<session>/subagents/agent-*.jsonl`) is made of
+  nothing but sidechain lines, so its reader is opened with `subagent=True` and keeps them.
+- API-error messages (`isApiErrorMessage: true`, or
   model `<synthetic>`, whose usage is all zeros) are skipped.
 - A streamed message can be written several times with the same `message.id`; every copy is
   reported with `turn_id` = that id, so a consumer keeps only the newest. Once the final copy (the
@@ -35,7 +38,8 @@ class ClaudeReader:
 
     agent: Agent = "claude"
 
-    def __init__(self) -> None:
+    def __init__(self, subagent: bool = False) -> None:
+        self._keep_sidechain = subagent
         self._lines = LineSplitter()
         self._final_id: str | None = None
         self._last: tuple[object, ...] | None = None
@@ -63,7 +67,7 @@ class ClaudeReader:
         self._last = None
 
     def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
-        if record is None or record.get("isSidechain") is True:
+        if record is None or (record.get("isSidechain") is True and not self._keep_sidechain):
             return None
         kind = record.get("type")
         if kind == "assistant":

@@ -24,15 +24,21 @@ from ctxd.transcript.lines import decode
 _HEAD_LINES = 8
 
 
-def open_reader(agent: Agent) -> TranscriptReader:
-    """A fresh incremental reader for `agent`'s transcript format."""
+def open_reader(agent: Agent, path: str | None = None) -> TranscriptReader:
+    """A fresh incremental reader for `agent`'s transcript format (at `path`, when known)."""
     if agent == "claude":
-        return ClaudeReader()
+        return ClaudeReader(subagent=path is not None and is_claude_subagent_path(path))
     if agent == "gemini":
         return GeminiReader()
     if agent == "codex":
         return CodexReader()
     raise InvalidInput(f"unknown agent {agent!r}")
+
+
+def is_claude_subagent_path(path: str) -> bool:
+    """`.../<session>/subagents/agent-<id>.jsonl`: a Claude subagent's own transcript."""
+    parts = PurePath(path).parts
+    return len(parts) >= 2 and parts[-2] == "subagents" and parts[-1].startswith("agent-")
 
 
 def detect_agent_from_path(path: str) -> Agent | None:
