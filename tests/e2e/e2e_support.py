@@ -243,7 +243,7 @@ def run(
     *,
     cwd: Path,
     env: Mapping[str, str],
-    timeout: float = 180,
+    timeout: float = 100,
     stdin: str | None = None,
 ) -> Result:
     t0 = time.monotonic()
@@ -675,6 +675,9 @@ class Ctxd:
             "XDG_STATE_HOME": str(rd.root / "state"),
             "XDG_CONFIG_HOME": str(rd.root / "xdg-config"),
             "XDG_RUNTIME_DIR": str(run_dir),
+            # the tests start and stop the daemon themselves: a hook that runs after the
+            # teardown (a UI killed with its tmux server) must not leave a daemon behind
+            "CTXD_NO_SPAWN": "1",
         }
         self._agent_env = dict(agent_env)
         self.proc: subprocess.Popen[bytes] | None = None

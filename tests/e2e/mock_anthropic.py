@@ -47,6 +47,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -82,6 +83,7 @@ DEFAULT_SCRIPT = {
     "stream_chunk_delay": 0.0,
 }
 
+Json = dict[str, Any]
 LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
@@ -96,7 +98,7 @@ HEADERS_TO_LOG = (
 )
 
 
-def _text_of(content):
+def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     out = []
@@ -109,7 +111,7 @@ def _text_of(content):
     return "\n".join(out)
 
 
-def classify(body):
+def classify(body: Json) -> str:
     msgs = body.get("messages") or []
     last_user = next((m for m in reversed(msgs) if m.get("role") == "user"), None)
     last_text = _text_of(last_user.get("content")) if last_user else ""
@@ -131,19 +133,19 @@ def classify(body):
 
 
 class Mock:
-    def __init__(self, script, log_path):
+    def __init__(self, script: Json, log_path: str) -> None:
         self.script = script
         self.log_path = log_path
         self.counter = 0
         self.main_served = 0
         self.lock = threading.Lock()
 
-    def next_id(self, prefix):
+    def next_id(self, prefix: str) -> str:
         with self.lock:
             self.counter += 1
             return f"{prefix}_mock{self.counter:04d}{uuid.uuid4().hex[:12]}"
 
-    def usage_for(self, step_index, step):
+    def usage_for(self, step_index: int, step: Json | None) -> Json:
         if step and "usage" in step:
             u = dict(step["usage"])
         else:
@@ -160,7 +162,7 @@ class Mock:
             }
         return u
 
-    def plan(self, body):
+    def plan(self, body: Json) -> tuple[str, int, Any, str, Json]:
         kind = classify(body)
         msgs = body.get("messages") or []
         n_assistant = sum(1 for m in msgs if m.get("role") == "assistant")
@@ -226,19 +228,19 @@ class Mock:
             n_assistant = -1
         return kind, n_assistant, blocks, stop, usage
 
-    def log(self, rec):
+    def log(self, rec: Json) -> None:
         with LOG_LOCK, open(self.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
 
 
-def make_handler(mock):
+def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, fmt, *args):  # quiet
+        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
             pass
 
-        def _read_body(self):
+        def _read_body(self) -> tuple[bytes, Any]:
             n = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(n) if n else b""
             try:
@@ -246,7 +248,9 @@ def make_handler(mock):
             except Exception:
                 return raw, None
 
-        def _send_json(self, code, obj, extra_headers=None):
+        def _send_json(
+            self, code: int, obj: Any, extra_headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(obj).encode()
             self.send_response(code)
             self.send_header("content-type", "application/json")
@@ -257,7 +261,7 @@ def make_handler(mock):
             self.end_headers()
             self.wfile.write(data)
 
-        def _rec(self, body, raw, answer):
+        def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k: v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}
             if "x-api-key" in {k.lower() for k in hdrs}:
                 hdrs = {
@@ -276,7 +280,7 @@ def make_handler(mock):
             }
             mock.log(rec)
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             path = self.path.split("?")[0]
             if path.rstrip("/") == "/v1/models":
                 obj = {
@@ -316,13 +320,13 @@ def make_handler(mock):
                 },
             )
 
-        def do_HEAD(self):
+        def do_HEAD(self) -> None:
             self._rec(None, b"", {"status": 200})
             self.send_response(200)
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             raw, body = self._read_body()
             path = self.path.split("?")[0]
             if path == "/v1/messages/count_tokens":
@@ -334,7 +338,7 @@ def make_handler(mock):
             self._rec(body, raw, {"status": 200, "note": "unknown route, answered {}"})
             self._send_json(200, {})
 
-        def _messages(self, body, raw):
+        def _messages(self, body: Json, raw: bytes) -> None:
             kind, step, blocks, stop, usage = mock.plan(body)
             model = body.get("model", "claude-mock")
             if stop == "error":
@@ -390,7 +394,7 @@ def make_handler(mock):
             self.end_headers()
             delay = float(mock.script.get("stream_chunk_delay", 0) or 0)
 
-            def ev(name, data):
+            def ev(name: str, data: Json) -> None:
                 payload = (f"event: {name}\ndata: {json.dumps(data)}\n\n").encode()
                 self.wfile.write(b"%x\r\n" % len(payload) + payload + b"\r\n")
                 self.wfile.flush()
@@ -479,7 +483,7 @@ def make_handler(mock):
     return H
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)

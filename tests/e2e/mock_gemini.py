@@ -73,6 +73,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 COMPRESS_ACK = "Got it. Thanks for the additional context!"
@@ -115,6 +116,7 @@ DEFAULT_SCRIPT = {
     "usage_every_chunk": False,
 }
 
+Json = dict[str, Any]
 LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
@@ -129,7 +131,7 @@ HEADERS_TO_LOG = (
 )
 
 
-def text_of_parts(parts):
+def text_of_parts(parts: Any) -> str:
     out = []
     for p in parts or []:
         if isinstance(p, dict) and isinstance(p.get("text"), str):
@@ -137,7 +139,7 @@ def text_of_parts(parts):
     return "\n".join(out)
 
 
-def system_text(body):
+def system_text(body: Json) -> str:
     si = body.get("systemInstruction") or body.get("system_instruction")
     if isinstance(si, str):
         return si
@@ -146,21 +148,21 @@ def system_text(body):
     return ""
 
 
-def has_function_declarations(body):
+def has_function_declarations(body: Json) -> bool:
     for t in body.get("tools") or []:
         if isinstance(t, dict) and t.get("functionDeclarations"):
             return True
     return False
 
 
-def wants_json(body):
+def wants_json(body: Json) -> bool:
     gc = body.get("generationConfig") or {}
     return gc.get("responseMimeType") == "application/json" or bool(
         gc.get("responseJsonSchema") or gc.get("responseSchema")
     )
 
 
-def classify(body):
+def classify(body: Json) -> str:
     si = system_text(body)
     if "state_snapshot" in si:
         return "compress"
@@ -171,7 +173,7 @@ def classify(body):
     return "aux"
 
 
-def from_schema(schema, depth=0):
+def from_schema(schema: Any, depth: int = 0) -> Any:
     """a minimal value that satisfies a JSON schema / Gemini Schema (types may be upper case)"""
     if not isinstance(schema, dict) or depth > 8:
         return None
@@ -200,19 +202,19 @@ def from_schema(schema, depth=0):
 
 
 class Mock:
-    def __init__(self, script, log_path):
+    def __init__(self, script: Json, log_path: str) -> None:
         self.script = script
         self.log_path = log_path
         self.counter = 0
         self.main_served = 0
         self.lock = threading.Lock()
 
-    def next_id(self, prefix):
+    def next_id(self, prefix: str) -> str:
         with self.lock:
             self.counter += 1
             return f"{prefix}-mock{self.counter:04d}-{uuid.uuid4().hex[:8]}"
 
-    def usage_for(self, step_index, step):
+    def usage_for(self, step_index: int, step: Json | None) -> Json:
         if step and "usage" in step:
             u = dict(step["usage"])
         else:
@@ -223,7 +225,7 @@ class Mock:
             }
         return finish_usage(u)
 
-    def plan(self, body):
+    def plan(self, body: Json) -> tuple[str, int, Any, str, Json]:
         """-> (kind, step_index, parts | error-dict, finish_reason | "error", usageMetadata)"""
         kind = classify(body)
         contents = body.get("contents") or []
@@ -281,12 +283,12 @@ class Mock:
         usage = finish_usage({"promptTokenCount": 200, "candidatesTokenCount": 5})
         return kind, -1, [{"text": self.script.get("aux_text", "Mock summary")}], "STOP", usage
 
-    def log(self, rec):
+    def log(self, rec: Json) -> None:
         with LOG_LOCK, open(self.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
 
 
-def finish_usage(u):
+def finish_usage(u: Json) -> Json:
     u = {k: int(v) for k, v in u.items() if v}
     if "totalTokenCount" not in u:
         u["totalTokenCount"] = sum(
@@ -295,14 +297,14 @@ def finish_usage(u):
     return u
 
 
-def make_handler(mock):
+def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, fmt, *args):  # quiet
+        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
             pass
 
-        def _read_body(self):
+        def _read_body(self) -> tuple[bytes, Any]:
             n = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(n) if n else b""
             try:
@@ -310,7 +312,7 @@ def make_handler(mock):
             except Exception:
                 return raw, None
 
-        def _send_json(self, code, obj):
+        def _send_json(self, code: int, obj: Any) -> None:
             data = json.dumps(obj).encode()
             self.send_response(code)
             self.send_header("content-type", "application/json; charset=UTF-8")
@@ -318,7 +320,7 @@ def make_handler(mock):
             self.end_headers()
             self.wfile.write(data)
 
-        def _rec(self, body, raw, answer):
+        def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k.lower(): v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}
             for k in ("x-goog-api-key", "authorization", "proxy-authorization"):
                 if k in hdrs:
@@ -335,10 +337,10 @@ def make_handler(mock):
             }
             mock.log(rec)
 
-        def _google_error(self, code, message, status):
+        def _google_error(self, code: int, message: str, status: str) -> None:
             self._send_json(code, {"error": {"code": code, "message": message, "status": status}})
 
-        def _is_proxy_request(self):
+        def _is_proxy_request(self) -> bool:
             if self.command == "CONNECT":
                 return True
             if self.path.startswith(("http://", "https://")):
@@ -353,7 +355,7 @@ def make_handler(mock):
                 return True
             return False
 
-        def _proxy_refuse(self):
+        def _proxy_refuse(self) -> None:
             raw, body = self._read_body() if self.command != "CONNECT" else (b"", None)
             self._rec(
                 body, raw, {"status": 403, "kind": "proxy", "note": "outside host refused by mock"}
@@ -364,10 +366,10 @@ def make_handler(mock):
             self.end_headers()
             self.close_connection = True
 
-        def do_CONNECT(self):
+        def do_CONNECT(self) -> None:
             self._proxy_refuse()
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self._is_proxy_request():
                 return self._proxy_refuse()
             path = self.path.split("?")[0].rstrip("/")
@@ -402,13 +404,13 @@ def make_handler(mock):
             self._rec(None, b"", {"status": 404})
             self._google_error(404, f"mock: no route for GET {path}", "NOT_FOUND")
 
-        def do_HEAD(self):
+        def do_HEAD(self) -> None:
             self._rec(None, b"", {"status": 200})
             self.send_response(200)
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             if self._is_proxy_request():
                 return self._proxy_refuse()
             raw, body = self._read_body()
@@ -423,7 +425,7 @@ def make_handler(mock):
             self._rec(body, raw, {"status": 404, "note": "unknown route"})
             self._google_error(404, f"mock: no route for POST {path}", "NOT_FOUND")
 
-        def _generate(self, body, raw, path, stream):
+        def _generate(self, body: Json, raw: bytes, path: str, stream: bool) -> None:
             kind, step, parts, finish, usage = mock.plan(body)
             model = path.rsplit("/", 1)[-1].split(":")[0]
             if finish == "error":
@@ -454,8 +456,8 @@ def make_handler(mock):
             )
             mv = mock.script.get("model_version") or model
 
-            def resp(chunk_parts, last):
-                r = {
+            def resp(chunk_parts: list[Json], last: bool) -> Json:
+                r: Json = {
                     "candidates": [
                         {"content": {"role": "model", "parts": chunk_parts}, "index": 0}
                     ],
@@ -499,7 +501,7 @@ def make_handler(mock):
     return H
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)

@@ -68,6 +68,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -99,6 +100,7 @@ DEFAULT_SCRIPT = {
     "models": ["gpt-5.5", "gpt-5.4", "gpt-5.1-codex", "mock-model"],
 }
 
+Json = dict[str, Any]
 LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
@@ -129,7 +131,7 @@ TITLE_MARKER = "Generate a concise, single-line task title"
 SHELL_TOOLS = ("exec_command", "shell_command", "shell", "container.exec", "local_shell")
 
 
-def tool_names(body):
+def tool_names(body: Json) -> list[str]:
     out = []
     for t in body.get("tools") or []:
         if not isinstance(t, dict):
@@ -137,20 +139,21 @@ def tool_names(body):
         if t.get("type") == "local_shell":
             out.append("local_shell")
         elif t.get("type") == "function" and isinstance(t.get("function"), dict):  # chat shape
-            out.append(t["function"].get("name"))
+            out.append(str(t["function"].get("name")))
         else:
-            out.append(t.get("name") or t.get("type"))
+            out.append(str(t.get("name") or t.get("type")))
     return out
 
 
-def turn_metadata(headers):
+def turn_metadata(headers: Any) -> Json:
     try:
-        return json.loads(headers.get("x-codex-turn-metadata") or "{}")
+        md: Json = json.loads(headers.get("x-codex-turn-metadata") or "{}")
+        return md
     except Exception:
         return {}
 
 
-def classify(path, body, headers=None):
+def classify(path: str, body: Json, headers: Any = None) -> str:
     if path.endswith("/responses/compact"):
         return "compact"
     s = json.dumps(body.get("input") or body.get("messages") or "")
@@ -167,7 +170,7 @@ def classify(path, body, headers=None):
     return "aux"
 
 
-def n_model_items(body):
+def n_model_items(body: Json) -> int:
     n = 0
     for it in body.get("input") or []:
         if not isinstance(it, dict):
@@ -183,19 +186,19 @@ def n_model_items(body):
 
 
 class Mock:
-    def __init__(self, script, log_path):
+    def __init__(self, script: Json, log_path: str) -> None:
         self.script = script
         self.log_path = log_path
         self.counter = 0
         self.main_served = 0
         self.lock = threading.Lock()
 
-    def next_id(self, prefix):
+    def next_id(self, prefix: str) -> str:
         with self.lock:
             self.counter += 1
             return f"{prefix}_mock{self.counter:04d}{uuid.uuid4().hex[:12]}"
 
-    def usage_for(self, step_index, step):
+    def usage_for(self, step_index: int, step: Json | None) -> Json:
         if step and "usage" in step:
             u = dict(step["usage"])
         else:
@@ -208,7 +211,7 @@ class Mock:
         return u
 
     @staticmethod
-    def wire_usage(u):
+    def wire_usage(u: Json) -> Json:
         return {
             "input_tokens": u.get("input_tokens", 0),
             "input_tokens_details": {"cached_tokens": u.get("cached_tokens", 0)},
@@ -219,7 +222,7 @@ class Mock:
             ),
         }
 
-    def shell_call(self, body, cmd):
+    def shell_call(self, body: Json, cmd: str) -> Json:
         names = tool_names(body)
         call_id = self.next_id("call")
         if "exec_command" in names:
@@ -258,7 +261,7 @@ class Mock:
             "arguments": json.dumps({"cmd": cmd}),
         }
 
-    def plan(self, path, body, headers=None):
+    def plan(self, path: str, body: Json, headers: Any = None) -> tuple[str, int, Any, str, Json]:
         """-> (kind, step_index, items | error dict, mode, usage); mode in items/error/failed"""
         kind = classify(path, body, headers)
         if kind == "main":
@@ -326,7 +329,7 @@ class Mock:
             txt = self.script.get("aux_text", "Mock title")
         return kind, -1, [self.message(txt)], "items", usage
 
-    def message(self, text):
+    def message(self, text: str) -> Json:
         return {
             "type": "message",
             "role": "assistant",
@@ -335,12 +338,12 @@ class Mock:
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }
 
-    def log(self, rec):
+    def log(self, rec: Json) -> None:
         with LOG_LOCK, open(self.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
 
 
-def decode_body(raw, enc):
+def decode_body(raw: bytes, enc: str | None) -> bytes | None:
     enc = (enc or "").lower()
     if not raw:
         return raw
@@ -350,20 +353,21 @@ def decode_body(raw, enc):
         try:
             import zstandard  # type: ignore
 
-            return zstandard.ZstdDecompressor().decompress(raw, max_output_size=1 << 30)
+            out: bytes = zstandard.ZstdDecompressor().decompress(raw, max_output_size=1 << 30)
+            return out
         except ImportError:
             return None
     return raw
 
 
-def make_handler(mock):
+def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, fmt, *args):  # quiet
+        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
             pass
 
-        def _read_body(self):
+        def _read_body(self) -> tuple[bytes, Any]:
             if (self.headers.get("transfer-encoding") or "").lower() == "chunked":
                 raw = b""
                 while True:
@@ -385,7 +389,9 @@ def make_handler(mock):
             except Exception:
                 return dec, None
 
-        def _send_json(self, code, obj, extra_headers=None):
+        def _send_json(
+            self, code: int, obj: Any, extra_headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(obj).encode()
             self.send_response(code)
             self.send_header("content-type", "application/json")
@@ -396,7 +402,7 @@ def make_handler(mock):
             self.end_headers()
             self.wfile.write(data)
 
-        def _rec(self, body, raw, answer):
+        def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k: v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}
             hdrs = {
                 k: ("<redacted>" if k.lower() in ("authorization",) else v) for k, v in hdrs.items()
@@ -413,11 +419,11 @@ def make_handler(mock):
             }
             mock.log(rec)
 
-        def _path(self):
+        def _path(self) -> str:
             p = self.path.split("?")[0].rstrip("/")
             return p[3:] if p.startswith("/v1/") else p
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             path = self._path()
             if path == "/models":
                 models = mock.script.get("models") or []
@@ -437,13 +443,13 @@ def make_handler(mock):
                 404, {"error": {"message": "mock: no route", "type": "invalid_request_error"}}
             )
 
-        def do_HEAD(self):
+        def do_HEAD(self) -> None:
             self._rec(None, b"", {"status": 200})
             self.send_response(200)
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             raw, body = self._read_body()
             path = self._path()
             if (
@@ -458,7 +464,7 @@ def make_handler(mock):
             self._send_json(200, {})
 
         # ------------------------------------------------------------ Responses API
-        def _responses(self, path, body, raw):
+        def _responses(self, path: str, body: Json, raw: bytes) -> None:
             kind, step, items, mode, usage = mock.plan(path, body, self.headers)
             model = body.get("model", "mock-model")
             if mode == "error":
@@ -533,7 +539,7 @@ def make_handler(mock):
             delay = float(mock.script.get("stream_chunk_delay", 0) or 0)
             seq = [0]
 
-            def ev(data):
+            def ev(data: Any) -> None:
                 data = dict(data)
                 data["sequence_number"] = seq[0]
                 seq[0] += 1
@@ -652,7 +658,7 @@ def make_handler(mock):
             self.wfile.flush()
 
         # ------------------------------------------------------------ Chat Completions (probe only)
-        def _chat(self, path, body, raw):
+        def _chat(self, path: str, body: Json, raw: bytes) -> None:
             kind, step, items, mode, usage = mock.plan(path, body)
             model = body.get("model", "mock-model")
             cu = {
@@ -678,7 +684,7 @@ def make_handler(mock):
                         }
                     },
                 )
-            msg = {"role": "assistant", "content": None}
+            msg: Json = {"role": "assistant", "content": None}
             finish = "stop"
             for it in items:
                 if it["type"] == "message":
@@ -713,7 +719,7 @@ def make_handler(mock):
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
 
-            def ev(data):
+            def ev(data: Any) -> None:
                 payload = (
                     "data: %s\n\n" % (data if isinstance(data, str) else json.dumps(data))
                 ).encode()
@@ -726,7 +732,7 @@ def make_handler(mock):
                 "created": int(time.time()),
                 "model": model,
             }
-            delta = {"role": "assistant"}
+            delta: Json = {"role": "assistant"}
             if msg.get("content"):
                 delta["content"] = msg["content"]
             if msg.get("tool_calls"):
@@ -740,7 +746,7 @@ def make_handler(mock):
     return H
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)

@@ -155,7 +155,7 @@ def stream_events(res: Result) -> list[Json]:
 def session_id(res: Result) -> str:
     sid = {e["session_id"] for e in stream_events(res) if e.get("session_id")}
     assert len(sid) == 1, sid
-    return sid.pop()
+    return str(sid.pop())
 
 
 def handoff_messages(res: Result) -> list[str]:
