@@ -488,7 +488,8 @@ class World:
     def daemon_pids(self) -> set[int]:
         """Every live `ctxd serve` process whose environment is this world's (e.g. spawned by
         a hook), found through /proc."""
-        marker = f"XDG_RUNTIME_DIR={self.run_base}".encode()
+        # HOME is the one variable every test keeps (some drop XDG_RUNTIME_DIR).
+        marker = f"HOME={self.home}".encode()
         found: set[int] = set()
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
