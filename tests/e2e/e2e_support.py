@@ -749,3 +749,37 @@ class Ctxd:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+# ------------------------------------------------------------------------------------ tmux
+class Tmux:
+    """A private tmux server (its own socket) running one interactive CLI in session `name`."""
+
+    def __init__(self, sock: Path, name: str) -> None:
+        self.sock = sock
+        self.name = name
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-S", str(self.sock), *args], capture_output=True, text=True, timeout=30
+        )
+        return out.stdout
+
+    def start(self, shell_command: str) -> None:
+        self("new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", shell_command)
+
+    def pane(self) -> str:
+        """The screen and its scrollback."""
+        return self("capture-pane", "-p", "-S", "-500", "-t", self.name)
+
+    def wait(self, text: str, timeout: float) -> bool:
+        return wait_for(lambda: text in self.pane(), timeout, 0.3)
+
+    def send(self, text: str) -> None:
+        """Type `text`, then Enter (a pause between: a TUI may read a fast Enter as a paste)."""
+        self("send-keys", "-t", self.name, "-l", text)
+        time.sleep(0.7)
+        self("send-keys", "-t", self.name, "Enter")
+
+    def kill(self) -> None:
+        self("kill-server")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from e2e_support import (
     Mock,
     Result,
     RunDir,
+    Tmux,
     claude_capture_hooks,
     claude_env,
     claude_prepare,
@@ -345,28 +344,6 @@ def test_instant_tools_are_warned_at_their_own_call(make_rig: Callable[..., Rig]
 
 
 # ------------------------------------------------------------------------------------ tmux
-class Tmux:
-    def __init__(self, sock: Path) -> None:
-        self.sock = sock
-
-    def __call__(self, *args: str) -> str:
-        out = subprocess.run(
-            ["tmux", "-S", str(self.sock), *args], capture_output=True, text=True, timeout=30
-        )
-        return out.stdout
-
-    def pane(self) -> str:
-        return self("capture-pane", "-p", "-t", "cc")
-
-    def wait(self, pattern: str, timeout: float) -> bool:
-        return wait_for(lambda: pattern in self.pane(), timeout, 0.3)
-
-    def send(self, text: str) -> None:
-        self("send-keys", "-t", "cc", "-l", text)
-        time.sleep(0.5)
-        self("send-keys", "-t", "cc", "Enter")
-
-
 def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     make_rig: Callable[..., Rig], tmp_path: Path
 ) -> None:
@@ -384,13 +361,13 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     rig.ctxd.install("claude", rig.settings, "--statusline")
     assert "statusline" in json.loads(rig.settings.read_text())["statusLine"]["command"]
 
-    tmux = Tmux(tmp_path / "tmux.sock")
+    tmux = Tmux(tmp_path / "tmux.sock", "cc")
     env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
     cmd = (
         f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
         "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
     )
-    tmux("new-session", "-d", "-s", "cc", "-x", "160", "-y", "50", cmd)
+    tmux.start(cmd)
     try:
         # ctxd's line before the first reply: the model and the window Claude Code reported
         assert tmux.wait("no usage yet · window 1M", 40), tmux.pane()
@@ -409,4 +386,4 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         tmux.send("/exit")
         tmux.wait("CLAUDE-EXITED", 30)
     finally:
-        tmux("kill-server")
+        tmux.kill()

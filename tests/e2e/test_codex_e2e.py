@@ -11,6 +11,8 @@ input + output of the newest response; every scripted response has 100 output to
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from e2e_support import (
     Mock,
     Result,
     RunDir,
+    Tmux,
     codex_capture_hooks,
     codex_env,
     codex_prepare,
@@ -31,6 +34,7 @@ from e2e_support import (
     last_turn_text_codex,
     marks,
     run,
+    wait_for,
 )
 
 pytestmark = pytest.mark.e2e
@@ -213,3 +217,43 @@ def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., 
     assert odd == [], res.stderr
     assert "CONTEXT " not in str([r["body"] for r in rig.main()])
     assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists(), "a daemon was spawned"
+
+
+def test_interactive_shows_the_handoff_message_once(
+    make_rig: Callable[..., Rig], tmp_path: Path
+) -> None:
+    """`codex exec` prints no system message, the TUI does ("↳ Hook · ..."): the default
+    handoff is shown after the turn that crossed the line, and not after the next one."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    rig = make_rig(codex_tool_steps(1, inputs([175_000, 180_000]), TOOL_SECONDS))
+    env = codex_env(rig.rd, rig.ctxd.env)
+    codex = rig.mock.wrap(
+        [
+            str(rig.bin),
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+        ]
+    )
+    tmux = Tmux(tmp_path / "tmux.sock", "cx")
+    tmux.start(
+        f"cd {shlex.quote(str(rig.rd.work))} && env -i "
+        + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        + " "
+        + shlex.join(codex)
+        + "; echo CODEX-EXITED; sleep 30"
+    )
+    try:
+        assert tmux.wait("Ask Codex to do anything", 40), tmux.pane()
+        tmux.send("Run the step")
+        assert tmux.wait(f"Hook · {HANDOFF}", 40), tmux.pane()
+        tmux.send("Anything else?")  # stops again, still at 74 % used
+        assert wait_for(lambda: tmux.pane().count("Worked for") >= 2, 30), tmux.pane()
+        assert len(rig.main()) == 3, tmux.pane()
+        pane = tmux.pane()
+        assert pane.count(f"Hook · {HANDOFF}") == 1, pane
+        assert not any(HANDOFF in str(r["body"]) for r in rig.main())
+        tmux.send("/exit")
+        tmux.wait("CODEX-EXITED", 20)
+    finally:
+        tmux.kill()
