@@ -33,7 +33,8 @@ from ctxd.server import Server, json_answer
 
 logger = logging.getLogger(__name__)
 
-SWEEP_INTERVAL = 2.0
+SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
+ROOTS_INTERVAL = 2.0
 SNAPSHOT_INTERVAL = 5.0
 DISCOVERY_INTERVAL = 30.0
 CONFIG_POLL_INTERVAL = 1.0
@@ -259,16 +260,18 @@ class Daemon:
                 while not self._stopping.is_set() and existing == [
                     root for root in roots if root.is_dir()
                 ]:
-                    with anyio.move_on_after(SWEEP_INTERVAL):
+                    with anyio.move_on_after(ROOTS_INTERVAL):
                         await self._stopping.wait()
                 restart.set()
 
     async def _housekeeping(self) -> None:
-        last_snapshot = last_discovery = time.monotonic()
+        last_snapshot = last_discovery = last_sweep = time.monotonic()
         while True:
             await anyio.sleep(CONFIG_POLL_INTERVAL)
             self.reload_config()
-            self.registry.sweep()
+            if time.monotonic() - last_sweep > SWEEP_INTERVAL:
+                self.registry.sweep()
+                last_sweep = time.monotonic()
             if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:
                 # inotify misses files created in a directory made the same instant.
                 self.registry.discover([r for r in self.registry.roots.values() if r.is_dir()])

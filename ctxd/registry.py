@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -109,35 +109,34 @@ class Registry:
                     self._end(path, "transcript deleted")
                 else:
                     self.catch_up(path)
+            elif not deleted and os.path.isdir(path):
+                self.discover([Path(path)])
             elif not deleted and os.path.isfile(path):
-                agent = agent_of(path, self.roots)
-                if agent is not None:
-                    self.track(
-                        path, agent, parent=_claude_parent(path) if agent == "claude" else None
-                    )
+                self._track_found(path)
+
+    def _track_found(self, path: str) -> bool:
+        agent = agent_of(path, self.roots)
+        if agent is None:
+            return False
+        self.track(path, agent, parent=_claude_parent(path) if agent == "claude" else None)
+        return True
 
     def discover(self, roots: list[Path]) -> int:
         """Track transcripts under `roots` that are recent and not tracked yet; how many."""
         since = self.clock() - self.settings.sessions.idle_seconds
         found = 0
         for path in tracker.find_transcripts(roots, since):
-            if path not in self.files:
-                agent = agent_of(path, self.roots)
-                if agent is not None:
-                    parent = _claude_parent(path) if agent == "claude" else None
-                    self.track(path, agent, parent=parent)
-                    found += 1
+            if path not in self.files and self._track_found(path):
+                found += 1
         return found
 
     def sweep(self) -> None:
         """What events miss: appends and replacements of tracked files; idle and ended sessions."""
         now = self.clock()
-        for path, tracked in list(self.files.items()):
+        for path in list(self.files):
             state = self.sessions.get(path)
-            if state is None or state.ended_at is not None:
-                continue
-            if tracked.pending() or not os.path.exists(path):
-                self.catch_up(path)
+            if state is not None and state.ended_at is None:
+                self.catch_up(path)  # one stat when nothing changed
         keep = self.settings.sessions.ended_keep_seconds
         idle = self.settings.sessions.idle_seconds
         for key, state in list(self.sessions.items()):
@@ -163,7 +162,7 @@ class Registry:
         return render_reply(event, reply) if reply != Reply() else b""
 
     def _session_for(self, event: HookEvent) -> str:
-        path = _usable_transcript(event.transcript_path)
+        path = _usable_transcript(event.transcript_path, self.files)
         if event.agent_id and path and event.agent == "claude":
             sub = _claude_subagent_path(path, event.agent_id)
             if sub is not None:
@@ -190,7 +189,7 @@ class Registry:
 
     def _statusline(self, payload: bytes) -> bytes:
         report = parse_statusline(payload)
-        path = _usable_transcript(report.transcript_path)
+        path = _usable_transcript(report.transcript_path, self.files)
         if path is not None:
             key = self.track(path, "claude", report.session_id, cwd=report.cwd).key
             self.catch_up(path, HOOK_CATCH_UP_LIMIT)
@@ -285,11 +284,11 @@ class Registry:
         self.dirty = True
 
 
-def _usable_transcript(path: str | None) -> str | None:
-    """A payload's transcript path, if it names a regular file we can read."""
+def _usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
+    """A payload's transcript path, if it names a regular file we can read (or track already)."""
     if not path or not os.path.isabs(path) or not path.endswith(".jsonl"):
         return None
-    return path if os.path.isfile(path) else None
+    return path if path in known or os.path.isfile(path) else None
 
 
 def _session_id_from_path(path: str, agent: str) -> str:
