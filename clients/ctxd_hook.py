@@ -18,10 +18,11 @@ line, a newline, then the bytes to print. This file repeats the few constants it
 it must not import ctxd (that would pull in anyio and orjson).
 """
 
-from __future__ import annotations
-
+# Under `-S` not even `os` is loaded yet (site.py would have), and it costs ~1 ms: the hot path
+# uses the built-in `posix` module, and `os` is imported only on the rare paths that need it.
+# Likewise no `from __future__ import annotations` (a real import): annotations are strings.
 import _socket
-import os
+import posix
 import sys
 
 TYPE_CHECKING = False
@@ -36,8 +37,17 @@ SPAWN_BACKOFF = 5.0
 AGENTS = ("claude", "gemini", "codex")
 
 
-def runtime_dir(env: Mapping[str, str] = os.environ) -> str:
+def environ() -> "dict[str, str]":
+    """The process environment as str, from `posix` (whose keys and values are bytes)."""
+    return {
+        key.decode(errors="surrogateescape"): value.decode(errors="surrogateescape")
+        for key, value in posix.environ.items()
+    }
+
+
+def runtime_dir(env: "Mapping[str, str] | None" = None) -> str:
     """The private directory holding the socket: `$XDG_RUNTIME_DIR/ctxd`, else a state dir."""
+    env = environ() if env is None else env
     xdg_runtime = env.get("XDG_RUNTIME_DIR")
     if xdg_runtime:
         return xdg_runtime + "/ctxd"
@@ -45,13 +55,19 @@ def runtime_dir(env: Mapping[str, str] = os.environ) -> str:
     return state_home + "/ctxd/run"
 
 
-def socket_path(env: Mapping[str, str] = os.environ) -> str:
+def socket_path(env: "Mapping[str, str] | None" = None) -> str:
     """Where the daemon listens: `CTXD_SOCKET` if set, else `<runtime_dir>/ctxd.sock`."""
+    env = environ() if env is None else env
     return env.get("CTXD_SOCKET") or runtime_dir(env) + "/ctxd.sock"
 
 
-def _home(env: Mapping[str, str]) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
+def _home(env: "Mapping[str, str]") -> str:
+    home = env.get("HOME")
+    if home:
+        return home
+    import os  # rare: no HOME at all
+
+    return os.path.expanduser("~")
 
 
 def _is_word(text: str) -> bool:
@@ -59,7 +75,7 @@ def _is_word(text: str) -> bool:
     return 0 < len(text) <= 64 and text.replace("_", "").replace("-", "").isalnum()
 
 
-def build_request(agent: str, event: str | None, payload: bytes) -> bytes:
+def build_request(agent: str, event: "str | None", payload: bytes) -> bytes:
     """One framed hook request; `agent` and `event` must be plain words."""
     event_json = f'"{event}"' if event else "null"
     header = f'{{"v":{PROTOCOL_VERSION},"op":"hook","agent":"{agent}","event":{event_json}}}\n'
@@ -78,7 +94,7 @@ def _recv_exactly(sock: _socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def exchange(path: str, request: bytes, timeout: float) -> bytes | None:
+def exchange(path: str, request: bytes, timeout: float) -> "bytes | None":
     """Send one request; return the bytes to print, or None when the daemon did not answer well."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -99,11 +115,26 @@ def exchange(path: str, request: bytes, timeout: float) -> bytes | None:
     return output
 
 
-def spawn_daemon(env: Mapping[str, str] = os.environ) -> None:
+def read_stdin(limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of stdin (one more than allowed tells an oversize payload)."""
+    chunks = []
+    size = 0
+    while size <= limit:
+        chunk = posix.read(0, min(1 << 20, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
     """Start `ctxd serve` detached, at most once per back-off period across concurrent hooks."""
     import fcntl  # only on this rare path
+    import os
     import time
 
+    env = environ() if env is None else env
     run_dir = runtime_dir(env) if not env.get("CTXD_SOCKET") else os.path.dirname(socket_path(env))
     old_umask = os.umask(0o077)  # every level we create is private, not just the last
     try:
@@ -138,7 +169,7 @@ def spawn_daemon(env: Mapping[str, str] = os.environ) -> None:
         os.close(fd)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: "list[str] | None" = None) -> int:
     """Run one hook; always returns 0."""
     args = sys.argv[1:] if argv is None else argv
     try:
@@ -147,15 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         if agent not in AGENTS or (event is not None and not _is_word(event)):
             sys.stderr.write("usage: ctxd-hook claude|gemini|codex [EVENT]\n")
             return 0
-        payload = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+        payload = read_stdin(MAX_PAYLOAD)
         if len(payload) > MAX_PAYLOAD:
             return 0
-        timeout = float(os.environ.get("CTXD_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
+        env = environ()
+        timeout = float(env.get("CTXD_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
         try:
-            output = exchange(socket_path(), build_request(agent, event, payload), timeout)
+            output = exchange(socket_path(env), build_request(agent, event, payload), timeout)
         except OSError:
-            if os.environ.get("CTXD_NO_SPAWN") != "1":
-                spawn_daemon()
+            if env.get("CTXD_NO_SPAWN") != "1":
+                spawn_daemon(env)
             return 0
         if output:
             sys.stdout.buffer.write(output)
