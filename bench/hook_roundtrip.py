@@ -185,11 +185,11 @@ def main() -> int:
         default=[],
         type=Path,
         metavar="CLIENT.py",
-        help="also time this client file in place of ctxd_hook.py (e.g. a proposed fix)",
+        help="also time this client file (.py or .pyc), run as `python -S -I FILE claude`",
     )
     args = parser.parse_args()
 
-    from ctxd.hookcmd import client_path, hook_command
+    from ctxd.hookcmd import hook_command
 
     installed = hook_command("claude")
     hook_argv = shlex.split(installed)
@@ -223,9 +223,9 @@ def main() -> int:
             Command(HOOK, hook_argv, payload),
             Command("ctxd hook, no daemon (fail-open)", hook_argv, payload, nowhere),
         ]
-        client = hook_argv.index(str(client_path()))
         for candidate in args.candidate:
-            argv = [*hook_argv[:client], str(candidate.resolve()), *hook_argv[client + 1 :]]
+            # Run as a script by the hook's interpreter, whatever form the installed command has.
+            argv = [hook_argv[0], "-S", "-I", str(candidate.resolve()), "claude"]
             commands.append(Command(f"candidate {candidate.name}, daemon answering", argv, payload))
         if node:
             commands.append(Command("floor: node -e 0", [node, "-e", "0"]))
