@@ -1,13 +1,16 @@
 """The exact command line an agent runs for a ctxd hook, and how to recognise one.
 
 Hooks run on every tool call, so the command skips everything that costs start-up time: it names
-the real interpreter (no shim, no console-script wrapper) and runs the one-file client with
-`-S -I` (no site import, no user site, no environment-driven paths).
+the real interpreter (no shim, no console-script wrapper), runs with `-S -I` (no site import, no
+user site, no environment-driven paths, not the agent's cwd on sys.path) and *imports* the
+one-file client from its directory rather than running it as a script: a script is compiled on
+every run, an imported module comes from its cached bytecode (~2 ms less, bench/hook_roundtrip.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shlex
 import sys
@@ -59,10 +62,15 @@ def interpreter() -> str:
 
 
 def build_command(python: str, client: Path | str, agent: str, event: str | None = None) -> str:
-    """`<python> -S -I <client> <agent> [event]`, each part shell-quoted."""
+    """`<python> -S -I -c '<import the client from its dir; main()>' <agent> [event]`, quoted."""
     if agent not in AGENTS:
         raise CtxdError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
-    parts = [python, "-S", "-I", str(client), agent]
+    directory = str(Path(client).parent)
+    module = Path(client).stem
+    # A JSON string is a valid Python string literal, and its double quotes keep the shell
+    # quoting around the whole snippet readable.
+    code = f"import sys;sys.path[:0]=[{json.dumps(directory)}];import {module} as h;h.main()"
+    parts = [python, "-S", "-I", "-c", code, agent]
     if event is not None:
         parts.append(event)
     return shlex.join(parts)
@@ -87,6 +95,6 @@ def is_ctxd_command(command: object) -> bool:
         words = command.split()
     for word in words:
         name = word.replace("\\", "/").rsplit("/", 1)[-1]
-        if name in (f"{CLIENT_MODULE}.py", CLIENT_SCRIPT):
+        if name in (f"{CLIENT_MODULE}.py", CLIENT_SCRIPT) or f"import {CLIENT_MODULE} " in word:
             return True
     return False

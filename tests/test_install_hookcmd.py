@@ -20,13 +20,14 @@ from ctxd.hookcmd import (
 )
 
 
-def test_hook_command_runs_the_client_file_with_the_real_interpreter() -> None:
+def test_hook_command_imports_the_client_with_the_real_interpreter() -> None:
     words = shlex.split(hook_command("gemini"))
-    assert words[1:3] == ["-S", "-I"]
+    assert words[1:4] == ["-S", "-I", "-c"]
     assert words[0] == interpreter() and Path(words[0]).is_absolute()
-    assert Path(words[3]) == client_path() and client_path().name == "ctxd_hook.py"
-    assert words[4:] == ["gemini"]
-    assert shlex.split(hook_command("claude", "statusline"))[4:] == ["claude", "statusline"]
+    assert client_path().name == "ctxd_hook.py"
+    assert f'sys.path[:0]=["{client_path().parent}"];import ctxd_hook as h;h.main()' in words[4]
+    assert words[5:] == ["gemini"]
+    assert shlex.split(hook_command("claude", "statusline"))[5:] == ["claude", "statusline"]
 
 
 def test_hook_command_runs_and_stays_silent_without_a_daemon(tmp_path: Path) -> None:
@@ -50,7 +51,8 @@ def test_paths_with_spaces_are_quoted() -> None:
         "/opt/my python/bin/python3",
         "-S",
         "-I",
-        "/home/a b/ctxd_hook.py",
+        "-c",
+        'import sys;sys.path[:0]=["/home/a b"];import ctxd_hook as h;h.main()',
         "codex",
     ]
     assert is_ctxd_command(command)

@@ -139,7 +139,7 @@ def test_dry_run_plan_writes_nothing(agent: str, name: str, env: dict[str, str])
     assert plan.changed
     diff = plan.diff()
     assert diff.startswith(f"--- {path}\n+++ {path}\n")
-    assert "+" in diff and "ctxd_hook.py" in diff
+    assert "+" in diff and "import ctxd_hook as h" in diff
     assert path.read_bytes() == before
     assert sorted(os.listdir(path.parent)) == listing
 
