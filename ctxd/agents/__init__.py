@@ -11,24 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 import orjson
 
 from ctxd.agents import claude, codex, gemini
+from ctxd.agents.dialect import EventKind as EventKind  # re-exported: part of this API
 from ctxd.errors import InvalidInput
 from ctxd.transcript import Agent
-
-EventKind = Literal[
-    "tool_call",
-    "prompt",
-    "stop",
-    "compaction",
-    "session_start",
-    "session_end",
-    "subagent_stop",
-    "other",
-]
 
 #: The largest payload `parse_hook` accepts. Agents cap what a tool returns to the model far
 #: below this (Claude Code truncates Bash output at 30,000 characters), so anything bigger is
@@ -102,7 +91,7 @@ def parse_hook(agent: Agent, payload: bytes, event_hint: str | None = None) -> H
     return HookEvent(
         agent=agent,
         name=name,
-        kind=_ADAPTERS[agent].event_kind(name, source),
+        kind=_DIALECTS[agent].event_kind(name, source),
         session_id=session_id,
         transcript_path=_path(data.get("transcript_path")),
         cwd=_path(data.get("cwd")),
@@ -127,11 +116,11 @@ def render_reply(event: HookEvent, reply: Reply) -> bytes:
         user_message=_said(reply.user_message),
         block_reason=None if event.stop_hook_active else _said(reply.block_reason),
     )
-    answer = _ADAPTERS[event.agent].render(event.name, wanted)
+    answer = _DIALECTS[event.agent].render(event.name, wanted)
     return orjson.dumps(answer) if answer else b""
 
 
-_ADAPTERS = {"claude": claude, "gemini": gemini, "codex": codex}
+_DIALECTS = {"claude": claude.DIALECT, "gemini": gemini.DIALECT, "codex": codex.DIALECT}
 
 
 def _load_object(payload: bytes) -> dict[str, object]:

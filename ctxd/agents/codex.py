@@ -11,58 +11,37 @@ session is over and its hook timeout is clamped to 3 s.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from types import MappingProxyType
 
-if TYPE_CHECKING:
-    from ctxd.agents import EventKind, Reply
+from ctxd.agents.dialect import Dialect
 
-#: Events whose `hookSpecificOutput.additionalContext` Codex CLI feeds to the model.
-CONTEXT_EVENTS = frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"})
-#: Events where `{"decision": "block", "reason": ...}` makes the agent keep going.
-BLOCK_EVENTS = frozenset({"Stop"})
-#: Events whose output schema has `systemMessage`.
-USER_MESSAGE_EVENTS = frozenset(
-    {
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "Stop",
-        "PreCompact",
-        "PostCompact",
-    }
+DIALECT = Dialect(
+    kinds=MappingProxyType(
+        {
+            "PostToolUse": "tool_call",
+            "UserPromptSubmit": "prompt",
+            "Stop": "stop",
+            "PreCompact": "compaction",
+            "PostCompact": "compaction",
+            "SessionStart": "session_start",
+            "SessionEnd": "session_end",
+            "SubagentStop": "subagent_stop",
+        }
+    ),
+    # Events whose `hookSpecificOutput.additionalContext` reaches the model.
+    context_events=frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"}),
+    # Events where `{"decision": "block", "reason": ...}` makes the agent keep going.
+    block_events=frozenset({"Stop"}),
+    # Events whose output schema has `systemMessage`.
+    user_message_events=frozenset(
+        {
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "PreCompact",
+            "PostCompact",
+        }
+    ),
 )
-
-_KINDS: dict[str, EventKind] = {
-    "PostToolUse": "tool_call",
-    "UserPromptSubmit": "prompt",
-    "Stop": "stop",
-    "PreCompact": "compaction",
-    "PostCompact": "compaction",
-    "SessionStart": "session_start",
-    "SessionEnd": "session_end",
-    "SubagentStop": "subagent_stop",
-}
-
-
-def event_kind(name: str, source: str | None) -> EventKind:
-    """The kind of a Codex CLI event; SessionStart(source=compact) is a compaction."""
-    if name == "SessionStart" and source == "compact":
-        return "compaction"
-    return _KINDS.get(name, "other")
-
-
-def render(name: str, reply: Reply) -> dict[str, object] | None:
-    """The JSON object answering event `name`, or None when nothing is due.
-
-    `reply` must already be normalised by `ctxd.agents.render_reply`.
-    """
-    out: dict[str, object] = {}
-    if reply.block_reason and name in BLOCK_EVENTS:
-        out["decision"] = "block"
-        out["reason"] = reply.block_reason
-    if reply.context and name in CONTEXT_EVENTS:
-        out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": reply.context}
-    if reply.user_message and name in USER_MESSAGE_EVENTS:
-        out["systemMessage"] = reply.user_message
-    return out or None

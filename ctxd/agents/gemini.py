@@ -10,57 +10,40 @@ CLI prints hook messages as "Hook system message: ..."); BeforeToolSelection doe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from types import MappingProxyType
 
-if TYPE_CHECKING:
-    from ctxd.agents import EventKind, Reply
-
-#: Events whose `hookSpecificOutput.additionalContext` Gemini CLI feeds to the model.
-CONTEXT_EVENTS = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
-#: Events where `{"decision": "deny", "reason": ...}` makes the agent take another turn.
-BLOCK_EVENTS = frozenset({"AfterAgent"})
-#: Events whose `systemMessage` Gemini CLI shows to the user.
-USER_MESSAGE_EVENTS = frozenset(
-    {
-        "SessionStart",
-        "SessionEnd",
-        "BeforeAgent",
-        "AfterAgent",
-        "BeforeTool",
-        "AfterTool",
-        "PreCompress",
-        "Notification",
-    }
-)
+from ctxd.agents.dialect import Dialect
 
 # PreCompress is deliberately absent: it fires with trigger "auto" before every model turn,
 # whether or not anything is compressed, so it says nothing about a real compaction.
-_KINDS: dict[str, EventKind] = {
-    "AfterTool": "tool_call",
-    "BeforeAgent": "prompt",
-    "AfterAgent": "stop",
-    "SessionStart": "session_start",
-    "SessionEnd": "session_end",
-}
-
-
-def event_kind(name: str, source: str | None) -> EventKind:
-    """The kind of a Gemini CLI event (PreCompress is "other", see above)."""
-    del source  # Gemini's SessionStart sources are startup|resume|clear: none is a compaction.
-    return _KINDS.get(name, "other")
-
-
-def render(name: str, reply: Reply) -> dict[str, object] | None:
-    """The JSON object answering event `name`, or None when nothing is due.
-
-    `reply` must already be normalised by `ctxd.agents.render_reply`.
-    """
-    out: dict[str, object] = {}
-    if reply.block_reason and name in BLOCK_EVENTS:
-        out["decision"] = "deny"
-        out["reason"] = reply.block_reason
-    if reply.context and name in CONTEXT_EVENTS:
-        out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": reply.context}
-    if reply.user_message and name in USER_MESSAGE_EVENTS:
-        out["systemMessage"] = reply.user_message
-    return out or None
+DIALECT = Dialect(
+    kinds=MappingProxyType(
+        {
+            "AfterTool": "tool_call",
+            "BeforeAgent": "prompt",
+            "AfterAgent": "stop",
+            "SessionStart": "session_start",
+            "SessionEnd": "session_end",
+        }
+    ),
+    # Events whose `hookSpecificOutput.additionalContext` reaches the model.
+    context_events=frozenset({"AfterTool", "BeforeAgent", "SessionStart"}),
+    # Events where `{"decision": "deny", "reason": ...}` makes the agent take another turn.
+    block_events=frozenset({"AfterAgent"}),
+    # Events whose `systemMessage` Gemini CLI shows to the user.
+    user_message_events=frozenset(
+        {
+            "SessionStart",
+            "SessionEnd",
+            "BeforeAgent",
+            "AfterAgent",
+            "BeforeTool",
+            "AfterTool",
+            "PreCompress",
+            "Notification",
+        }
+    ),
+    block_decision="deny",
+    # Gemini's SessionStart sources are startup|resume|clear: none follows a compaction.
+    session_start_compact=False,
+)

@@ -1,0 +1,57 @@
+"""What one agent's hooks mean and what they accept, as data; the rules that read it, once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ctxd.agents import Reply
+
+EventKind = Literal[
+    "tool_call",
+    "prompt",
+    "stop",
+    "compaction",
+    "session_start",
+    "session_end",
+    "subagent_stop",
+    "other",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    #: The agent's event name -> what it means to ctxd; anything else is "other".
+    kinds: Mapping[str, EventKind]
+    #: Events whose `hookSpecificOutput.additionalContext` the agent feeds to the model.
+    context_events: frozenset[str]
+    #: Events where `{"decision": <block_decision>, "reason": ...}` makes the agent keep going.
+    block_events: frozenset[str]
+    #: Events whose `systemMessage` the agent shows to the user.
+    user_message_events: frozenset[str]
+    block_decision: str = "block"
+    #: Whether SessionStart with source "compact" follows a real compaction.
+    session_start_compact: bool = True
+
+    def event_kind(self, name: str, source: str | None) -> EventKind:
+        if self.session_start_compact and name == "SessionStart" and source == "compact":
+            return "compaction"
+        return self.kinds.get(name, "other")
+
+    def render(self, name: str, reply: Reply) -> dict[str, object] | None:
+        """The JSON object answering event `name`, or None when nothing is due.
+
+        `reply` must already be normalised by `ctxd.agents.render_reply` (blank strings dropped,
+        no block when `stop_hook_active`).
+        """
+        out: dict[str, object] = {}
+        if reply.block_reason and name in self.block_events:
+            out["decision"] = self.block_decision
+            out["reason"] = reply.block_reason
+        if reply.context and name in self.context_events:
+            out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": reply.context}
+        if reply.user_message and name in self.user_message_events:
+            out["systemMessage"] = reply.user_message
+        return out or None
