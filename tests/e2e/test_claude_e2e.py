@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,27 +121,27 @@ class Rig:
 
 @pytest.fixture
 def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    rigs: list[Rig] = []
+    cleanup = ExitStack()  # registered before each start: a failed start leaks nothing
 
     def make(steps: list[Json], config: str = WINDOW_BASIS, *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = claude_prepare(rd)
         ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config)})
         ctxd.install("claude", settings)
+        cleanup.callback(ctxd.stop)
         ctxd.start()
         script: Json = {"steps": steps}
         if counter:
             # resumes and compactions rewrite the history: count the requests instead
             script["step_mode"] = "counter"
-        mock = Mock("mock_anthropic", rd.root, script).start()
+        mock = Mock("mock_anthropic", rd.root, script)
+        cleanup.callback(mock.stop)
+        mock.start()
         rig = Rig(claude_bin, rd, ctxd, mock, settings)
-        rigs.append(rig)
         return rig
 
-    yield make
-    for rig in rigs:
-        rig.mock.stop()
-        rig.ctxd.stop()
+    with cleanup:
+        yield make
 
 
 def tokens(cache_read: Sequence[int]) -> list[int]:

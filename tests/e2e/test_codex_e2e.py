@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,26 +104,26 @@ class Rig:
 
 @pytest.fixture
 def make_rig(codex_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    rigs: list[Rig] = []
+    cleanup = ExitStack()  # registered before each start: a failed start leaks nothing
 
     def make(steps: list[Json], config: str = "", *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         script: Json = {"steps": steps}
         if counter:
             script["step_mode"] = "counter"  # compaction rewrites the history
-        mock = Mock("mock_openai", rd.root, script, netns=netns).start()
+        mock = Mock("mock_openai", rd.root, script, netns=netns)
+        cleanup.callback(mock.stop)
+        mock.start()
         hooks_json = codex_prepare(rd, mock)
         ctxd = Ctxd(rd, config, {"CODEX_HOME": str(rd.config)})
         ctxd.install("codex", hooks_json)
+        cleanup.callback(ctxd.stop)
         ctxd.start()
         rig = Rig(codex_bin, rd, ctxd, mock)
-        rigs.append(rig)
         return rig
 
-    yield make
-    for rig in rigs:
-        rig.mock.stop()
-        rig.ctxd.stop()
+    with cleanup:
+        yield make
 
 
 def at_calls(main: list[Json], needle: str) -> list[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,26 +105,26 @@ class Rig:
 
 @pytest.fixture
 def make_rig(gemini_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    rigs: list[Rig] = []
+    cleanup = ExitStack()  # registered before each start: a failed start leaks nothing
 
     def make(steps: list[Json], config: str = "", *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = gemini_prepare(rd)
         ctxd = Ctxd(rd, config, {})
         ctxd.install("gemini", settings)
+        cleanup.callback(ctxd.stop)
         ctxd.start()
         script: Json = {"steps": steps}
         if counter:
             script["step_mode"] = "counter"  # compression rewrites the history
-        mock = Mock("mock_gemini", rd.root, script, netns=netns).start()
+        mock = Mock("mock_gemini", rd.root, script, netns=netns)
+        cleanup.callback(mock.stop)
+        mock.start()
         rig = Rig(gemini_bin, rd, ctxd, mock)
-        rigs.append(rig)
         return rig
 
-    yield make
-    for rig in rigs:
-        rig.mock.stop()
-        rig.ctxd.stop()
+    with cleanup:
+        yield make
 
 
 def at_calls(main: list[Json], needle: str) -> list[int]:
