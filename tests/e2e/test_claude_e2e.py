@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
