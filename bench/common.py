@@ -15,6 +15,7 @@ import math
 import os
 import platform
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -356,6 +357,11 @@ def machine() -> str:
     )
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # Raise instead of dying, so that `running_daemon` and `sandbox` clean up behind us.
+    raise SystemExit(128 + signum)
+
+
 def save_json(name: str, value: Mapping[str, Any]) -> Path:
     """Raw results under bench/out/ (gitignored), for the record."""
     OUT.mkdir(parents=True, exist_ok=True)
@@ -365,6 +371,8 @@ def save_json(name: str, value: Mapping[str, Any]) -> Path:
 
 
 def header(title: str, command: str) -> None:
+    """Print the benchmark's caption; from here on SIGTERM unwinds (stopping the daemon)."""
+    signal.signal(signal.SIGTERM, _terminate)
     print(f"## {title}\n")
     print(f"machine: {machine()}")
     print(f"command: {command}\n")
