@@ -39,6 +39,8 @@ SNAPSHOT_INTERVAL = 5.0
 DISCOVERY_INTERVAL = 30.0
 CONFIG_POLL_INTERVAL = 1.0
 SHUTDOWN_GRACE = 2.0
+# How long a PostToolUse may wait for Claude Code to write the message behind it.
+TOOL_CALL_WAIT = 0.3
 SD_LISTEN_FDS_START = 3
 
 
@@ -138,9 +140,16 @@ class Daemon:
 
     async def _hook(self, request: Request) -> bytes:
         agent = str(request.header.get("agent"))
-        event = request.header.get("event")
-        output = self.registry.handle_hook(agent, str(event) if event else None, request.payload)
-        return protocol.encode_ok(output)
+        hint = request.header.get("event")
+        if hint == "statusline":
+            return protocol.encode_ok(self.registry.handle_statusline(agent, request.payload))
+        event = self.registry.parse(agent, str(hint) if hint else None, request.payload)
+        awaited = self.registry.awaited_tool_call(event)
+        if awaited is not None:
+            with anyio.move_on_after(TOOL_CALL_WAIT):
+                while not self.registry.transcript_mentions(*awaited):
+                    await anyio.sleep(0.01)
+        return protocol.encode_ok(self.registry.answer(event))
 
     async def _status(self, request: Request) -> bytes:
         session = request.header.get("session")

@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 # Catching up more than this inside a hook would make the agent wait; the rest is read in the
 # background by the sweep.
 HOOK_CATCH_UP_LIMIT = 64 * 1024 * 1024
+# How far back from the end of a transcript the message behind a PostToolUse is looked for.
+TAIL_BYTES = 256 * 1024
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CODEX_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
@@ -149,17 +151,47 @@ class Registry:
 
     def handle_hook(self, agent: str, event_hint: str | None, payload: bytes) -> bytes:
         """The exact bytes the hook client prints for this payload (b"" when nothing is due)."""
+        if event_hint == "statusline":
+            return self.handle_statusline(agent, payload)
+        return self.answer(self.parse(agent, event_hint, payload))
+
+    def parse(self, agent: str, event_hint: str | None, payload: bytes) -> HookEvent:
         if agent not in AGENTS:
             raise InvalidInput(f"unknown agent {agent!r}")
-        if event_hint == "statusline":
-            return self._statusline(payload)
-        event = parse_hook(agent, payload, event_hint)
+        return parse_hook(agent, payload, event_hint)
+
+    def answer(self, event: HookEvent) -> bytes:
         key = self._session_for(event)
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.settings, self.learned, self.clock())
         self._store(new_state)
         self.hooks_answered += 1
         return render_reply(event, reply) if reply != Reply() else b""
+
+    def awaited_tool_call(self, event: HookEvent) -> tuple[str, bytes] | None:
+        """(transcript, marker) that should be on disk before `event` is answered, if any.
+
+        Claude Code writes its transcript lazily: after a fast tool, PostToolUse can fire
+        before the assistant message that made the call (and carries its usage) is written.
+        Answering then would use the previous call's figure, one call late.
+        """
+        if event.agent != "claude" or event.kind != "tool_call" or event.agent_id:
+            return None
+        path = _usable_transcript(event.transcript_path, self.files)
+        if path is None or event.tool_use_id is None:
+            return None
+        return path, b'"id":"' + event.tool_use_id.encode() + b'"'
+
+    @staticmethod
+    def transcript_mentions(path: str, marker: bytes) -> bool:
+        """Whether the end of `path` holds `marker` (the last TAIL_BYTES only)."""
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - TAIL_BYTES))
+                return marker in f.read()
+        except OSError:
+            return True  # nothing to wait for
 
     def _session_for(self, event: HookEvent) -> str:
         path = _usable_transcript(event.transcript_path, self.files)
@@ -172,10 +204,16 @@ class Registry:
                 return sub
         if path is not None:
             known = self.ids.get((event.agent, event.session_id))
-            if known and known != path and known in self.sessions:
+            earlier = self.sessions.get(known) if known and known != path else None
+            if earlier is not None and earlier.transcript_path is not None:
                 # Codex and Gemini start a new file on resume; the id moves with it.
-                self._end(known, "transcript replaced")
+                self._end(earlier.key, "transcript replaced")
             state = self.track(path, event.agent, event.session_id, cwd=event.cwd)
+            if earlier is not None and earlier.transcript_path is None:
+                # Registered before its transcript existed (Claude writes it lazily): one
+                # session, whose debounce and handoff bookkeeping carry over.
+                self._drop(earlier.key)
+                self._store(replace(state, policy=earlier.policy, started_at=earlier.started_at))
             self.catch_up(path, HOOK_CATCH_UP_LIMIT)
             return state.key
         key = self.ids.get((event.agent, event.session_id))
@@ -187,7 +225,9 @@ class Registry:
             key = state.key
         return key
 
-    def _statusline(self, payload: bytes) -> bytes:
+    def handle_statusline(self, agent: str, payload: bytes) -> bytes:
+        if agent != "claude":
+            raise InvalidInput("only Claude Code has a statusline")
         report = parse_statusline(payload)
         path = _usable_transcript(report.transcript_path, self.files)
         if path is not None:

@@ -132,7 +132,15 @@ class ClaudeTranscript(Transcript):
         super().__init__(path, session_id, cwd)
         self._parent: str | None = None
         self.name = session_id
+        self.tool_use_id: str | None = None  # the last assistant message's tool call
         self.path.touch()
+
+    def payload(self, event: str, **fields: Any) -> dict[str, Any]:
+        """As the base class; a PostToolUse names the tool call of the last assistant message,
+        as Claude Code's does (ctxd waits for that message before answering)."""
+        if event == "PostToolUse" and self.tool_use_id is not None:
+            fields.setdefault("tool_use_id", self.tool_use_id)
+        return super().payload(event, **fields)
 
     def assistant(
         self, tokens: int, *, sidechain: bool = False, agent_id: str | None = None
@@ -143,6 +151,7 @@ class ClaudeTranscript(Transcript):
         msg = rec["message"]
         msg["id"] = f"msg_{uuid.uuid4().hex[:20]}"
         msg["model"] = self.model
+        self.tool_use_id = msg["content"][0]["id"] = f"toolu_{uuid.uuid4().hex[:20]}"
         msg["usage"].update(
             input_tokens=1000,
             cache_creation_input_tokens=2000,

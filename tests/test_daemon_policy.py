@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -202,3 +203,25 @@ def test_many_sessions_at_once_each_get_their_own_answer(shared: World) -> None:
     for out in outs:
         if out:
             assert kind(json.loads(out)) == "WARNING"
+
+
+def test_a_tool_call_is_judged_by_its_own_message_even_if_written_late(world: World) -> None:
+    """Claude Code writes its transcript lazily: PostToolUse may fire before the message that
+    made the call is on disk. The answer must still use that message's usage, not the last."""
+    world.write_config(WINDOW_BASIS)
+    world.start()
+    t = world.claude()
+    assert kind(tool_call(world, t, TOKENS_AT_REMAINING[40])) is None
+    held: list[dict[str, Any]] = []
+    append = t.append
+    t.append = lambda *records: held.extend(records)  # type: ignore[method-assign]  # held back
+    t.assistant(TOKENS_AT_REMAINING[30])
+    t.append = append  # type: ignore[method-assign]
+    payload = t.payload("PostToolUse")
+    writer = threading.Timer(0.1, lambda: t.append(*held))
+    writer.start()
+    try:
+        out = world.hook_out("claude", payload)
+    finally:
+        writer.join()
+    assert kind(out) == "WARNING"

@@ -54,6 +54,8 @@ class HookEvent:
     agent_id: str | None = None
     #: The subagent's own transcript (Claude Code SubagentStop).
     agent_transcript_path: str | None = None
+    #: The tool call a PostToolUse answers (a plain token, or None).
+    tool_use_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ def parse_hook(agent: Agent, payload: bytes, event_hint: str | None = None) -> H
         raise InvalidInput("hook payload session_id is not a plain token")
     source = _text(data.get("source")) or _text(data.get("trigger")) or _text(data.get("reason"))
     agent_id = _text(data.get("agent_id"))
+    tool_use_id = _text(data.get("tool_use_id"))
     return HookEvent(
         agent=agent,
         name=name,
@@ -100,6 +103,9 @@ def parse_hook(agent: Agent, payload: bytes, event_hint: str | None = None) -> H
         model=_text(data.get("model")),
         agent_id=agent_id if agent_id is not None and _TOKEN.fullmatch(agent_id) else None,
         agent_transcript_path=_path(data.get("agent_transcript_path")),
+        tool_use_id=tool_use_id
+        if tool_use_id is not None and _TOKEN.fullmatch(tool_use_id)
+        else None,
     )
 
 

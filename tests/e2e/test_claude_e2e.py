@@ -306,25 +306,16 @@ def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., 
     assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists(), "a daemon was spawned"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ctxd bug, reported: a session is listed twice, its SessionStart placeholder "
-    "(no transcript, ended as 'transcript replaced') beside the transcript-backed row",
-)
 def test_status_lists_a_session_once(make_rig: Callable[..., Rig]) -> None:
     rig = make_rig(claude_tool_steps(1, [95_000, 100_000], TOOL_SECONDS))
     res = rig.claude("Run the step")
     assert len(rig.ctxd.rows(session_id(res))) == 1, rig.ctxd.status()
 
 
-@pytest.mark.xfail(
-    strict=False,  # a slow machine can give Claude Code the time to write: then it passes
-    reason="ctxd bug, reported: Claude Code 2.1.332 writes its transcript lazily; when a tool "
-    "finishes within ~100 ms the PostToolUse hook runs before the assistant message that "
-    "carries the usage is on disk, so ctxd judges the previous call's usage and warns one "
-    "or two calls late (it could wait for the payload's tool_use_id to appear)",
-)
 def test_instant_tools_are_warned_at_their_own_call(make_rig: Callable[..., Rig]) -> None:
+    """Claude Code 2.1.332 writes its transcript lazily: after a tool that returns at once,
+    PostToolUse fires before the message that made the call is on disk. ctxd waits (bounded)
+    for the call's tool_use_id to appear, so the warning still comes at its own call."""
     cache_read = [
         95_000,
         295_000,
