@@ -58,17 +58,15 @@ and is sent as response.completed.response.usage =
    output_tokens_details: {reasoning_tokens}, total_tokens}.
 """
 
-import argparse
-import contextlib
 import gzip
 import json
-import os
-import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from mock_server import serve
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -747,38 +745,7 @@ def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file")
-    ap.add_argument("--log", default="requests.jsonl")
-    ap.add_argument("--script", help="JSON file; keys override DEFAULT_SCRIPT")
-    ap.add_argument(
-        "--lo-up",
-        action="store_true",
-        help="first bring up lo (run inside a fresh `unshare -rn` namespace)",
-    )
-    a = ap.parse_args()
-    if a.lo_up:
-        from netns_lo import bring_loopback_up
-
-        bring_loopback_up()
-    script = dict(DEFAULT_SCRIPT)
-    if a.script:
-        with open(a.script) as f:
-            script.update(json.load(f))
-    mock = Mock(script, a.log)
-    srv = ThreadingHTTPServer((a.host, a.port), make_handler(mock))
-    srv.daemon_threads = True
-    port = srv.server_address[1]
-    if a.port_file:
-        tmp = a.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(port))
-        os.replace(tmp, a.port_file)
-    print(f"mock_openai listening on http://{a.host}:{port}", file=sys.stderr, flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        srv.serve_forever()
+    serve("mock_openai", DEFAULT_SCRIPT, lambda script, log: make_handler(Mock(script, log)))
 
 
 if __name__ == "__main__":
