@@ -206,11 +206,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     failed = 0
     for check in run_checks():
-        _print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+        mark = "ok  " if check.ok else "skip" if check.skipped else "FAIL"
+        _print(f"{mark} {check.name}: {check.detail}")
         if not check.ok:
-            failed += 1
+            failed += 0 if check.skipped else 1
             if check.fix:
-                _print(f"     fix: {check.fix}")
+                _print(f"     {'fix' if not check.skipped else 'to use it'}: {check.fix}")
     return 1 if failed else 0
 
 

@@ -27,6 +27,8 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None
+    #: Not applicable here (an agent you don't use, no service manager): neither ok nor a failure.
+    skipped: bool = False
 
 
 def _daemon(env: Mapping[str, str]) -> Check:
@@ -93,6 +95,7 @@ def _service() -> Check:
         enabled,
         text or "no service manager",
         None if enabled else "`ctxd service install` (optional: hooks start ctxd)",
+        skipped=service.detect_manager() == "none",
     )
 
 
@@ -110,6 +113,7 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 False,
                 f"{path} does not exist",
                 f"`ctxd install {agent}` if you use {agent}",
+                skipped=True,
             )
             continue
         except (OSError, orjson.JSONDecodeError) as exc:
