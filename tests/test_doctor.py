@@ -34,7 +34,7 @@ def test_a_wired_setup_passes_and_unused_agents_are_skipped(world: World) -> Non
         assert marks[name] == "ok", (name, marks)
     assert marks["gemini hooks"] == "skip" and marks["codex hooks"] == "skip"
     assert "hook round trip" in marks  # its verdict depends on this machine's load
-    assert code == 0
+    assert code == (1 if marks["hook round trip"] == "FAIL" else 0)
 
 
 def test_a_missing_daemon_and_a_broken_config_fail_with_a_fix(world: World) -> None:
