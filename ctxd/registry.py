@@ -26,14 +26,13 @@ from ctxd.errors import InvalidInput
 from ctxd.session import SessionState
 from ctxd.tracker import TranscriptFile, agent_of
 from ctxd.transcript import AGENTS, Agent
+from ctxd.transcript.claude import ClaudeReader
 
 logger = logging.getLogger(__name__)
 
 # Catching up more than this inside a hook would make the agent wait; the rest is read in the
 # background by the sweep.
 HOOK_CATCH_UP_LIMIT = 64 * 1024 * 1024
-# How far back from the end of a transcript the message behind a PostToolUse is looked for.
-TAIL_BYTES = 256 * 1024
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CODEX_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
@@ -168,30 +167,21 @@ class Registry:
         self.hooks_answered += 1
         return render_reply(event, reply) if reply != Reply() else b""
 
-    def awaited_tool_call(self, event: HookEvent) -> tuple[str, bytes] | None:
-        """(transcript, marker) that should be on disk before `event` is answered, if any.
+    def awaits_tool_call(self, event: HookEvent) -> bool:
+        """Whether `event` must wait for the message behind its tool call to be on disk.
 
         Claude Code writes its transcript lazily: after a fast tool, PostToolUse can fire
         before the assistant message that made the call (and carries its usage) is written.
-        Answering then would use the previous call's figure, one call late.
+        Answering then would judge the previous call's figure, one call late. The reader
+        remembers the tool calls it parsed, so the usual case costs a catch-up and a lookup.
         """
         if event.agent != "claude" or event.kind != "tool_call" or event.agent_id:
-            return None
-        path = _usable_transcript(event.transcript_path, self.files)
-        if path is None or event.tool_use_id is None:
-            return None
-        return path, b'"id":"' + event.tool_use_id.encode() + b'"'
-
-    @staticmethod
-    def transcript_mentions(path: str, marker: bytes) -> bool:
-        """Whether the end of `path` holds `marker` (the last TAIL_BYTES only)."""
-        try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - TAIL_BYTES))
-                return marker in f.read()
-        except OSError:
-            return True  # nothing to wait for
+            return False
+        if event.tool_use_id is None:
+            return False
+        tracked = self.files.get(self._session_for(event))  # registers and catches up
+        reader = tracked.reader if tracked is not None else None
+        return isinstance(reader, ClaudeReader) and not reader.saw_tool_use(event.tool_use_id)
 
     def _session_for(self, event: HookEvent) -> str:
         path = _usable_transcript(event.transcript_path, self.files)

@@ -255,3 +255,14 @@ def test_reset_forgets_the_partial_line_and_the_last_figure() -> None:
 
     # Neither the stale partial line nor "already reported" may hide the rewritten line.
     assert [u.tokens for u in reader.feed(line)] == [12_000]
+
+
+def test_the_reader_remembers_the_tool_calls_it_has_read() -> None:
+    """What lets a PostToolUse hook wait until the message that made its call is on disk."""
+    reader = ClaudeReader()
+    path = DATA / "claude-code-2.1.332" / "transcript.compact.jsonl"
+    reader.feed(path.read_bytes())
+    assert reader.saw_tool_use("toolu_mock0001bb4c7b8948f2")
+    assert not reader.saw_tool_use("toolu_not_written_yet")
+    reader.reset()
+    assert not reader.saw_tool_use("toolu_mock0001bb4c7b8948f2")

@@ -29,6 +29,8 @@ from ctxd.transcript import Agent, UsageUpdate
 from ctxd.transcript.lines import LineSplitter, count, decode, epoch_seconds
 
 _USAGE_KEY = b'"usage"'
+#: How many recent tool calls a reader remembers (for `saw_tool_use`).
+_TOOL_USES_KEPT = 256
 _BOUNDARY = b"compact_boundary"
 _SYNTHETIC_MODEL = "<synthetic>"
 
@@ -43,6 +45,7 @@ class ClaudeReader:
         self._lines = LineSplitter()
         self._final_id: str | None = None
         self._last: tuple[object, ...] | None = None
+        self._tool_uses: dict[str, None] = {}  # insertion-ordered set of recent tool_use ids
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
@@ -65,6 +68,26 @@ class ClaudeReader:
         self._lines.reset()
         self._final_id = None
         self._last = None
+        self._tool_uses.clear()
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        """Whether a recent assistant message of this transcript made tool call `tool_use_id`.
+
+        Claude Code writes its transcript lazily; a PostToolUse hook can arrive before the
+        message that made the call is on disk, and is answered only once it is (or a bound).
+        """
+        return tool_use_id in self._tool_uses
+
+    def _remember_tool_uses(self, content: object) -> None:
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                tool_use_id = block.get("id")
+                if isinstance(tool_use_id, str):
+                    self._tool_uses[tool_use_id] = None
+        while len(self._tool_uses) > _TOOL_USES_KEPT:
+            del self._tool_uses[next(iter(self._tool_uses))]
 
     def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
         if record is None or (record.get("isSidechain") is True and not self._keep_sidechain):
@@ -85,6 +108,7 @@ class ClaudeReader:
         model = message.get("model")
         if model == _SYNTHETIC_MODEL:
             return None
+        self._remember_tool_uses(message.get("content"))
         tokens = _context_tokens(message.get("usage"))
         if tokens is None:
             return None
