@@ -144,9 +144,10 @@ class Daemon:
         if hint == "statusline":
             return protocol.encode_ok(self.registry.handle_statusline(agent, request.payload))
         event = self.registry.parse(agent, str(hint) if hint else None, request.payload)
-        with anyio.move_on_after(TOOL_CALL_WAIT):
-            while self.registry.awaits_tool_call(event):
-                await anyio.sleep(0.01)
+        if self.registry.awaits_tool_call(event):  # rare: only a cancel scope when waiting
+            with anyio.move_on_after(TOOL_CALL_WAIT):
+                while self.registry.awaits_tool_call(event):
+                    await anyio.sleep(0.01)
         return protocol.encode_ok(self.registry.answer(event))
 
     async def _status(self, request: Request) -> bytes:

@@ -43,13 +43,23 @@ def peer_uid(sock: socket.socket) -> int | None:
     return None
 
 
-async def _receive_exactly(stream: SocketStream, size: int) -> bytes:
-    chunks: list[bytes] = []
-    while size:
-        chunk = await stream.receive(min(size, 65536))
+async def _receive_frame(stream: SocketStream, limit: int) -> bytes:
+    """One frame's body. A hook's request usually arrives in a single read; more are made only
+    when it did not."""
+    data = await stream.receive(65536)
+    while len(data) < protocol.HEADER_SIZE:
+        data += await stream.receive(65536)
+    size = protocol.frame_size(data[: protocol.HEADER_SIZE], limit)
+    chunks = [data[protocol.HEADER_SIZE :]]
+    received = len(chunks[0])
+    while received < size:
+        chunk = await stream.receive(min(size - received, 1 << 20))
         chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
+        received += len(chunk)
+    body = b"".join(chunks)
+    if len(body) > size:
+        raise ProtocolError("more bytes than the frame announced")
+    return body
 
 
 class Server:
@@ -106,10 +116,8 @@ class Server:
 
     async def _answer(self, stream: SocketStream) -> bytes | None:
         with anyio.move_on_after(REQUEST_DEADLINE) as scope:
-            prefix = await _receive_exactly(stream, protocol.HEADER_SIZE)
             try:
-                size = protocol.frame_size(prefix, protocol.MAX_REQUEST)
-                body = await _receive_exactly(stream, size)
+                body = await _receive_frame(stream, protocol.MAX_REQUEST)
                 request = protocol.decode_request(body)
             except ProtocolError as exc:
                 self.refused += 1
