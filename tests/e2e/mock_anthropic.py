@@ -39,13 +39,12 @@ Usage reported for step i when the step has no explicit "usage":
 """
 
 import json
-import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mock_server import serve
+from mock_server import ScriptedMock, serve
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -82,7 +81,6 @@ DEFAULT_SCRIPT = {
 }
 
 Json = dict[str, Any]
-LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
     "anthropic-version",
@@ -130,35 +128,16 @@ def classify(body: Json) -> str:
     return "aux"
 
 
-class Mock:
-    def __init__(self, script: Json, log_path: str) -> None:
-        self.script = script
-        self.log_path = log_path
-        self.counter = 0
-        self.main_served = 0
-        self.lock = threading.Lock()
-
-    def next_id(self, prefix: str) -> str:
-        with self.lock:
-            self.counter += 1
-            return f"{prefix}_mock{self.counter:04d}{uuid.uuid4().hex[:12]}"
+class Mock(ScriptedMock):
+    USAGE_KEYS = (
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    )
 
     def usage_for(self, step_index: int, step: Json | None) -> Json:
-        if step and "usage" in step:
-            u = dict(step["usage"])
-        else:
-            base = self.script.get("usage", {})
-            inc = self.script.get("usage_step", {})
-            u = {
-                k: int(base.get(k, 0)) + step_index * int(inc.get(k, 0))
-                for k in (
-                    "input_tokens",
-                    "cache_creation_input_tokens",
-                    "cache_read_input_tokens",
-                    "output_tokens",
-                )
-            }
-        return u
+        return self.scripted_usage(step_index, step)
 
     def plan(self, body: Json) -> tuple[str, int, Any, str, Json]:
         kind = classify(body)
@@ -225,10 +204,6 @@ class Mock:
             stop = "end_turn"
             n_assistant = -1
         return kind, n_assistant, blocks, stop, usage
-
-    def log(self, rec: Json) -> None:
-        with LOG_LOCK, open(self.log_path, "a") as f:
-            f.write(json.dumps(rec) + "\n")
 
 
 def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:

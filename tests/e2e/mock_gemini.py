@@ -65,14 +65,12 @@ last chunk only (or on every chunk with "usage_every_chunk": true).
 """
 
 import json
-import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from mock_server import serve
+from mock_server import ScriptedMock, serve
 
 COMPRESS_ACK = "Got it. Thanks for the additional context!"
 USAGE_KEYS = (
@@ -115,7 +113,6 @@ DEFAULT_SCRIPT = {
 }
 
 Json = dict[str, Any]
-LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
     "x-goog-api-client",
@@ -199,29 +196,11 @@ def from_schema(schema: Any, depth: int = 0) -> Any:
     return "mock"
 
 
-class Mock:
-    def __init__(self, script: Json, log_path: str) -> None:
-        self.script = script
-        self.log_path = log_path
-        self.counter = 0
-        self.main_served = 0
-        self.lock = threading.Lock()
-
-    def next_id(self, prefix: str) -> str:
-        with self.lock:
-            self.counter += 1
-            return f"{prefix}-mock{self.counter:04d}-{uuid.uuid4().hex[:8]}"
+class Mock(ScriptedMock):
+    USAGE_KEYS = USAGE_KEYS
 
     def usage_for(self, step_index: int, step: Json | None) -> Json:
-        if step and "usage" in step:
-            u = dict(step["usage"])
-        else:
-            base = self.script.get("usage", {})
-            inc = self.script.get("usage_step", {})
-            u = {
-                k: int(base.get(k, 0)) + max(step_index, 0) * int(inc.get(k, 0)) for k in USAGE_KEYS
-            }
-        return finish_usage(u)
+        return finish_usage(self.scripted_usage(step_index, step))
 
     def plan(self, body: Json) -> tuple[str, int, Any, str, Json]:
         """-> (kind, step_index, parts | error-dict, finish_reason | "error", usageMetadata)"""
@@ -280,10 +259,6 @@ class Mock:
             return kind, -1, [{"text": json.dumps(obj)}], "STOP", usage
         usage = finish_usage({"promptTokenCount": 200, "candidatesTokenCount": 5})
         return kind, -1, [{"text": self.script.get("aux_text", "Mock summary")}], "STOP", usage
-
-    def log(self, rec: Json) -> None:
-        with LOG_LOCK, open(self.log_path, "a") as f:
-            f.write(json.dumps(rec) + "\n")
 
 
 def finish_usage(u: Json) -> Json:

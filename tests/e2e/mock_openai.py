@@ -60,13 +60,12 @@ and is sent as response.completed.response.usage =
 
 import gzip
 import json
-import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mock_server import serve
+from mock_server import ScriptedMock, serve
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -99,7 +98,6 @@ DEFAULT_SCRIPT = {
 }
 
 Json = dict[str, Any]
-LOG_LOCK = threading.Lock()
 HEADERS_TO_LOG = (
     "user-agent",
     "authorization",
@@ -183,30 +181,11 @@ def n_model_items(body: Json) -> int:
     return n
 
 
-class Mock:
-    def __init__(self, script: Json, log_path: str) -> None:
-        self.script = script
-        self.log_path = log_path
-        self.counter = 0
-        self.main_served = 0
-        self.lock = threading.Lock()
-
-    def next_id(self, prefix: str) -> str:
-        with self.lock:
-            self.counter += 1
-            return f"{prefix}_mock{self.counter:04d}{uuid.uuid4().hex[:12]}"
+class Mock(ScriptedMock):
+    USAGE_KEYS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
 
     def usage_for(self, step_index: int, step: Json | None) -> Json:
-        if step and "usage" in step:
-            u = dict(step["usage"])
-        else:
-            base = self.script.get("usage", {})
-            inc = self.script.get("usage_step", {})
-            u = {
-                k: int(base.get(k, 0)) + step_index * int(inc.get(k, 0))
-                for k in ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
-            }
-        return u
+        return self.scripted_usage(step_index, step)
 
     @staticmethod
     def wire_usage(u: Json) -> Json:
@@ -335,10 +314,6 @@ class Mock:
             "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }
-
-    def log(self, rec: Json) -> None:
-        with LOG_LOCK, open(self.log_path, "a") as f:
-            f.write(json.dumps(rec) + "\n")
 
 
 def decode_body(raw: bytes, enc: str | None) -> bytes | None:

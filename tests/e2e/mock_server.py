@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import sys
+import threading
+import uuid
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,3 +53,42 @@ def serve(name: str, default_script: Mapping[str, Any], handler_for: HandlerFact
     print(f"{name} listening on http://{a.host}:{port}", file=sys.stderr, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         srv.serve_forever()
+
+
+class ScriptedMock:
+    """What the three mocks share: the script, ids, scripted usage per step, the request log.
+
+    A script's `usage` (+ `usage_step` per step index) gives each answer's usage, unless the
+    step names its own `usage`; subclasses name their API's usage fields in USAGE_KEYS.
+    """
+
+    USAGE_KEYS: tuple[str, ...] = ()
+
+    def __init__(self, script: dict[str, Any], log_path: str) -> None:
+        self.script = script
+        self.log_path = log_path
+        self.counter = 0
+        self.main_served = 0
+        self.lock = threading.Lock()
+
+    def next_id(self, prefix: str) -> str:
+        with self.lock:
+            self.counter += 1
+            return f"{prefix}_mock{self.counter:04d}{uuid.uuid4().hex[:12]}"
+
+    def scripted_usage(self, step_index: int, step: dict[str, Any] | None) -> dict[str, Any]:
+        if step and "usage" in step:
+            return dict(step["usage"])
+        base = self.script.get("usage", {})
+        inc = self.script.get("usage_step", {})
+        return {
+            k: int(base.get(k, 0)) + max(step_index, 0) * int(inc.get(k, 0))
+            for k in self.USAGE_KEYS
+        }
+
+    def log(self, rec: dict[str, Any]) -> None:
+        with _LOG_LOCK, open(self.log_path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+
+_LOG_LOCK = threading.Lock()
