@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import SocketListener
 
 from ctxd import __version__, paths, protocol, snapshot, tracker
 from ctxd.config import Settings, load_settings
@@ -109,19 +108,27 @@ def notify_systemd(env: Mapping[str, str], message: str) -> None:
             logger.warning("cannot notify systemd: %s", exc)
 
 
-async def open_listener(path: Path) -> SocketListener:
-    """Bind the socket 0600 from the start (umask), replacing a stale file from a crashed daemon."""
-    if (path.exists() or path.is_symlink()) and not stat.S_ISSOCK(path.lstat().st_mode):
-        raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
+def open_listener(path: Path) -> socket.socket:
+    """Bind the socket 0600 from the start (umask), replacing a stale file from a crashed daemon.
+
+    Only called with the daemon's lock held, so the file it replaces is never a live daemon's.
+    """
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
-        listener = await anyio.create_unix_listener(path)
+        sock.bind(str(path))
+        sock.listen(socket.SOMAXCONN)
     except OSError as exc:
+        sock.close()
         raise CtxdError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    return listener
+    return sock
 
 
 class Daemon:
@@ -210,11 +217,7 @@ class Daemon:
             self.reload_config()
             restored = snapshot.restore(self.registry, self.paths.state)
             logger.info("restored %d sessions", restored)
-            listener = (
-                await SocketListener.from_socket(adopted)
-                if adopted is not None
-                else await open_listener(self.paths.socket)
-            )
+            listener = adopted if adopted is not None else open_listener(self.paths.socket)
             try:
                 await self._serve(listener, ready)
             finally:
@@ -224,7 +227,7 @@ class Daemon:
                         self.paths.socket.unlink(missing_ok=True)
                 logger.info("ctxd stopped")
 
-    async def _serve(self, listener: SocketListener, ready: Callable[[], None] | None) -> None:
+    async def _serve(self, listener: socket.socket, ready: Callable[[], None] | None) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals)
             tg.start_soon(self._watch)

@@ -3,6 +3,11 @@
 Every connection is wrapped so that one bad client cannot hurt the others: its peer uid is
 checked, its frame is bounded in size and in time, and whatever goes wrong becomes an error
 answer (or, for garbage, a closed connection) — never an exception that reaches the task group.
+
+Connections are plain non-blocking sockets awaited with `anyio.wait_readable`/`wait_writable`
+rather than anyio streams: a hook is one short request per connection, and a stream's
+per-connection machinery (an asyncio transport and protocol) cost more than the request
+itself (bench/daemon_load.py).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from typing import Any
 
 import anyio
 import orjson
-from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from ctxd import protocol
 from ctxd.errors import CtxdError, ProtocolError
@@ -43,17 +47,48 @@ def peer_uid(sock: socket.socket) -> int | None:
     return None
 
 
-async def _receive_frame(stream: SocketStream, limit: int) -> bytes:
+class Connection:
+    """One accepted, non-blocking socket with the two awaits a request needs."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    async def receive(self, max_bytes: int) -> bytes:
+        """Some bytes (at most `max_bytes`); `anyio.EndOfStream` when the peer closed."""
+        while True:
+            try:
+                data = self.sock.recv(max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.sock)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.sock.send(view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.sock)
+                continue
+            view = view[sent:]
+
+
+async def _receive_frame(conn: Connection, limit: int) -> bytes:
     """One frame's body. A hook's request usually arrives in a single read; more are made only
     when it did not."""
-    data = await stream.receive(65536)
+    data = await conn.receive(65536)
     while len(data) < protocol.HEADER_SIZE:
-        data += await stream.receive(65536)
+        data += await conn.receive(65536)
     size = protocol.frame_size(data[: protocol.HEADER_SIZE], limit)
     chunks = [data[protocol.HEADER_SIZE :]]
     received = len(chunks[0])
     while received < size:
-        chunk = await stream.receive(min(size - received, 1 << 20))
+        chunk = await conn.receive(min(size - received, 1 << 20))
         chunks.append(chunk)
         received += len(chunk)
     body = b"".join(chunks)
@@ -72,56 +107,63 @@ class Server:
         self.refused = 0
         self.in_flight = 0
 
-    async def serve(self, listener: SocketListener, stopping: anyio.Event) -> None:
-        """Accept until `stopping` is set; then let the connections already accepted finish
-        (bounded by their request deadline) instead of cutting them off mid-answer."""
-        async with anyio.create_task_group() as connections, listener:
-            with anyio.CancelScope() as accepting:
+    async def serve(self, listener: socket.socket, stopping: anyio.Event) -> None:
+        """Accept on the listening socket until `stopping` is set; then let the connections
+        already accepted finish (bounded by their request deadline) instead of cutting them off
+        mid-answer. The listener is closed on return."""
+        listener.setblocking(False)
+        with listener:
+            async with anyio.create_task_group() as connections:
+                with anyio.CancelScope() as accepting:
 
-                async def stop_accepting() -> None:
-                    await stopping.wait()
-                    accepting.cancel()
+                    async def stop_accepting() -> None:
+                        await stopping.wait()
+                        accepting.cancel()
 
-                connections.start_soon(stop_accepting)
-                while True:
-                    stream = await listener.accept()
-                    connections.start_soon(self._guarded, stream)
+                    connections.start_soon(stop_accepting)
+                    while True:
+                        try:
+                            sock, _ = listener.accept()
+                        except BlockingIOError:
+                            await anyio.wait_readable(listener)
+                            continue
+                        sock.setblocking(False)
+                        connections.start_soon(self._guarded, sock)
 
-    async def _guarded(self, stream: SocketStream) -> None:
-        async with stream:
+    async def _guarded(self, sock: socket.socket) -> None:
+        with sock:
             try:
-                await self._connection(stream)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._connection(sock, Connection(sock))
+            except (anyio.EndOfStream, OSError):
                 pass  # the client went away; nothing to answer
             except Exception:
                 logger.exception("connection failed")
 
-    async def _connection(self, stream: SocketStream) -> None:
-        raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
-        uid = peer_uid(raw)
+    async def _connection(self, sock: socket.socket, conn: Connection) -> None:
+        uid = peer_uid(sock)
         if uid is not None and uid != self.uid:
             self.refused += 1
             logger.warning("refused a connection from uid %s", uid)
-            await stream.send(protocol.encode_error(f"uid {uid} may not use this daemon"))
+            await conn.send(protocol.encode_error(f"uid {uid} may not use this daemon"))
             return
         if self.in_flight >= MAX_CONCURRENT:
             # Bounded without a CapacityLimiter, whose checkpoints cost each request two trips
             # through the event loop; a hook told "busy" prints nothing and the agent goes on.
             self.refused += 1
-            await stream.send(protocol.encode_error("busy: too many requests in flight"))
+            await conn.send(protocol.encode_error("busy: too many requests in flight"))
             return
         self.in_flight += 1
         try:
-            answer = await self._answer(stream)
+            answer = await self._answer(conn)
         finally:
             self.in_flight -= 1
         if answer is not None:
-            await stream.send(answer)
+            await conn.send(answer)
 
-    async def _answer(self, stream: SocketStream) -> bytes | None:
+    async def _answer(self, conn: Connection) -> bytes | None:
         with anyio.move_on_after(REQUEST_DEADLINE) as scope:
             try:
-                body = await _receive_frame(stream, protocol.MAX_REQUEST)
+                body = await _receive_frame(conn, protocol.MAX_REQUEST)
                 request = protocol.decode_request(body)
             except ProtocolError as exc:
                 self.refused += 1
