@@ -1,9 +1,9 @@
 """`ctxd serve`: lock, socket, one task group that owns everything, signals, snapshot, shutdown.
 
 Start-up order matters: the private runtime dir is checked, then an exclusive lock is taken
-*before* the socket is bound (anyio's `create_unix_listener` silently replaces an existing socket
-file, so without the lock a second daemon would steal the first one's socket), and readiness is
-reported only once the socket accepts. Shutdown is cancellation: SIGTERM/SIGINT stop accepting,
+*before* the socket is bound (binding replaces a stale socket file left by a crashed daemon; only
+the lock makes sure it is never a live daemon's), and readiness is reported only once the socket
+listens. Shutdown is cancellation: SIGTERM/SIGINT stop accepting,
 in-flight requests get a moment to finish, state is saved, the socket removed.
 """
 
