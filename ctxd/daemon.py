@@ -10,6 +10,7 @@ in-flight requests get a moment to finish, state is saved, the socket removed.
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import signal
@@ -218,6 +219,11 @@ class Daemon:
             restored = snapshot.restore(self.registry, self.paths.state)
             logger.info("restored %d sessions", restored)
             listener = adopted if adopted is not None else open_listener(self.paths.socket)
+            # Every hook allocates short-lived tasks and frames; with the default thresholds the
+            # collector runs every few hundred requests and its pauses make the latency tail.
+            # What exists now (modules, restored sessions) is never garbage: keep it out of scans.
+            gc.freeze()
+            gc.set_threshold(50_000, 20, 100)
             try:
                 await self._serve(listener, ready)
             finally:
