@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -223,3 +225,22 @@ def test_socket_path_too_long_is_one_clear_line(world: World) -> None:
     assert status.returncode != 0
     line = one_line(status.stderr)
     assert not line.endswith("None") and "too long" in line
+
+
+def test_watch_redraws_the_status_until_interrupted(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(250_000)
+    ctxd.hook("claude", t.payload("PostToolUse"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxd", "watch", "--interval", "0.2"],
+        env=ctxd.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    frames = out.decode().split("\x1b[H\x1b[2J")[1:]
+    assert len(frames) >= 3  # redrawn, not printed once
+    assert all(t.session_id[:12] in frame and "250,000" in frame for frame in frames)
