@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
 ROOTS_INTERVAL = 2.0
+QUIET_AFTER = 30.0  # seconds without transcript changes before the watcher slows down
 SNAPSHOT_INTERVAL = 5.0
 DISCOVERY_INTERVAL = 30.0
 CONFIG_POLL_INTERVAL = 1.0
@@ -143,6 +144,7 @@ class Daemon:
         self.started_at = time.time()
         self._stopping = anyio.Event()
         self._config_seen: tuple[float, int, int] | None = None
+        self._last_change = time.monotonic()  # of a transcript, as the watcher saw it
 
     # -------------------------------------------------------------- handlers
 
@@ -260,26 +262,42 @@ class Daemon:
                 return
 
     async def _watch(self) -> None:
-        """One recursive watcher over the roots that exist; restarted when that set changes."""
+        """One recursive watcher over the roots that exist; restarted when that set changes,
+        and slowed down after a quiet spell (see `tracker.IDLE_STEP_MS`)."""
         roots = list(self.registry.roots.values())
+        watched: list[Path] | None = None
         while not self._stopping.is_set():
             existing = [root for root in roots if root.is_dir()]
-            # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
-            restart = anyio.Event()
-            async with anyio.create_task_group() as tg:
+            quiet = time.monotonic() - self._last_change > QUIET_AFTER
+            await self._watch_until_restart(roots, existing, quiet, discover=existing != watched)
+            watched = existing
 
-                async def changes(batch: list[tuple[str, bool]]) -> None:
-                    self.registry.on_file_changes(batch)
+    async def _watch_until_restart(
+        self, roots: list[Path], existing: list[Path], quiet: bool, discover: bool
+    ) -> None:
+        # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
+        restart = anyio.Event()
 
-                tg.start_soon(tracker.watch_roots, existing, changes, restart)
+        async def changes(batch: list[tuple[str, bool]]) -> None:
+            self._last_change = time.monotonic()
+            self.registry.on_file_changes(batch)
+            if quiet:
+                restart.set()  # busy again: back to the fast step
+
+        step = tracker.IDLE_STEP_MS if quiet else tracker.WATCH_STEP_MS
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tracker.watch_roots, existing, changes, restart, step)
+            if discover:
                 # Files written before this watch began raised no event for it.
                 self.registry.discover(existing)
-                while not self._stopping.is_set() and existing == [
-                    root for root in roots if root.is_dir()
-                ]:
-                    with anyio.move_on_after(ROOTS_INTERVAL):
-                        await self._stopping.wait()
-                restart.set()
+            while not (self._stopping.is_set() or restart.is_set()):
+                with anyio.move_on_after(ROOTS_INTERVAL):
+                    await self._stopping.wait()
+                if existing != [root for root in roots if root.is_dir()]:
+                    break
+                if not quiet and time.monotonic() - self._last_change > QUIET_AFTER:
+                    break
+            restart.set()
 
     async def _housekeeping(self) -> None:
         last_snapshot = last_discovery = last_sweep = time.monotonic()

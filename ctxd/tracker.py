@@ -28,6 +28,11 @@ CHUNK = 1024 * 1024
 # 20/250 gave p50 121 ms at 50 appends/s, 20/50 gives p50 43 ms). `step` is also the idle wake-up.
 WATCH_STEP_MS = 20
 WATCH_DEBOUNCE_MS = 50
+# watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens: ~3 ms of
+# CPU a second at 20 ms. After a quiet spell the daemon watches with this step instead, and goes
+# back to WATCH_STEP_MS at the first change. Hooks never wait for the watcher (they read the
+# transcript themselves), so only `ctxd status` may see a first change after a lull late.
+IDLE_STEP_MS = 500
 
 
 class TranscriptFile:
@@ -121,24 +126,27 @@ OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]
 
 
 async def watch_roots(
-    roots: Iterable[Path], on_changes: OnChanges, stop: anyio.Event | None = None
+    roots: Iterable[Path],
+    on_changes: OnChanges,
+    stop: anyio.Event | None = None,
+    step_ms: int = WATCH_STEP_MS,
 ) -> None:
-    """Report (path, deleted) batches under the existing `roots` until cancelled.
+    """Report (path, deleted) batches under the existing `roots` until `stop` is set.
 
     Only roots that exist can be watched; the daemon restarts this when the set of existing
-    roots changes (an agent used for the first time creates its root).
+    roots changes (an agent used for the first time creates its root), or to change `step_ms`.
     """
     existing = [str(root) for root in roots if root.is_dir()]
     if not existing:
         if stop is not None:
             await stop.wait()
         return
-    logger.info("watching %s", ", ".join(existing))
+    logger.debug("watching %s (step %d ms)", ", ".join(existing), step_ms)
     async for changes in awatch(
         *existing,
         watch_filter=_transcript_filter,
-        step=WATCH_STEP_MS,
-        debounce=WATCH_DEBOUNCE_MS,
+        step=step_ms,
+        debounce=max(WATCH_DEBOUNCE_MS, step_ms),
         recursive=True,
         stop_event=stop,
         ignore_permission_denied=True,
