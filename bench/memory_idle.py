@@ -10,7 +10,7 @@ of all threads, /proc/<pid>/stat) over --idle seconds with no activity at all.
 
 Targets: RSS ≤ 60 MB with 1,000 sessions; no measurable CPU when idle (the figure is reported).
 
-    .venv/bin/python bench/memory_idle.py [--sessions 1000] [--idle 30]
+    .venv/bin/python bench/memory_idle.py [--sessions 1000] [--idle 30] [--settle 35]
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ def main() -> int:
     parser.add_argument("--projects", type=int, default=100)
     parser.add_argument("--idle", type=float, default=30.0, help="idle seconds with sessions")
     parser.add_argument("--baseline", type=float, default=10.0, help="idle seconds, no sessions")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=35.0,
+        help="quiet seconds before each idle window: the daemon slows its watcher after 30 s "
+        "without a transcript change (ctxd.daemon.QUIET_AFTER), and idle means after that",
+    )
     args = parser.parse_args()
 
     c.header(
@@ -66,7 +73,7 @@ def main() -> int:
     content = c.small_transcript()
     with c.sandbox("memory") as box, c.running_daemon(box) as daemon:
         pid = daemon.pid
-        time.sleep(1.0)  # let start-up settle
+        time.sleep(args.settle)
         empty = c.proc_memory_kib(pid)
         empty_cpu, empty_threads = idle_cpu(pid, args.baseline)
 
@@ -89,7 +96,7 @@ def main() -> int:
             state_file.exists() and state_file.stat().st_mtime >= tracked_at
         ):
             time.sleep(0.2)
-        time.sleep(2.0)
+        time.sleep(args.settle)
         loaded = c.proc_memory_kib(pid)
         loaded_cpu, loaded_threads = idle_cpu(pid, args.idle)
         after = c.proc_memory_kib(pid)

@@ -34,10 +34,11 @@ from ctxd.server import Server, json_answer
 logger = logging.getLogger(__name__)
 
 SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
+FULL_SWEEP_EVERY = 60  # sweeps: quiet transcripts are checked every 5 minutes
 ROOTS_INTERVAL = 2.0
 QUIET_AFTER = 30.0  # seconds without transcript changes before the watcher slows down
 SNAPSHOT_INTERVAL = 5.0
-DISCOVERY_INTERVAL = 30.0
+DISCOVERY_INTERVAL = 300.0  # new directories are scanned at once; this is the net behind that
 CONFIG_POLL_INTERVAL = 1.0
 SHUTDOWN_GRACE = 2.0
 # How long a PostToolUse may wait for Claude Code to write the message behind it.
@@ -145,6 +146,7 @@ class Daemon:
         self._stopping = anyio.Event()
         self._config_seen: tuple[float, int, int] | None = None
         self._last_change = time.monotonic()  # of a transcript, as the watcher saw it
+        self._watcher_quiet = False
 
     # -------------------------------------------------------------- handlers
 
@@ -266,14 +268,19 @@ class Daemon:
         and slowed down after a quiet spell (see `tracker.IDLE_STEP_MS`)."""
         roots = list(self.registry.roots.values())
         watched: list[Path] | None = None
+        was_quiet = False
         while not self._stopping.is_set():
             existing = [root for root in roots if root.is_dir()]
             quiet = time.monotonic() - self._last_change > QUIET_AFTER
-            await self._watch_until_restart(roots, existing, quiet, discover=existing != watched)
-            watched = existing
+            # Files written before a watch began raised no event for it: a new set of roots,
+            # or the gap while a quiet watcher was replaced by a fast one.
+            catch_up = existing != watched or (was_quiet and not quiet)
+            self._watcher_quiet = quiet
+            await self._watch_until_restart(roots, existing, quiet, catch_up)
+            watched, was_quiet = existing, quiet
 
     async def _watch_until_restart(
-        self, roots: list[Path], existing: list[Path], quiet: bool, discover: bool
+        self, roots: list[Path], existing: list[Path], quiet: bool, catch_up: bool
     ) -> None:
         # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
         restart = anyio.Event()
@@ -287,9 +294,9 @@ class Daemon:
         step = tracker.IDLE_STEP_MS if quiet else tracker.WATCH_STEP_MS
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.watch_roots, existing, changes, restart, step)
-            if discover:
-                # Files written before this watch began raised no event for it.
+            if catch_up:
                 self.registry.discover(existing)
+                self.registry.sweep(everything=True)
             while not (self._stopping.is_set() or restart.is_set()):
                 with anyio.move_on_after(ROOTS_INTERVAL):
                     await self._stopping.wait()
@@ -301,11 +308,16 @@ class Daemon:
 
     async def _housekeeping(self) -> None:
         last_snapshot = last_discovery = last_sweep = time.monotonic()
+        sweeps = 0
         while True:
             await anyio.sleep(CONFIG_POLL_INTERVAL)
             self.reload_config()
             if time.monotonic() - last_sweep > SWEEP_INTERVAL:
-                self.registry.sweep()
+                sweeps += 1
+                if sweeps % FULL_SWEEP_EVERY == 0:
+                    self.registry.sweep(everything=True)
+                elif not self._watcher_quiet:  # quiet: nothing changed for a while, anywhere
+                    self.registry.sweep(everything=False)
                 last_sweep = time.monotonic()
             if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:
                 # inotify misses files created in a directory made the same instant.

@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 # Catching up more than this inside a hook would make the agent wait; the rest is read in the
 # background by the sweep.
 HOOK_CATCH_UP_LIMIT = 64 * 1024 * 1024
+# A transcript with no new usage for this long is swept every few minutes only (see `sweep`).
+QUIET_AFTER = 600.0
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CODEX_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
@@ -131,12 +133,20 @@ class Registry:
                 found += 1
         return found
 
-    def sweep(self) -> None:
-        """What events miss: appends and replacements of tracked files; idle and ended sessions."""
+    def sweep(self, everything: bool = True) -> None:
+        """What events miss: appends and replacements of tracked files; idle and ended sessions.
+
+        With `everything` false only transcripts heard from lately are checked: a quiet one
+        costs a stat per sweep for nothing, and a thousand of them made most of an idle
+        daemon's CPU.
+        """
         now = self.clock()
         for path in list(self.files):
             state = self.sessions.get(path)
-            if state is not None and state.ended_at is None:
+            if state is None or state.ended_at is not None:
+                continue
+            last_heard = state.usage_at or state.updated_at  # the transcript's own clock first
+            if everything or now - last_heard < QUIET_AFTER:
                 self.catch_up(path)  # one stat when nothing changed
         keep = self.settings.sessions.ended_keep_seconds
         idle = self.settings.sessions.idle_seconds
