@@ -156,11 +156,13 @@ class Daemon:
         if hint == "statusline":
             return protocol.encode_ok(self.registry.handle_statusline(agent, request.payload))
         event = self.registry.parse(agent, str(hint) if hint else None, request.payload)
-        if self.registry.awaits_tool_call(event):  # rare: only a cancel scope when waiting
+        key = self.registry.session_for(event)
+        if self.registry.awaits_tool_call(event, key):  # rare: only a cancel scope when waiting
             with anyio.move_on_after(TOOL_CALL_WAIT):
-                while self.registry.awaits_tool_call(event):
+                while self.registry.awaits_tool_call(event, key):
                     await anyio.sleep(0.01)
-        return protocol.encode_ok(self.registry.answer(event))
+                    self.registry.catch_up(key)
+        return protocol.encode_ok(self.registry.answer(event, key))
 
     async def _status(self, request: Request) -> bytes:
         session = request.header.get("session")

@@ -162,35 +162,42 @@ class Registry:
         """The exact bytes the hook client prints for this payload (b"" when nothing is due)."""
         if event_hint == "statusline":
             return self.handle_statusline(agent, payload)
-        return self.answer(self.parse(agent, event_hint, payload))
+        event = self.parse(agent, event_hint, payload)
+        return self.answer(event, self.session_for(event))
 
     def parse(self, agent: str, event_hint: str | None, payload: bytes) -> HookEvent:
         if agent not in AGENTS:
             raise InvalidInput(f"unknown agent {agent!r}")
         return parse_hook(agent, payload, event_hint)
 
-    def answer(self, event: HookEvent) -> bytes:
-        key = self._session_for(event)
+    def session_for(self, event: HookEvent) -> str:
+        """The key of the session `event` belongs to, registered and caught up with its
+        transcript, so that the answer is never stale."""
+        return self._session_for(event)
+
+    def answer(self, event: HookEvent, key: str) -> bytes:
+        """Answer `event` for session `key` (from `session_for`)."""
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.settings, self.learned, self.clock())
         self._store(new_state)
         self.hooks_answered += 1
         return render_reply(event, reply) if reply != Reply() else b""
 
-    def awaits_tool_call(self, event: HookEvent) -> bool:
+    def awaits_tool_call(self, event: HookEvent, key: str) -> bool:
         """Whether `event` must wait for the message behind its tool call to be on disk.
 
         Claude Code writes its transcript lazily: after a fast tool, PostToolUse can fire
         before the assistant message that made the call (and carries its usage) is written.
         Answering then would judge the previous call's figure, one call late. The reader
-        remembers the tool calls it parsed, so the usual case costs a catch-up and a lookup.
+        remembers the tool calls it parsed, so the check is a lookup; a waiting caller
+        `catch_up(key)`s between checks.
         """
         if event.agent != "claude" or event.kind != "tool_call" or event.agent_id:
             return False
-        if event.tool_use_id is None:
+        tracked = self.files.get(key)
+        if event.tool_use_id is None or tracked is None:
             return False
-        tracked = self.files.get(self._session_for(event))  # registers and catches up
-        reader = tracked.reader if tracked is not None else None
+        reader = tracked.reader
         return isinstance(reader, ClaudeReader) and not reader.saw_tool_use(event.tool_use_id)
 
     def _session_for(self, event: HookEvent) -> str:
