@@ -158,13 +158,6 @@ class Registry:
 
     # ----------------------------------------------------------------- hooks
 
-    def handle_hook(self, agent: str, event_hint: str | None, payload: bytes) -> bytes:
-        """The exact bytes the hook client prints for this payload (b"" when nothing is due)."""
-        if event_hint == "statusline":
-            return self.handle_statusline(agent, payload)
-        event = self.parse(agent, event_hint, payload)
-        return self.answer(event, self.session_for(event))
-
     def parse(self, agent: str, event_hint: str | None, payload: bytes) -> HookEvent:
         if agent not in AGENTS:
             raise InvalidInput(f"unknown agent {agent!r}")
