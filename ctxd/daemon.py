@@ -25,11 +25,12 @@ from pathlib import Path
 import anyio
 
 from ctxd import __version__, paths, protocol, snapshot, tracker
+from ctxd.agents import HookEvent
 from ctxd.config import Settings, load_settings
 from ctxd.errors import ConfigError, CtxdError
 from ctxd.protocol import Request
 from ctxd.registry import Registry
-from ctxd.server import Server, json_answer
+from ctxd.server import Answer, Server, json_answer
 
 logger = logging.getLogger(__name__)
 
@@ -150,31 +151,35 @@ class Daemon:
 
     # -------------------------------------------------------------- handlers
 
-    async def _hook(self, request: Request) -> bytes:
+    def _hook(self, request: Request) -> Answer:
         agent = str(request.header.get("agent"))
         hint = request.header.get("event")
         if hint == "statusline":
             return protocol.encode_ok(self.registry.handle_statusline(agent, request.payload))
         event = self.registry.parse(agent, str(hint) if hint else None, request.payload)
         key = self.registry.session_for(event)
-        if self.registry.awaits_tool_call(event, key):  # rare: only a cancel scope when waiting
-            with anyio.move_on_after(TOOL_CALL_WAIT):
-                while self.registry.awaits_tool_call(event, key):
-                    await anyio.sleep(0.01)
-                    self.registry.catch_up(key)
+        if self.registry.awaits_tool_call(event, key):  # rare: only then a task and a timer
+            return self._hook_after_tool_call(event, key)
         return protocol.encode_ok(self.registry.answer(event, key))
 
-    async def _status(self, request: Request) -> bytes:
+    async def _hook_after_tool_call(self, event: HookEvent, key: str) -> bytes:
+        with anyio.move_on_after(TOOL_CALL_WAIT):
+            while self.registry.awaits_tool_call(event, key):
+                await anyio.sleep(0.01)
+                self.registry.catch_up(key)
+        return protocol.encode_ok(self.registry.answer(event, key))
+
+    def _status(self, request: Request) -> Answer:
         session = request.header.get("session")
         result = self.registry.status(str(session) if session else None)
         result["daemon"] = self.statistics()
         return json_answer(result)
 
-    async def _stop(self, request: Request) -> bytes:
+    def _stop(self, request: Request) -> Answer:
         self._stopping.set()
         return json_answer({"stopping": True, "pid": os.getpid()})
 
-    async def _ping(self, request: Request) -> bytes:
+    def _ping(self, request: Request) -> Answer:
         return json_answer(self.statistics())
 
     def statistics(self) -> dict[str, object]:

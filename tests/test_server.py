@@ -15,7 +15,8 @@ from ctxd import protocol
 from ctxd.daemon import open_listener
 from ctxd.errors import InvalidInput
 from ctxd.protocol import Request
-from ctxd.server import Server
+from ctxd import server as server_module
+from ctxd.server import Answer, Server
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +64,78 @@ async def test_requests_are_answered_and_errors_are_answers(tmp_path: Path) -> N
         assert protocol.decode_response(again) == b"zyx"  # the server still serves
         stopping.set()
     assert (server.requests, server.refused) == (3, 2)
+
+
+def _sync_server() -> Server:
+    """Handlers that answer at once (served in the accept loop) and one that must wait (`status`,
+    served by a task), as the daemon's are."""
+
+    def reverse(request: Request) -> Answer:
+        return protocol.encode_ok(request.payload[::-1])
+
+    def big(request: Request) -> Answer:
+        return protocol.encode_ok(b"x" * int(request.payload))
+
+    async def later(request: Request) -> bytes:
+        await anyio.sleep(0.05)
+        return protocol.encode_ok(b"later:" + request.payload)
+
+    return Server({"hook": reverse, "ping": big, "status": later, "stop": reverse})
+
+
+async def test_answers_at_once_after_a_wait_and_larger_than_the_socket_buffer(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sock"
+    server = _sync_server()
+    stopping = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, open_listener(path), stopping)
+        now = await _ask(path, protocol.encode_request("hook", b"abc"))
+        assert protocol.decode_response(now) == b"cba"
+        waited = await _ask(path, protocol.encode_request("status", b"abc"))
+        assert protocol.decode_response(waited) == b"later:abc"
+        # 4 MiB: far more than a Unix socket takes in one send; the rest goes out from a task.
+        large = await _ask(path, protocol.encode_request("ping", b"4194304"))
+        assert protocol.decode_response(large) == b"x" * 4194304
+        stopping.set()
+    assert server.in_flight == 0
+
+
+async def test_a_request_that_arrives_in_pieces_is_answered(tmp_path: Path) -> None:
+    path = tmp_path / "s.sock"
+    server = _sync_server()
+    stopping = anyio.Event()
+    frame = protocol.encode_request("hook", b"dribbled")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, open_listener(path), stopping)
+        stream = await anyio.connect_unix(path)
+        async with stream:
+            for piece in (frame[:2], frame[2:9], frame[9:]):
+                await anyio.sleep(0.02)
+                await stream.send(piece)
+            answer = await stream.receive()
+        assert protocol.decode_response(answer[protocol.HEADER_SIZE :]) == b"delbbird"
+        stopping.set()
+
+
+async def test_a_client_that_never_finishes_gets_the_deadline_and_others_are_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "REQUEST_DEADLINE", 0.3)
+    path = tmp_path / "s.sock"
+    server = _sync_server()
+    stopping = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, open_listener(path), stopping)
+        stuck = await anyio.connect_unix(path)
+        async with stuck:
+            await stuck.send(protocol.encode_request("hook", b"abc")[:7])
+            served = await _ask(path, protocol.encode_request("hook", b"meanwhile"))
+            assert protocol.decode_response(served) == b"elihwnaem"
+            with anyio.fail_after(3):
+                answer = await stuck.receive()
+        header = orjson.loads(answer[protocol.HEADER_SIZE :].partition(b"\n")[0])
+        assert header == {"v": 1, "ok": False, "error": "request not complete within 0.3 s"}
+        stopping.set()
+    assert server.in_flight == 0
