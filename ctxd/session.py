@@ -176,43 +176,62 @@ def on_hook(
     now: float,
 ) -> tuple[SessionState, Reply]:
     """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
-    state = replace(
-        state, updated_at=now, cwd=event.cwd or state.cwd, model=state.model or event.model
-    )
     if event.kind == "compaction":
-        return replace(state, policy=policy.on_compaction(state.policy)), Reply()
+        return _answered(state, event, now, policy.on_compaction(state.policy)), Reply()
     if event.kind == "session_end":
-        return replace(state, ended_at=now, ended_reason=event.source or "session end"), Reply()
+        ended = (now, event.source or "session end")
+        return _answered(state, event, now, state.policy, ended=ended), Reply()
     if event.kind == "session_start":
-        return replace(state, ended_at=None, ended_reason=None), Reply()
+        return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
-        return state, Reply()
-    fig = figures(state, settings, learned, recent=False)
+        return _answered(state, event, now, state.policy), Reply()
+    current = state if state.model or not event.model else replace(state, model=event.model)
+    fig = figures(current, settings, learned, recent=False)
     usage = _usage(state, fig.window, fig.compaction_at)
     if event.kind == "stop":
-        return _on_stop(state, event, usage, settings)
-    if event.kind == "prompt" and fig.severity <= state.policy.warned:
+        new_policy, reply = _on_stop(state.policy, event, usage, settings)
+    elif event.kind == "prompt" and fig.severity <= state.policy.warned:
         # A new prompt is no tool call: it speaks only when the level rose since the last warning,
         # which the debounce would let through at once anyway.
-        return state, Reply()
-    new_policy, warning = policy.on_tool_call(state.policy, usage, settings.thresholds, now)
-    state = replace(state, policy=new_policy)
-    return state, Reply(context=warning.text) if warning else Reply()
+        new_policy, reply = state.policy, Reply()
+    else:
+        new_policy, warning = policy.on_tool_call(state.policy, usage, settings.thresholds, now)
+        reply = Reply(context=warning.text) if warning else Reply()
+    return _answered(state, event, now, new_policy), reply
+
+
+def _answered(
+    state: SessionState,
+    event: HookEvent,
+    now: float,
+    policy_state: PolicyState,
+    ended: tuple[float | None, str | None] | None = None,
+) -> SessionState:
+    """The session after a hook event (`ended`: its new end time and reason, if they change).
+    One `replace`, since it copies every field and this runs on every tool call."""
+    ended_at, ended_reason = (state.ended_at, state.ended_reason) if ended is None else ended
+    return replace(
+        state,
+        updated_at=now,
+        cwd=event.cwd or state.cwd,
+        model=state.model or event.model,
+        policy=policy_state,
+        ended_at=ended_at,
+        ended_reason=ended_reason,
+    )
 
 
 def _on_stop(
-    state: SessionState, event: HookEvent, usage: Usage, settings: Settings
-) -> tuple[SessionState, Reply]:
-    basis = settings.thresholds.basis
+    policy_state: PolicyState, event: HookEvent, usage: Usage, settings: Settings
+) -> tuple[PolicyState, Reply]:
     new_policy, text = policy.on_stop(
-        state.policy, usage, settings.handoff, basis, event.stop_hook_active
+        policy_state, usage, settings.handoff, settings.thresholds.basis, event.stop_hook_active
     )
-    state = replace(state, policy=new_policy)
     if text is None:
-        return state, Reply()
+        return new_policy, Reply()
     if settings.handoff.action == "block":
-        return state, Reply(block_reason=text)
-    return state, Reply(user_message=text)
+        return new_policy, Reply(block_reason=text)
+    return new_policy, Reply(user_message=text)
 
 
 def status_view(state: SessionState, fig: Figures) -> StatusView:
