@@ -20,36 +20,76 @@ import os
 import sys
 import time
 import uuid
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import common as c
 
 TARGET_RSS_MB = 60.0
-# One clock tick of /proc accounting; "no measurable CPU" means below what a tick per 30 s is.
-TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+# One clock tick of /proc/<pid>/stat accounting (what top and ps show): "no measurable CPU"
+# means less than one tick over the whole idle window, measured at nanoseconds (schedstat).
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def threads_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds per thread name (the asyncio loop, the watcher's Rust thread, ...)."""
-    found: dict[str, float] = {}
+@dataclass(frozen=True)
+class ThreadUse:
+    cpu_ns: int  # time on a CPU, /proc/<pid>/task/<tid>/schedstat (nanoseconds)
+    wakeups: int  # voluntary context switches: each is a sleep that something ended
+
+
+def threads_use(pid: int) -> dict[str, ThreadUse]:
+    """CPU time and wake-ups per thread name: "main" (the event loop), "python" (the worker
+    thread that runs the watcher's Rust loop), "notify-rs inotify" (its inotify reader)."""
+    found: dict[str, ThreadUse] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            text = (task / "stat").read_text()
-        except OSError:
-            continue
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text.rsplit(")", 1)[1].split()
-        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) * TICK_S
+            cpu_ns = int((task / "schedstat").read_text().split()[0])
+            status = (task / "status").read_text()
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        name = "main" if task.name == str(pid) else fields.get("Name", "?").strip()
+        wakeups = int(fields.get("voluntary_ctxt_switches", "0"))
+        seen = found.get(name, ThreadUse(0, 0))
+        found[name] = ThreadUse(seen.cpu_ns + cpu_ns, seen.wakeups + wakeups)
     return found
 
 
-def idle_cpu(pid: int, seconds: float) -> tuple[float, dict[str, float]]:
-    before_total = c.proc_cpu_seconds(pid)
-    before = threads_cpu(pid)
+@dataclass(frozen=True)
+class Idle:
+    seconds: float
+    ticks_s: float  # utime + stime of the whole process (exited threads too), 10 ms ticks
+    threads: dict[str, ThreadUse]  # per thread name, over the window
+
+    @property
+    def cpu_ms(self) -> float:
+        return sum(t.cpu_ns for t in self.threads.values()) / 1e6
+
+    @property
+    def wakeups_per_s(self) -> float:
+        return sum(t.wakeups for t in self.threads.values()) / self.seconds
+
+    def by_thread(self) -> str:
+        return ", ".join(
+            f"{name} {use.cpu_ns / 1e6:.1f} ms / {use.wakeups / self.seconds:.1f} wake-ups/s"
+            for name, use in sorted(self.threads.items())
+        )
+
+
+def idle_use(pid: int, seconds: float) -> Idle:
+    before_ticks = c.proc_cpu_seconds(pid)
+    before = threads_use(pid)
     time.sleep(seconds)
-    after = threads_cpu(pid)
-    per_thread = {name: after[name] - before.get(name, 0.0) for name in after}
-    return c.proc_cpu_seconds(pid) - before_total, per_thread
+    after = threads_use(pid)
+    ticks = c.proc_cpu_seconds(pid) - before_ticks
+    zero = ThreadUse(0, 0)
+    threads = {
+        name: ThreadUse(
+            use.cpu_ns - before.get(name, zero).cpu_ns, use.wakeups - before.get(name, zero).wakeups
+        )
+        for name, use in after.items()
+    }
+    return Idle(seconds, ticks, threads)
 
 
 def main() -> int:
@@ -75,7 +115,7 @@ def main() -> int:
         pid = daemon.pid
         time.sleep(args.settle)
         empty = c.proc_memory_kib(pid)
-        empty_cpu, empty_threads = idle_cpu(pid, args.baseline)
+        empty_idle = idle_use(pid, args.baseline)
 
         cwds = [f"/home/user/src/project-{i:03d}" for i in range(args.projects)]
         for cwd in cwds:
@@ -98,48 +138,45 @@ def main() -> int:
             time.sleep(0.2)
         time.sleep(args.settle)
         loaded = c.proc_memory_kib(pid)
-        loaded_cpu, loaded_threads = idle_cpu(pid, args.idle)
+        loaded_idle = idle_use(pid, args.idle)
         after = c.proc_memory_kib(pid)
         snapshot_kib = state_file.stat().st_size / 1024 if state_file.exists() else 0.0
 
     mib = 1 / 1024
     rss_mb = loaded["VmRSS"] * 1024 / 1e6
+    phases = [("started, nothing tracked", 0, empty, empty_idle)]
+    phases.append((f"{found:,} sessions tracked", found, loaded, loaded_idle))
     print(
         c.table(
+            ["phase", "sessions", "VmRSS MiB", "RssAnon MiB", "RssFile MiB", "VmHWM MiB"],
             [
-                "phase",
-                "sessions",
-                "VmRSS MiB",
-                "RssAnon MiB",
-                "RssFile MiB",
-                "VmHWM MiB",
-                "idle s",
-                "CPU s",
-                "CPU % of a core",
+                [
+                    name,
+                    count,
+                    mem["VmRSS"] * mib,
+                    mem["RssAnon"] * mib,
+                    mem["RssFile"] * mib,
+                    mem["VmHWM"] * mib,
+                ]
+                for name, count, mem, _ in phases
             ],
+        )
+    )
+    print()
+    print(
+        c.table(
+            ["phase", "idle s", "CPU ms", "CPU ms/s", "% of a core", "wake-ups/s", "ticks s"],
             [
                 [
-                    "started, nothing tracked",
-                    0,
-                    empty["VmRSS"] * mib,
-                    empty["RssAnon"] * mib,
-                    empty["RssFile"] * mib,
-                    empty["VmHWM"] * mib,
-                    args.baseline,
-                    empty_cpu,
-                    f"{empty_cpu / args.baseline * 100:.2f}",
-                ],
-                [
-                    f"{found:,} sessions tracked",
-                    found,
-                    loaded["VmRSS"] * mib,
-                    loaded["RssAnon"] * mib,
-                    loaded["RssFile"] * mib,
-                    loaded["VmHWM"] * mib,
-                    args.idle,
-                    loaded_cpu,
-                    f"{loaded_cpu / args.idle * 100:.2f}",
-                ],
+                    name,
+                    idle.seconds,
+                    f"{idle.cpu_ms:.1f}",
+                    f"{idle.cpu_ms / idle.seconds:.2f}",
+                    f"{idle.cpu_ms / idle.seconds / 10:.3f}",
+                    f"{idle.wakeups_per_s:.1f}",
+                    f"{idle.ticks_s:.2f}",
+                ]
+                for name, _, _, idle in phases
             ],
         )
     )
@@ -152,9 +189,9 @@ def main() -> int:
             c.verdict(rss_mb <= TARGET_RSS_MB and found >= args.sessions),
         ],
         [
-            f"no measurable CPU over {args.idle:g} s idle",
-            f"{loaded_cpu:.2f} s ({loaded_cpu / args.idle * 1000:.1f} ms/s)",
-            c.verdict(loaded_cpu <= TICK_S),
+            f"no measurable CPU over {args.idle:g} s idle (under one {TICK_MS:g} ms tick)",
+            f"{loaded_idle.cpu_ms:.1f} ms ({loaded_idle.cpu_ms / args.idle:.2f} ms/s)",
+            c.verdict(loaded_idle.cpu_ms < TICK_MS and loaded_idle.ticks_s < 2 * TICK_MS / 1000),
         ],
     ]
     print(c.table(["target", "measured", "verdict"], checks))
@@ -163,14 +200,8 @@ def main() -> int:
         f"≈ {per_session:.1f} KiB RSS per session; snapshot {snapshot_kib:,.0f} KiB; "
         f"RSS after the idle window {after['VmRSS'] * mib:.1f} MiB"
     )
-    print(
-        "idle CPU by thread, nothing tracked: "
-        + ", ".join(f"{n} {s:.2f} s" for n, s in sorted(empty_threads.items()))
-    )
-    print(
-        f"idle CPU by thread, {found:,} tracked: "
-        + ", ".join(f"{n} {s:.2f} s" for n, s in sorted(loaded_threads.items()))
-    )
+    print(f"idle by thread, nothing tracked: {empty_idle.by_thread()}")
+    print(f"idle by thread, {found:,} tracked: {loaded_idle.by_thread()}")
     c.save_json(
         "memory_idle",
         {
@@ -178,11 +209,9 @@ def main() -> int:
             "args": vars(args),
             "empty": empty,
             "loaded": loaded,
-            "empty_cpu_s": empty_cpu,
-            "loaded_cpu_s": loaded_cpu,
+            "empty_idle": asdict(empty_idle),
+            "loaded_idle": asdict(loaded_idle),
             "found": found,
-            "threads_empty": empty_threads,
-            "threads_loaded": loaded_threads,
         },
     )
     return 0

@@ -34,13 +34,18 @@ from ctxd.server import Answer, Server, json_answer
 
 logger = logging.getLogger(__name__)
 
+# Housekeeping (config, roots, sweeps, snapshot) runs every TICK seconds, and every QUIET_TICK
+# seconds once the watcher is quiet: each wake-up of an idle daemon costs CPU for nothing.
+TICK = 1.0
+QUIET_TICK = 5.0
 SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
 FULL_SWEEP_EVERY = 60  # sweeps: quiet transcripts are checked every 5 minutes
-ROOTS_INTERVAL = 2.0
 QUIET_AFTER = 30.0  # seconds without transcript changes before the watcher slows down
 SNAPSHOT_INTERVAL = 5.0
 DISCOVERY_INTERVAL = 300.0  # new directories are scanned at once; this is the net behind that
-CONFIG_POLL_INTERVAL = 1.0
+# A request checks the config file if it was last checked this long ago, so an edit applies to
+# the next hook even while housekeeping sleeps.
+CONFIG_CHECK_INTERVAL = 1.0
 SHUTDOWN_GRACE = 2.0
 # How long a PostToolUse may wait for Claude Code to write the message behind it.
 TOOL_CALL_WAIT = 0.3
@@ -146,12 +151,16 @@ class Daemon:
         self.started_at = time.time()
         self._stopping = anyio.Event()
         self._config_seen: tuple[float, int, int] | None = None
+        self._config_checked = -CONFIG_CHECK_INTERVAL  # monotonic time of the last check
         self._last_change = time.monotonic()  # of a transcript, as the watcher saw it
+        self._watched: list[Path] | None = None  # the roots the running watcher covers
         self._watcher_quiet = False
+        self._restart_watcher = anyio.Event()
 
     # -------------------------------------------------------------- handlers
 
     def _hook(self, request: Request) -> Answer:
+        self.check_config()
         agent = str(request.header.get("agent"))
         hint = request.header.get("event")
         if hint == "statusline":
@@ -170,6 +179,7 @@ class Daemon:
         return protocol.encode_ok(self.registry.answer(event, key))
 
     def _status(self, request: Request) -> Answer:
+        self.check_config()
         session = request.header.get("session")
         result = self.registry.status(str(session) if session else None)
         result["daemon"] = self.statistics()
@@ -196,6 +206,13 @@ class Daemon:
         }
 
     # -------------------------------------------------------------- config
+
+    def check_config(self) -> None:
+        """`reload_config`, at most once per CONFIG_CHECK_INTERVAL."""
+        now = time.monotonic()
+        if now - self._config_checked >= CONFIG_CHECK_INTERVAL:
+            self._config_checked = now
+            self.reload_config()
 
     def reload_config(self) -> None:
         """Read the config if it changed; a broken file keeps the last good settings."""
@@ -271,55 +288,64 @@ class Daemon:
                 return
 
     async def _watch(self) -> None:
-        """One recursive watcher over the roots that exist; restarted when that set changes,
-        and slowed down after a quiet spell (see `tracker.IDLE_STEP_MS`)."""
-        roots = list(self.registry.roots.values())
-        watched: list[Path] | None = None
+        """One recursive watcher over the roots that exist, restarted by housekeeping when that
+        set changes or the daemon goes quiet (slower step, see `tracker.IDLE_STEP_MS`), and by
+        the first change after a quiet spell (fast step again)."""
         was_quiet = False
         while not self._stopping.is_set():
-            existing = [root for root in roots if root.is_dir()]
+            existing = self._existing_roots()
             quiet = time.monotonic() - self._last_change > QUIET_AFTER
             # Files written before a watch began raised no event for it: a new set of roots,
             # or the gap while a quiet watcher was replaced by a fast one.
-            catch_up = existing != watched or (was_quiet and not quiet)
-            self._watcher_quiet = quiet
-            await self._watch_until_restart(roots, existing, quiet, catch_up)
-            watched, was_quiet = existing, quiet
+            catch_up = existing != self._watched or (was_quiet and not quiet)
+            self._watched, self._watcher_quiet = existing, quiet
+            # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
+            self._restart_watcher = restart = anyio.Event()
+            await self._watch_until_restart(existing, quiet, catch_up, restart)
+            was_quiet = quiet
 
     async def _watch_until_restart(
-        self, roots: list[Path], existing: list[Path], quiet: bool, catch_up: bool
+        self, existing: list[Path], quiet: bool, catch_up: bool, restart: anyio.Event
     ) -> None:
-        # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
-        restart = anyio.Event()
-
         async def changes(batch: list[tuple[str, bool]]) -> None:
             self._last_change = time.monotonic()
             self.registry.on_file_changes(batch)
             if quiet:
                 restart.set()  # busy again: back to the fast step
 
+        async def stop_with_the_daemon() -> None:
+            # The watcher's thread does not see a cancellation, only its stop event (at its
+            # next step): without this, shutdown would wait for it forever.
+            await self._stopping.wait()
+            restart.set()
+
         step = tracker.IDLE_STEP_MS if quiet else tracker.WATCH_STEP_MS
         async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_with_the_daemon)
             tg.start_soon(tracker.watch_roots, existing, changes, restart, step)
             if catch_up:
                 self.registry.discover(existing)
                 self.registry.sweep(everything=True)
-            while not (self._stopping.is_set() or restart.is_set()):
-                with anyio.move_on_after(ROOTS_INTERVAL):
-                    await self._stopping.wait()
-                if existing != [root for root in roots if root.is_dir()]:
-                    break
-                if not quiet and time.monotonic() - self._last_change > QUIET_AFTER:
-                    break
-            restart.set()
+            await restart.wait()
+            tg.cancel_scope.cancel()
+
+    def _existing_roots(self) -> list[Path]:
+        return [root for root in self.registry.roots.values() if root.is_dir()]
+
+    def _check_watcher(self) -> None:
+        """Restart the watcher when an agent's root appeared or went, or when it went quiet."""
+        gone_quiet = time.monotonic() - self._last_change > QUIET_AFTER
+        if self._existing_roots() != self._watched or (gone_quiet and not self._watcher_quiet):
+            self._restart_watcher.set()
 
     async def _housekeeping(self) -> None:
         last_snapshot = last_discovery = last_sweep = time.monotonic()
         sweeps = 0
         while True:
-            await anyio.sleep(CONFIG_POLL_INTERVAL)
-            self.reload_config()
-            if time.monotonic() - last_sweep > SWEEP_INTERVAL:
+            await anyio.sleep(QUIET_TICK if self._watcher_quiet else TICK)
+            self.check_config()
+            self._check_watcher()
+            if time.monotonic() - last_sweep >= SWEEP_INTERVAL:
                 sweeps += 1
                 if sweeps % FULL_SWEEP_EVERY == 0:
                     self.registry.sweep(everything=True)
@@ -328,9 +354,9 @@ class Daemon:
                 last_sweep = time.monotonic()
             if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:
                 # inotify misses files created in a directory made the same instant.
-                self.registry.discover([r for r in self.registry.roots.values() if r.is_dir()])
+                self.registry.discover(self._existing_roots())
                 last_discovery = time.monotonic()
-            if self.registry.dirty and time.monotonic() - last_snapshot > SNAPSHOT_INTERVAL:
+            if self.registry.dirty and time.monotonic() - last_snapshot >= SNAPSHOT_INTERVAL:
                 self._save()
                 last_snapshot = time.monotonic()
 

@@ -150,6 +150,10 @@ async def watch_roots(
         recursive=True,
         stop_event=stop,
         ignore_permission_denied=True,
+        # No timeout: by default the Rust side returns every 5 s with nothing, only to be
+        # called again, which wakes an idle daemon's event loop for nothing. It still checks
+        # `stop` at every step.
+        rust_timeout=0,
     ):
         batch = sorted({(path, change == Change.deleted) for change, path in changes})
         await on_changes(batch)

@@ -56,7 +56,7 @@ async def test_a_quiet_watcher_slows_down_and_wakes_at_the_next_append(
 ) -> None:
     # longer than a slow step, so that the restart after a change is not quiet already
     monkeypatch.setattr(daemon_module, "QUIET_AFTER", 1.5)
-    monkeypatch.setattr(daemon_module, "ROOTS_INTERVAL", 0.1)
+    monkeypatch.setattr(daemon_module, "TICK", 0.1)
     monkeypatch.setattr(os, "chdir", lambda path: None)  # the daemon would leave the test's cwd
     steps: list[int] = []
     watch_roots = tracker.watch_roots

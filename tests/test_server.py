@@ -12,10 +12,10 @@ import orjson
 import pytest
 
 from ctxd import protocol
+from ctxd import server as server_module
 from ctxd.daemon import open_listener
 from ctxd.errors import InvalidInput
 from ctxd.protocol import Request
-from ctxd import server as server_module
 from ctxd.server import Answer, Server
 
 pytestmark = pytest.mark.anyio
