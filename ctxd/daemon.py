@@ -40,7 +40,6 @@ TICK = 1.0
 QUIET_TICK = 5.0
 SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
 FULL_SWEEP_EVERY = 60  # sweeps: quiet transcripts are checked every 5 minutes
-QUIET_AFTER = 30.0  # seconds without transcript changes before the watcher slows down
 SNAPSHOT_INTERVAL = 5.0
 DISCOVERY_INTERVAL = 300.0  # new directories are scanned at once; this is the net behind that
 # A request checks the config file if it was last checked this long ago, so an edit applies to
@@ -152,10 +151,7 @@ class Daemon:
         self._stopping = anyio.Event()
         self._config_seen: tuple[float, int, int] | None = None
         self._config_checked = -CONFIG_CHECK_INTERVAL  # monotonic time of the last check
-        self._last_change = time.monotonic()  # of a transcript, as the watcher saw it
-        self._watched: list[Path] | None = None  # the roots the running watcher covers
-        self._watcher_quiet = False
-        self._restart_watcher = anyio.Event()
+        self._watcher = tracker.RootsWatcher([], self._on_changes)  # replaced when running
 
     # -------------------------------------------------------------- handlers
 
@@ -288,68 +284,36 @@ class Daemon:
                 return
 
     async def _watch(self) -> None:
-        """One recursive watcher over the roots that exist, restarted by housekeeping when that
-        set changes or the daemon goes quiet (slower step, see `tracker.IDLE_STEP_MS`), and by
-        the first change after a quiet spell (fast step again)."""
-        was_quiet = False
+        """One recursive watcher over the roots that exist, replaced when that set changes
+        (an agent used for the first time creates its root)."""
         while not self._stopping.is_set():
             existing = self._existing_roots()
-            quiet = time.monotonic() - self._last_change > QUIET_AFTER
-            # Files written before a watch began raised no event for it: a new set of roots,
-            # or the gap while a quiet watcher was replaced by a fast one.
-            catch_up = existing != self._watched or (was_quiet and not quiet)
-            self._watched, self._watcher_quiet = existing, quiet
-            # A per-run event, not the daemon's: watchfiles sets its stop event when cancelled.
-            self._restart_watcher = restart = anyio.Event()
-            await self._watch_until_restart(existing, quiet, catch_up, restart)
-            was_quiet = quiet
-
-    async def _watch_until_restart(
-        self, existing: list[Path], quiet: bool, catch_up: bool, restart: anyio.Event
-    ) -> None:
-        async def changes(batch: list[tuple[str, bool]]) -> None:
-            self._last_change = time.monotonic()
-            self.registry.on_file_changes(batch)
-            if quiet:
-                restart.set()  # busy again: back to the fast step
-
-        async def stop_with_the_daemon() -> None:
-            # The watcher's thread does not see a cancellation, only its stop event (at its
-            # next step): without this, shutdown would wait for it forever.
-            await self._stopping.wait()
-            restart.set()
-
-        step = tracker.IDLE_STEP_MS if quiet else tracker.WATCH_STEP_MS
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(stop_with_the_daemon)
-            tg.start_soon(tracker.watch_roots, existing, changes, restart, step)
-            if catch_up:
+            self._watcher = tracker.RootsWatcher(existing, self._on_changes)
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._watcher.run)
+                # The watches are in place: a scan now finds what was written before them.
                 self.registry.discover(existing)
                 self.registry.sweep(everything=True)
-            await restart.wait()
-            tg.cancel_scope.cancel()
+
+    async def _on_changes(self, batch: list[tuple[str, bool]]) -> None:
+        self.registry.on_file_changes(batch)
 
     def _existing_roots(self) -> list[Path]:
         return [root for root in self.registry.roots.values() if root.is_dir()]
-
-    def _check_watcher(self) -> None:
-        """Restart the watcher when an agent's root appeared or went, or when it went quiet."""
-        gone_quiet = time.monotonic() - self._last_change > QUIET_AFTER
-        if self._existing_roots() != self._watched or (gone_quiet and not self._watcher_quiet):
-            self._restart_watcher.set()
 
     async def _housekeeping(self) -> None:
         last_snapshot = last_discovery = last_sweep = time.monotonic()
         sweeps = 0
         while True:
-            await anyio.sleep(QUIET_TICK if self._watcher_quiet else TICK)
+            await anyio.sleep(QUIET_TICK if self._watcher.quiet else TICK)
             self.check_config()
-            self._check_watcher()
+            if self._existing_roots() != self._watcher.roots:
+                self._watcher.stop()
             if time.monotonic() - last_sweep >= SWEEP_INTERVAL:
                 sweeps += 1
                 if sweeps % FULL_SWEEP_EVERY == 0:
                     self.registry.sweep(everything=True)
-                elif not self._watcher_quiet:  # quiet: nothing changed for a while, anywhere
+                elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
                     self.registry.sweep(everything=False)
                 last_sweep = time.monotonic()
             if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:

@@ -2,7 +2,7 @@
 
 `TranscriptFile` remembers a read offset and the file's identity; `read_appended` reads only
 what was appended since, and starts over when the file got shorter or was replaced (new inode).
-`watch_roots` runs one recursive watchfiles watcher over the agents' transcript roots and
+`RootsWatcher` runs one recursive watchfiles watcher over the agents' transcript roots and
 reports changed transcript paths; the daemon's periodic sweep catches what events miss.
 """
 
@@ -14,7 +14,10 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 
 import anyio
-from watchfiles import Change, awatch
+import anyio.to_thread
+from anyio.abc import TaskStatus
+from watchfiles import Change
+from watchfiles._rust_notify import RustNotify  # the documented Rust backend that awatch wraps
 
 from ctxd.transcript import Agent, TranscriptReader, UsageUpdate
 from ctxd.transcript.detect import open_reader
@@ -29,10 +32,12 @@ CHUNK = 1024 * 1024
 WATCH_STEP_MS = 20
 WATCH_DEBOUNCE_MS = 50
 # watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens: ~3 ms of
-# CPU a second at 20 ms. After a quiet spell the daemon watches with this step instead, and goes
-# back to WATCH_STEP_MS at the first change. Hooks never wait for the watcher (they read the
-# transcript themselves), so only `ctxd status` may see a first change after a lull late.
+# CPU a second at 20 ms. After QUIET_AFTER_MS without a change the watcher waits with this step
+# instead, and goes back to WATCH_STEP_MS at the first change. Hooks never wait for the watcher
+# (they read the transcript themselves), so only `ctxd status` may see a first change after a
+# lull late, by up to two idle steps.
 IDLE_STEP_MS = 500
+QUIET_AFTER_MS = 30_000
 
 
 class TranscriptFile:
@@ -125,35 +130,63 @@ def _transcript_filter(change: Change, path: str) -> bool:
 OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]
 
 
-async def watch_roots(
-    roots: Iterable[Path],
-    on_changes: OnChanges,
-    stop: anyio.Event | None = None,
-    step_ms: int = WATCH_STEP_MS,
-) -> None:
-    """Report (path, deleted) batches under the existing `roots` until `stop` is set.
+class RootsWatcher:
+    """One recursive inotify watcher (watchfiles' Rust backend) over the agents' roots, reporting
+    (path, deleted) batches of transcript changes, for as long as the set of roots is the same.
 
-    Only roots that exist can be watched; the daemon restarts this when the set of existing
-    roots changes (an agent used for the first time creates its root), or to change `step_ms`.
+    It paces itself: WATCH_STEP_MS while changes come, IDLE_STEP_MS after `quiet_after_ms`
+    without any, and fast again from the first change. The pace is only the step of each wait;
+    the inotify watches stay in place, so no change is lost between waits (a watcher restarted
+    to change pace would miss what happened while it was down).
     """
-    existing = [str(root) for root in roots if root.is_dir()]
-    if not existing:
-        if stop is not None:
-            await stop.wait()
-        return
-    logger.debug("watching %s (step %d ms)", ", ".join(existing), step_ms)
-    async for changes in awatch(
-        *existing,
-        watch_filter=_transcript_filter,
-        step=step_ms,
-        debounce=max(WATCH_DEBOUNCE_MS, step_ms),
-        recursive=True,
-        stop_event=stop,
-        ignore_permission_denied=True,
-        # No timeout: by default the Rust side returns every 5 s with nothing, only to be
-        # called again, which wakes an idle daemon's event loop for nothing. It still checks
-        # `stop` at every step.
-        rust_timeout=0,
-    ):
-        batch = sorted({(path, change == Change.deleted) for change, path in changes})
-        await on_changes(batch)
+
+    def __init__(
+        self, roots: Iterable[Path], on_changes: OnChanges, quiet_after_ms: int | None = None
+    ) -> None:
+        self.roots = list(roots)
+        self.on_changes = on_changes
+        self.quiet_after_ms = QUIET_AFTER_MS if quiet_after_ms is None else quiet_after_ms
+        self.quiet = False
+        self._stop = anyio.Event()
+
+    def stop(self) -> None:
+        """Make `run` return (within a step)."""
+        self._stop.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Watch until `stop` or cancellation. Reports started (`TaskGroup.start`) once the
+        watches are in place: a scan made after that misses nothing."""
+        if not self.roots:
+            self.quiet = True
+            task_status.started()
+            await self._stop.wait()
+            return
+        paths = [str(root) for root in self.roots]
+        logger.debug("watching %s", ", ".join(paths))
+        # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
+        with RustNotify(paths, False, False, 300, True, True) as notify:
+            task_status.started()
+            while not self._stop.is_set():
+                step = IDLE_STEP_MS if self.quiet else WATCH_STEP_MS
+                timeout = 0 if self.quiet else self.quiet_after_ms
+                debounce = max(WATCH_DEBOUNCE_MS, step)
+                try:
+                    raw = await anyio.to_thread.run_sync(
+                        notify.watch, debounce, step, timeout, self._stop, abandon_on_cancel=True
+                    )
+                except anyio.get_cancelled_exc_class():
+                    self._stop.set()  # the abandoned thread returns at its next step
+                    raise
+                if raw == "timeout":
+                    self.quiet = True
+                elif isinstance(raw, set):
+                    self.quiet = False
+                    batch = sorted(
+                        {
+                            (path, change == Change.deleted)
+                            for change, path in ((Change(code), path) for code, path in raw)
+                            if _transcript_filter(change, path)
+                        }
+                    )
+                    if batch:
+                        await self.on_changes(batch)
