@@ -168,7 +168,7 @@ class Server:
                 sock.close()  # connected and went away
                 return
             if isinstance(answer, bytes):
-                sent = sock.send(answer)
+                sent = _send_some(sock, answer)
                 if sent == len(answer):
                     sock.close()
                     return
@@ -263,6 +263,14 @@ class Server:
             return protocol.encode_error(str(exc))
         logger.error("%s failed", op, exc_info=exc)
         return protocol.encode_error(f"internal error: {type(exc).__name__}")
+
+
+def _send_some(sock: socket.socket, data: bytes) -> int:
+    """How much of `data` the socket took without waiting."""
+    try:
+        return sock.send(data)
+    except BlockingIOError:
+        return 0
 
 
 def _close_awaitable(answer: Awaitable[bytes]) -> None:

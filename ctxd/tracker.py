@@ -31,12 +31,13 @@ CHUNK = 1024 * 1024
 # 20/250 gave p50 121 ms at 50 appends/s, 20/50 gives p50 43 ms). `step` is also the idle wake-up.
 WATCH_STEP_MS = 20
 WATCH_DEBOUNCE_MS = 50
-# watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens: ~3 ms of
-# CPU a second at 20 ms. After QUIET_AFTER_MS without a change the watcher waits with this step
-# instead, and goes back to WATCH_STEP_MS at the first change. Hooks never wait for the watcher
-# (they read the transcript themselves), so only `ctxd status` may see a first change after a
-# lull late, by up to two idle steps.
-IDLE_STEP_MS = 500
+# watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens: ~75 µs
+# of CPU a wake-up here, ~4 ms a second at 20 ms. After QUIET_AFTER_MS without a change the
+# watcher waits with this step instead (500 ms still cost 5 ms of an idle daemon's 7–11 ms per
+# 30 s), and goes back to WATCH_STEP_MS at the first change. Hooks never wait for the watcher
+# (they read the transcript themselves), so only `ctxd status` may see the first change after a
+# lull late, by one to two idle steps.
+IDLE_STEP_MS = 1000
 QUIET_AFTER_MS = 30_000
 
 
