@@ -23,6 +23,7 @@ from ctxd.agents import HookEvent, Reply, parse_hook, render_reply
 from ctxd.agents.statusline import parse_statusline, render_statusline
 from ctxd.config import Settings
 from ctxd.errors import InvalidInput
+from ctxd.policy import PolicyState
 from ctxd.session import SessionState
 from ctxd.tracker import TranscriptFile, agent_of
 from ctxd.transcript import AGENTS, Agent
@@ -72,12 +73,12 @@ class Registry:
         existing = self.sessions.get(path)
         if existing is not None:
             if session_id and existing.session_id != session_id:
-                existing = replace(existing, session_id=session_id)
+                existing = self._adopt_registered(replace(existing, session_id=session_id))
                 self._store(existing)
             return existing
         sid = session_id or _session_id_from_path(path, agent)
         state = core.new_session(agent, sid, path, self.clock(), cwd=cwd, parent=parent)
-        self._store(state)
+        self._store(self._adopt_registered(state))
         self.files[path] = TranscriptFile(path, agent)
         self.catch_up(path)
         return self.sessions[path]
@@ -209,11 +210,6 @@ class Registry:
                 # Codex and Gemini start a new file on resume; the id moves with it.
                 self._end(earlier.key, "transcript replaced")
             state = self.track(path, event.agent, event.session_id, cwd=event.cwd)
-            if earlier is not None and earlier.transcript_path is None:
-                # Registered before its transcript existed (Claude writes it lazily): one
-                # session, whose debounce and handoff bookkeeping carry over.
-                self._drop(earlier.key)
-                self._store(replace(state, policy=earlier.policy, started_at=earlier.started_at))
             self.catch_up(path, HOOK_CATCH_UP_LIMIT)
             return state.key
         key = self.ids.get((event.agent, event.session_id))
@@ -299,6 +295,21 @@ class Registry:
         }
 
     # ----------------------------------------------------------------- internals
+
+    def _adopt_registered(self, state: SessionState) -> SessionState:
+        """`state`, merged with the session a hook registered under the same id before the
+        transcript existed (Claude Code writes it lazily, and the watcher or a later hook may
+        find it first): one session, whose debounce and handoff bookkeeping carry over."""
+        early = self.sessions.get(core.session_key(state.agent, state.session_id, None))
+        if early is None or early.transcript_path is not None:
+            return state
+        self._drop(early.key)
+        return replace(
+            state,
+            policy=early.policy if state.policy == PolicyState() else state.policy,
+            started_at=min(state.started_at, early.started_at),
+            cwd=state.cwd or early.cwd,
+        )
 
     def _store(self, state: SessionState) -> None:
         self.sessions[state.key] = state

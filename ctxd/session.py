@@ -58,6 +58,11 @@ class Figures:
     forecast: policy.Forecast | None
 
 
+def session_key(agent: Agent, session_id: str, transcript_path: str | None) -> str:
+    """The transcript path when known; until then "<agent>:<session_id>"."""
+    return transcript_path or f"{agent}:{session_id}"
+
+
 def new_session(
     agent: Agent,
     session_id: str,
@@ -67,9 +72,8 @@ def new_session(
     cwd: str | None = None,
     parent: str | None = None,
 ) -> SessionState:
-    key = transcript_path or f"{agent}:{session_id}"
     return SessionState(
-        key=key,
+        key=session_key(agent, session_id, transcript_path),
         agent=agent,
         session_id=session_id,
         transcript_path=transcript_path,
@@ -255,5 +259,6 @@ __all__ = [
     "learned_window",
     "new_session",
     "on_hook",
+    "session_key",
     "status_view",
 ]

@@ -52,6 +52,22 @@ def test_new_transcript_is_discovered_without_any_hook(shared: World) -> None:
     shared.wait_row(t, lambda r: r["tokens"] == 234_567, WATCH_TIMEOUT)
 
 
+def test_a_session_registered_before_its_transcript_exists_stays_one_session(
+    shared: World,
+) -> None:
+    # Claude Code fires SessionStart before it writes the transcript; the watcher then finds
+    # the new file before any hook names it. Status must still list one session.
+    t = shared.claude()
+    t.path.unlink()
+    shared.hook_out("claude", t.payload("SessionStart"))
+    t.assistant(123_456)
+    shared.wait_row(t, lambda r: r["tokens"] == 123_456, WATCH_TIMEOUT)
+    time.sleep(0.2)  # a second row, if any, would be there by now
+    shared.hook_out("claude", t.payload("PostToolUse"))
+    rows = [r for r in shared.status()["sessions"] if r["session_id"] == t.session_id]
+    assert [r["transcript_path"] for r in rows] == [str(t.path)]
+
+
 def test_appends_show_in_status_within_bounded_time(shared: World) -> None:
     t = shared.claude()
     t.assistant(50_000)
