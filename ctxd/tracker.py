@@ -27,10 +27,11 @@ logger = logging.getLogger(__name__)
 CHUNK = 1024 * 1024
 # Tuned for tens of milliseconds from append to update (watchfiles' defaults wait 1.6 s). A batch
 # is yielded after `step` ms without changes or after `debounce` ms at most; with many busy
-# transcripts the quiet gap never comes, so `debounce` bounds the latency (bench/status_latency.py:
-# 20/250 gave p50 121 ms at 50 appends/s, 20/50 gives p50 43 ms). `step` is also the idle wake-up.
+# transcripts the quiet gap never comes, so `debounce` bounds the latency (bench/status_latency.py
+# at 50 appends/s, p50: 20/250 121 ms, 20/50 45 ms, 20/30 36 ms, at the same daemon CPU). `step`
+# is also how often a watching thread wakes while changes come.
 WATCH_STEP_MS = 20
-WATCH_DEBOUNCE_MS = 50
+WATCH_DEBOUNCE_MS = 30
 # watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens: ~75 µs
 # of CPU a wake-up here, ~4 ms a second at 20 ms. After QUIET_AFTER_MS without a change the
 # watcher waits with this step instead (500 ms still cost 5 ms of an idle daemon's 7–11 ms per
