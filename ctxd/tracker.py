@@ -40,6 +40,7 @@ WATCH_DEBOUNCE_MS = 30
 # lull late, by one to two idle steps.
 IDLE_STEP_MS = 1000
 QUIET_AFTER_MS = 30_000
+RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
 
 
 class TranscriptFile:
@@ -164,9 +165,22 @@ class RootsWatcher:
             await self._stop.wait()
             return
         paths = [str(root) for root in self.roots]
+        try:
+            # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
+            notify = RustNotify(paths, False, False, 300, True, True)
+        except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
+            logger.error(
+                "cannot watch %s (%s); transcripts are still read on every hook, and new ones "
+                "found by the rescan every few minutes",
+                ", ".join(paths),
+                exc,
+            )
+            self.quiet = True
+            task_status.started()
+            await self._stop.wait()
+            return
         logger.debug("watching %s", ", ".join(paths))
-        # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
-        with RustNotify(paths, False, False, 300, True, True) as notify:
+        with notify:
             task_status.started()
             while not self._stop.is_set():
                 step = IDLE_STEP_MS if self.quiet else WATCH_STEP_MS
@@ -179,6 +193,10 @@ class RootsWatcher:
                 except anyio.get_cancelled_exc_class():
                     self._stop.set()  # the abandoned thread returns at its next step
                     raise
+                except (OSError, RuntimeError) as exc:  # the watcher itself failed
+                    logger.error("watching %s failed (%s); starting over", ", ".join(paths), exc)
+                    await anyio.sleep(RETRY_AFTER)
+                    return
                 if raw == "timeout":
                     self.quiet = True
                 elif isinstance(raw, set):

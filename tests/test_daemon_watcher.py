@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ctxd import tracker
+from ctxd import protocol, tracker
 from ctxd.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
@@ -127,3 +127,61 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
     unreported = [p for p in written if p not in seen and os.path.dirname(p) not in seen]
     assert unreported == []
     assert cancelled_after < 0.5
+
+
+async def test_without_inotify_the_daemon_still_serves_and_reads_on_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The inotify watch limit cannot be reached safely on a shared machine; its error can.
+    def no_more_watches(*args: Any) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(tracker, "RustNotify", no_more_watches)
+    monkeypatch.setattr(os, "chdir", lambda path: None)
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-work"
+    project.mkdir(parents=True)
+    (tmp_path / "run").mkdir(mode=0o700)
+    transcript = project / "s-watch.jsonl"
+    transcript.write_bytes(_assistant(10_000, 1))
+    daemon = Daemon(
+        {
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        }
+    )
+    payload = {
+        "session_id": "s-watch",
+        "transcript_path": str(transcript),
+        "cwd": "/work",
+        "hook_event_name": "PostToolUse",
+    }
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(daemon.run)
+        with anyio.fail_after(10):
+            while not daemon._watcher.quiet:  # started, without a watcher
+                await anyio.sleep(0.05)
+            with transcript.open("ab") as f:
+                f.write(_assistant(20_000, 2))
+            answer = await _request(daemon.paths.socket, "hook", json.dumps(payload).encode())
+        state = daemon.registry.sessions[str(transcript)]
+        daemon._stopping.set()
+    assert answer.startswith(b'{"v":1,"ok":true}')
+    assert state.tokens == 20_000  # read by the hook itself
+    assert "cannot watch" in caplog.text and "inotify watch limit reached" in caplog.text
+
+
+async def _request(path: Path, op: str, payload: bytes) -> bytes:
+    stream = await anyio.connect_unix(path)
+    async with stream:
+        await stream.send(protocol.encode_request(op, payload, agent="claude"))
+        data = b""
+        with anyio.move_on_after(5):
+            while True:
+                try:
+                    data += await stream.receive()
+                except anyio.EndOfStream:
+                    break
+    return data[4:]
