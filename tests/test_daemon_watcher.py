@@ -50,24 +50,30 @@ def _assistant(tokens: int, n: int) -> bytes:
     return json.dumps(record).encode() + b"\n"
 
 
-async def test_a_quiet_watcher_slows_down_and_status_sees_the_next_append(
+def _daemon_with_a_transcript(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(tracker, "QUIET_AFTER_MS", 1000)
+) -> tuple[Daemon, Path]:
+    """An in-process daemon (not started) for a HOME with one Claude transcript at 10,000."""
     monkeypatch.setattr(os, "chdir", lambda path: None)  # the daemon would leave the test's cwd
-    home = tmp_path / "home"
-    project = home / ".claude" / "projects" / "-work"
+    project = tmp_path / "home" / ".claude" / "projects" / "-work"
     project.mkdir(parents=True)
     (tmp_path / "run").mkdir(mode=0o700)
     transcript = project / "s-watch.jsonl"
     transcript.write_bytes(_assistant(10_000, 1))
     env = {
-        "HOME": str(home),
+        "HOME": str(tmp_path / "home"),
         "XDG_RUNTIME_DIR": str(tmp_path / "run"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
-    daemon = Daemon(env)
+    return Daemon(env), transcript
+
+
+async def test_a_quiet_watcher_slows_down_and_status_sees_the_next_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tracker, "QUIET_AFTER_MS", 1000)
+    daemon, transcript = _daemon_with_a_transcript(tmp_path, monkeypatch)
 
     def tokens() -> int | None:
         state = daemon.registry.sessions.get(str(transcript))
@@ -137,21 +143,7 @@ async def test_without_inotify_the_daemon_still_serves_and_reads_on_hooks(
         raise OSError(28, "inotify watch limit reached")
 
     monkeypatch.setattr(tracker, "RustNotify", no_more_watches)
-    monkeypatch.setattr(os, "chdir", lambda path: None)
-    home = tmp_path / "home"
-    project = home / ".claude" / "projects" / "-work"
-    project.mkdir(parents=True)
-    (tmp_path / "run").mkdir(mode=0o700)
-    transcript = project / "s-watch.jsonl"
-    transcript.write_bytes(_assistant(10_000, 1))
-    daemon = Daemon(
-        {
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        }
-    )
+    daemon, transcript = _daemon_with_a_transcript(tmp_path, monkeypatch)
     payload = {
         "session_id": "s-watch",
         "transcript_path": str(transcript),
