@@ -41,6 +41,7 @@ WATCH_DEBOUNCE_MS = 30
 IDLE_STEP_MS = 1000
 QUIET_AFTER_MS = 30_000
 RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
+RETRY_UNWATCHED = 300.0  # seconds before trying again to set up watches that failed
 
 
 class TranscriptFile:
@@ -170,14 +171,16 @@ class RootsWatcher:
             notify = RustNotify(paths, False, False, 300, True, True)
         except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
             logger.error(
-                "cannot watch %s (%s); transcripts are still read on every hook, and new ones "
-                "found by the rescan every few minutes",
+                "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
+                "every %g s finds new ones until watching works again",
                 ", ".join(paths),
                 exc,
+                RETRY_UNWATCHED,
             )
             self.quiet = True
             task_status.started()
-            await self._stop.wait()
+            with anyio.move_on_after(RETRY_UNWATCHED):  # the owner starts over: rescan, retry
+                await self._stop.wait()
             return
         logger.debug("watching %s", ", ".join(paths))
         with notify:

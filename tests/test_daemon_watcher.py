@@ -135,14 +135,18 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
     assert cancelled_after < 0.5
 
 
-async def test_without_inotify_the_daemon_still_serves_and_reads_on_hooks(
+async def test_without_inotify_the_daemon_still_serves_reads_on_hooks_and_rescans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The inotify watch limit cannot be reached safely on a shared machine; its error can.
+    attempts: list[object] = []
+
     def no_more_watches(*args: Any) -> None:
+        attempts.append(args)
         raise OSError(28, "inotify watch limit reached")
 
     monkeypatch.setattr(tracker, "RustNotify", no_more_watches)
+    monkeypatch.setattr(tracker, "RETRY_UNWATCHED", 0.3)
     daemon, transcript = _daemon_with_a_transcript(tmp_path, monkeypatch)
     payload = {
         "session_id": "s-watch",
@@ -158,8 +162,13 @@ async def test_without_inotify_the_daemon_still_serves_and_reads_on_hooks(
             with transcript.open("ab") as f:
                 f.write(_assistant(20_000, 2))
             answer = await _request(daemon.paths.socket, "hook", json.dumps(payload).encode())
-        state = daemon.registry.sessions[str(transcript)]
+            state = daemon.registry.sessions[str(transcript)]
+            later = transcript.with_name("s-later.jsonl")  # no hook names it
+            later.write_bytes(_assistant(30_000, 3))
+            while str(later) not in daemon.registry.sessions:  # the rescan at the next attempt
+                await anyio.sleep(0.05)
         daemon._stopping.set()
+    assert len(attempts) >= 2
     assert answer.startswith(b'{"v":1,"ok":true}')
     assert state.tokens == 20_000  # read by the hook itself
     assert "cannot watch" in caplog.text and "inotify watch limit reached" in caplog.text
