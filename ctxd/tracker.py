@@ -9,6 +9,7 @@ reports changed transcript paths; the daemon's periodic sweep catches what event
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
@@ -159,57 +160,74 @@ class RootsWatcher:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch until `stop` or cancellation. Reports started (`TaskGroup.start`) once the
-        watches are in place: a scan made after that misses nothing."""
-        if not self.roots:
+        watches are in place: a scan made after that misses nothing. Returns on its own after a
+        failure, for the owner to scan and start a new one."""
+        notify = self._open()
+        if notify is None:  # no roots yet, or no watches to be had
             self.quiet = True
             task_status.started()
-            await self._stop.wait()
-            return
-        paths = [str(root) for root in self.roots]
-        try:
-            # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
-            notify = RustNotify(paths, False, False, 300, True, True)
-        except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
-            logger.error(
-                "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
-                "every %g s finds new ones until watching works again",
-                ", ".join(paths),
-                exc,
-                RETRY_UNWATCHED,
-            )
-            self.quiet = True
-            task_status.started()
-            with anyio.move_on_after(RETRY_UNWATCHED):  # the owner starts over: rescan, retry
+            with anyio.move_on_after(RETRY_UNWATCHED if self.roots else math.inf):
                 await self._stop.wait()
             return
-        logger.debug("watching %s", ", ".join(paths))
         with notify:
             task_status.started()
             while not self._stop.is_set():
                 step = IDLE_STEP_MS if self.quiet else WATCH_STEP_MS
                 timeout = 0 if self.quiet else self.quiet_after_ms
-                debounce = max(WATCH_DEBOUNCE_MS, step)
                 try:
                     raw = await anyio.to_thread.run_sync(
-                        notify.watch, debounce, step, timeout, self._stop, abandon_on_cancel=True
+                        notify.watch,
+                        max(WATCH_DEBOUNCE_MS, step),
+                        step,
+                        timeout,
+                        self._stop,
+                        abandon_on_cancel=True,
                     )
                 except anyio.get_cancelled_exc_class():
                     self._stop.set()  # the abandoned thread returns at its next step
                     raise
                 except (OSError, RuntimeError) as exc:  # the watcher itself failed
-                    logger.error("watching %s failed (%s); starting over", ", ".join(paths), exc)
+                    logger.error("watching %s failed (%s); starting over", self._names(), exc)
                     await anyio.sleep(RETRY_AFTER)
                     return
                 if raw == "timeout":
                     self.quiet = True
                 elif isinstance(raw, set):
                     self.quiet = False
-                    batch = sorted(
-                        {
-                            (path, change == Change.deleted)
-                            for change, path in ((Change(code), path) for code, path in raw)
-                            if _transcript_filter(change, path)
-                        }
-                    )
+                    batch = _transcript_batch(raw)
                     if batch:
                         await self.on_changes(batch)
+
+    def _open(self) -> RustNotify | None:
+        if not self.roots:
+            return None
+        try:
+            # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
+            notify = RustNotify([str(root) for root in self.roots], False, False, 300, True, True)
+        except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
+            logger.error(
+                "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
+                "every %g s finds new ones until watching works again",
+                self._names(),
+                exc,
+                RETRY_UNWATCHED,
+            )
+            return None
+        logger.debug("watching %s", self._names())
+        return notify
+
+    def _names(self) -> str:
+        return ", ".join(str(root) for root in self.roots)
+
+
+def _transcript_batch(raw: set[tuple[int, str]]) -> list[tuple[str, bool]]:
+    """watchfiles' raw (change code, path) set as sorted (path, deleted) pairs, transcripts and
+    new directories only."""
+    changes = ((Change(code), path) for code, path in raw)
+    return sorted(
+        {
+            (path, change == Change.deleted)
+            for change, path in changes
+            if _transcript_filter(change, path)
+        }
+    )
