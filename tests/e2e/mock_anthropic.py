@@ -44,7 +44,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mock_server import ScriptedMock, serve
+from mock_server import JsonHandler, ScriptedMock, serve
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -207,32 +207,8 @@ class Mock(ScriptedMock):
 
 
 def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
-            pass
-
-        def _read_body(self) -> tuple[bytes, Any]:
-            n = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(n) if n else b""
-            try:
-                return raw, (json.loads(raw) if raw else None)
-            except Exception:
-                return raw, None
-
-        def _send_json(
-            self, code: int, obj: Any, extra_headers: dict[str, str] | None = None
-        ) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("request-id", "req_mock_" + uuid.uuid4().hex[:16])
-            for k, v in (extra_headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+    class H(JsonHandler):
+        request_id_header = "request-id"
 
         def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k: v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}

@@ -70,7 +70,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from mock_server import ScriptedMock, serve
+from mock_server import JsonHandler, ScriptedMock, serve
 
 COMPRESS_ACK = "Got it. Thanks for the additional context!"
 USAGE_KEYS = (
@@ -271,27 +271,8 @@ def finish_usage(u: Json) -> Json:
 
 
 def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
-            pass
-
-        def _read_body(self) -> tuple[bytes, Any]:
-            n = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(n) if n else b""
-            try:
-                return raw, (json.loads(raw) if raw else None)
-            except Exception:
-                return raw, None
-
-        def _send_json(self, code: int, obj: Any) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("content-type", "application/json; charset=UTF-8")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    class H(JsonHandler):
+        content_type = "application/json; charset=UTF-8"
 
         def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k.lower(): v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}

@@ -65,7 +65,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mock_server import ScriptedMock, serve
+from mock_server import JsonHandler, ScriptedMock, serve
 
 DEFAULT_SCRIPT = {
     "steps": [
@@ -334,11 +334,8 @@ def decode_body(raw: bytes, enc: str | None) -> bytes | None:
 
 
 def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet
-            pass
+    class H(JsonHandler):
+        request_id_header = "x-request-id"
 
         def _read_body(self) -> tuple[bytes, Any]:
             if (self.headers.get("transfer-encoding") or "").lower() == "chunked":
@@ -352,8 +349,7 @@ def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
                     raw += self.rfile.read(n)
                     self.rfile.readline()
             else:
-                n = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(n) if n else b""
+                raw = self._read_raw()
             dec = decode_body(raw, self.headers.get("content-encoding"))
             if dec is None:
                 return raw, {"_compressed": self.headers.get("content-encoding"), "_len": len(raw)}
@@ -361,19 +357,6 @@ def make_handler(mock: Mock) -> type[BaseHTTPRequestHandler]:
                 return dec, (json.loads(dec) if dec else None)
             except Exception:
                 return dec, None
-
-        def _send_json(
-            self, code: int, obj: Any, extra_headers: dict[str, str] | None = None
-        ) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("x-request-id", "req_mock_" + uuid.uuid4().hex[:16])
-            for k, v in (extra_headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
 
         def _rec(self, body: Any, raw: bytes, answer: Json) -> None:
             hdrs = {k: v for k, v in self.headers.items() if k.lower() in HEADERS_TO_LOG}

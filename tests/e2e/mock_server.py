@@ -55,6 +55,41 @@ def serve(name: str, default_script: Mapping[str, Any], handler_for: HandlerFact
         srv.serve_forever()
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """What the three mocks' HTTP handlers share: keep-alive, no access log, a JSON body in,
+    a JSON answer out. Each API names its own content type and request-id header."""
+
+    protocol_version = "HTTP/1.1"
+    content_type = "application/json"
+    request_id_header: str | None = None
+
+    def log_message(self, fmt: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _read_raw(self) -> bytes:
+        n = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _read_body(self) -> tuple[bytes, Any]:
+        raw = self._read_raw()
+        try:
+            return raw, (json.loads(raw) if raw else None)
+        except Exception:
+            return raw, None
+
+    def _send_json(self, code: int, obj: Any, extra_headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("content-type", self.content_type)
+        self.send_header("content-length", str(len(data)))
+        if self.request_id_header:
+            self.send_header(self.request_id_header, "req_mock_" + uuid.uuid4().hex[:16])
+        for k, v in (extra_headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
 class ScriptedMock:
     """What the three mocks share: the script, ids, scripted usage per step, the request log.
 
