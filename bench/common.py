@@ -43,9 +43,12 @@ CLAUDE_POST_TOOL_USE = (
     DATA / "payloads" / "claude" / "2.1.332" / "interactive" / "05-PostToolUse.json"
 )
 
-if str(REPO) not in sys.path:  # run as `python bench/x.py`: make `ctxd` importable from the repo
-    sys.path.insert(0, str(REPO))
+# Run as `python bench/x.py`: make `ctxd` and the stdlib wire module importable from the repo.
+for _source in (REPO / "clients", REPO):
+    if str(_source) not in sys.path:
+        sys.path.insert(0, str(_source))
 
+import ctxd_wire  # noqa: E402  (after the path set-up above)
 
 # ---------------------------------------------------------------------------- sandbox
 
@@ -154,17 +157,6 @@ def frame(op: str, payload: bytes = b"", **fields: Any) -> bytes:
     return protocol.encode_request(op, payload, **fields)
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            raise ConnectionError("the daemon closed the connection early")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
 def request(
     path: Path | str, op: str, payload: bytes = b"", timeout: float = 10.0, **fields: Any
 ) -> bytes:
@@ -173,10 +165,10 @@ def request(
         sock.settimeout(timeout)
         sock.connect(str(path))
         sock.sendall(frame(op, payload, **fields))
-        body = _recv_exactly(sock, int.from_bytes(_recv_exactly(sock, 4), "big"))
-    header, _, result = body.partition(b"\n")
-    if not header.startswith(b'{"v":1,"ok":true'):
-        raise RuntimeError(f"ctxd answered an error: {header.decode(errors='replace')}")
+        body = ctxd_wire.read_frame(sock, ctxd_wire.MAX_STATUS)
+    result = ctxd_wire.ok_result(body)
+    if result is None:
+        raise RuntimeError(f"ctxd answered an error: {body[:200].decode(errors='replace')}")
     return result
 
 

@@ -189,7 +189,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from ctxd.hookcmd import hook_command
+    from ctxd.agents.hookcmd import hook_command
 
     installed = hook_command("claude")
     hook_argv = shlex.split(installed)

@@ -31,8 +31,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxd.transcript import AGENTS, Agent, UsageUpdate  # noqa: E402
-from ctxd.transcript.detect import open_reader  # noqa: E402
+from ctxd.agents import AGENTS  # noqa: E402
+from ctxd.agents import spec as agent_spec  # noqa: E402
+from ctxd.core.events import UsageUpdate  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "transcripts"
 MB = 1_000_000
@@ -83,7 +84,7 @@ def _gemini_rounds() -> Iterator[list[bytes]]:
         round_no += 1
 
 
-GENERATORS: dict[Agent, Callable[[], Iterator[list[bytes]]]] = {
+GENERATORS: dict[str, Callable[[], Iterator[list[bytes]]]] = {
     "claude": _claude_rounds,
     "codex": _codex_rounds,
     "gemini": _gemini_rounds,
@@ -97,7 +98,7 @@ def _huge_line(size: int) -> bytes:
     return head + b"x" * max(0, size - len(head) - len(tail)) + tail
 
 
-def build(agent: Agent, path: Path, size: int, huge_line: int = 0) -> tuple[int, int]:
+def build(agent: str, path: Path, size: int, huge_line: int = 0) -> tuple[int, int]:
     """Write at least `size` bytes of `agent` transcript to `path`; (bytes, longest line).
 
     With `huge_line`, one line of that many bytes is written halfway through.
@@ -126,9 +127,9 @@ def _rss_kib() -> int:
     return peak // 1024 if sys.platform == "darwin" else peak
 
 
-def replay(agent: Agent, path: Path, chunk: int) -> dict[str, object]:
+def replay(agent: str, path: Path, chunk: int) -> dict[str, object]:
     """Feed `path` to a fresh reader in `chunk`-byte reads; the measurements as a dict."""
-    reader = open_reader(agent)
+    reader = agent_spec(agent).open_reader(None)
     baseline = _rss_kib()
     updates = 0
     last: UsageUpdate | None = None

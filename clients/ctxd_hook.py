@@ -12,10 +12,9 @@ Its contract with the agent: exit 0, always; print only a complete answer from t
 no daemon answers within a short bound, print nothing and start one in the background (unless
 CTXD_NO_SPAWN=1) so that the next hook finds it.
 
-The wire format is ctxd.protocol's: a frame is a 4-byte big-endian length and a body; a request
-body is a JSON header line, a newline, then the raw payload; a response body is a JSON header
-line, a newline, then the bytes to print. This file repeats the few constants it needs, because
-it must not import ctxd (that would pull in anyio and orjson).
+The wire format and the socket's place come from `ctxd_wire`, the stdlib-only module installed
+beside this one and shared with the daemon. This client must not import `ctxd` itself: that
+would pull in anyio and orjson.
 """
 
 # Under `-S` not even `os` is loaded yet (site.py would have), and it costs ~1 ms: the hot path
@@ -25,49 +24,19 @@ import _socket
 import posix
 import sys
 
+if __name__ == "__main__":  # run as a script under -I, whose directory is not on sys.path
+    sys.path.insert(0, __file__.rpartition("/")[0] or ".")
+try:
+    import ctxd_wire as wire
+except ImportError:  # a broken install must not break the agent: exit 0, say nothing
+    raise SystemExit(0) from None
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
     from collections.abc import Mapping
 
-PROTOCOL_VERSION = 1
-MAX_PAYLOAD = 8 * 1024 * 1024
-MAX_RESPONSE = 1024 * 1024
 DEFAULT_TIMEOUT = 2.0
 SPAWN_BACKOFF = 5.0
-AGENTS = ("claude", "gemini", "codex")
-
-
-def environ() -> "dict[str, str]":
-    """The process environment as str, from `posix` (whose keys and values are bytes)."""
-    return {
-        key.decode(errors="surrogateescape"): value.decode(errors="surrogateescape")
-        for key, value in posix.environ.items()
-    }
-
-
-def runtime_dir(env: "Mapping[str, str] | None" = None) -> str:
-    """The private directory holding the socket: `$XDG_RUNTIME_DIR/ctxd`, else a state dir."""
-    env = environ() if env is None else env
-    xdg_runtime = env.get("XDG_RUNTIME_DIR")
-    if xdg_runtime:
-        return xdg_runtime + "/ctxd"
-    state_home = env.get("XDG_STATE_HOME") or (_home(env) + "/.local/state")
-    return state_home + "/ctxd/run"
-
-
-def socket_path(env: "Mapping[str, str] | None" = None) -> str:
-    """Where the daemon listens: `CTXD_SOCKET` if set, else `<runtime_dir>/ctxd.sock`."""
-    env = environ() if env is None else env
-    return env.get("CTXD_SOCKET") or runtime_dir(env) + "/ctxd.sock"
-
-
-def _home(env: "Mapping[str, str]") -> str:
-    home = env.get("HOME")
-    if home:
-        return home
-    import os  # rare: no HOME at all
-
-    return os.path.expanduser("~")
 
 
 def _is_word(text: str) -> bool:
@@ -75,44 +44,28 @@ def _is_word(text: str) -> bool:
     return 0 < len(text) <= 64 and text.replace("_", "").replace("-", "").isalnum()
 
 
-def build_request(agent: str, event: "str | None", payload: bytes) -> bytes:
-    """One framed hook request; `agent` and `event` must be plain words."""
-    event_json = f'"{event}"' if event else "null"
-    header = f'{{"v":{PROTOCOL_VERSION},"op":"hook","agent":"{agent}","event":{event_json}}}\n'
-    body = header.encode() + payload
-    return len(body).to_bytes(4, "big") + body
-
-
-def _recv_exactly(sock: _socket.socket, size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = sock.recv(min(size, 65536))
-        if not chunk:
-            raise OSError("connection closed early")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
 def exchange(path: str, request: bytes, timeout: float) -> "bytes | None":
-    """Send one request; return the bytes to print, or None when the daemon did not answer well."""
+    """Send one request; return the bytes to print, or None when the daemon did not answer well.
+
+    A socket whose other end runs as another user is not our daemon, whatever its path says
+    (`CTXD_SOCKET` can point anywhere): nothing it says is printed into the agent's context.
+    """
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(path)
-        sock.sendall(request)
-        size = int.from_bytes(_recv_exactly(sock, 4), "big")
-        if size > MAX_RESPONSE:
+        uid = wire.peer_uid(sock)
+        if uid is not None and uid != posix.getuid():
             return None
-        body = _recv_exactly(sock, size)
+        sock.sendall(request)
+        body = wire.read_frame(sock, wire.MAX_RESPONSE)
+    except ValueError:  # an answer over the limit
+        return None
     finally:
         sock.close()
-    header, _, output = body.partition(b"\n")
     # An error answer (garbage payload, unknown session, ...) prints nothing: the agent must never
     # see text it could misread.
-    if not header.startswith(b'{"v":1,"ok":true'):
-        return None
-    return output
+    return wire.ok_result(body)
 
 
 def read_stdin(limit: int) -> bytes:
@@ -134,8 +87,8 @@ def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
     import os
     import time
 
-    env = environ() if env is None else env
-    run_dir = runtime_dir(env) if not env.get("CTXD_SOCKET") else os.path.dirname(socket_path(env))
+    env = wire.environ() if env is None else env
+    run_dir = wire.runtime_dir(env)
     old_umask = os.umask(0o077)  # every level we create is private, not just the last
     try:
         os.makedirs(run_dir, mode=0o700, exist_ok=True)
@@ -175,16 +128,17 @@ def main(argv: "list[str] | None" = None) -> int:
     try:
         agent = args[0] if args else ""
         event = args[1] if len(args) > 1 else None
-        if agent not in AGENTS or (event is not None and not _is_word(event)):
-            sys.stderr.write("usage: ctxd-hook claude|gemini|codex [EVENT]\n")
+        if not _is_word(agent) or (event is not None and not _is_word(event)):
+            sys.stderr.write("usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex)\n")
             return 0
-        payload = read_stdin(MAX_PAYLOAD)
-        if len(payload) > MAX_PAYLOAD:
+        payload = read_stdin(wire.MAX_PAYLOAD)
+        if len(payload) > wire.MAX_PAYLOAD:
             return 0
-        env = environ()
+        env = wire.environ()
         timeout = float(env.get("CTXD_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
         try:
-            output = exchange(socket_path(env), build_request(agent, event, payload), timeout)
+            request = wire.hook_request(agent, event, payload)
+            output = exchange(wire.socket_path(env), request, timeout)
         except OSError:
             if env.get("CTXD_NO_SPAWN") != "1":
                 spawn_daemon(env)

@@ -1,7 +1,8 @@
 """Where ctxd keeps its socket, state and config, per user and platform.
 
-The socket path logic lives in the hook client (it must not import ctxd) and is reused here so
-that the two can never disagree.
+The socket's place is decided in `ctxd_wire` (the hook client must find it without importing
+ctxd) and reused here, so that the two can never disagree. The agents' transcript roots are
+each agent's own knowledge (`ctxd.agents.transcript_roots`).
 """
 
 from __future__ import annotations
@@ -11,30 +12,36 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-import ctxd_hook
+import ctxd_wire
 
 from ctxd.errors import UnsafeRuntimeDir
 
+__all__ = [
+    "config_path",
+    "ensure_private_dir",
+    "home",
+    "runtime_dir",
+    "socket_path",
+    "state_dir",
+]
 
-def _home(env: Mapping[str, str]) -> Path:
+
+def home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home())
 
 
 def runtime_dir(env: Mapping[str, str] = os.environ) -> Path:
     """The private directory that holds the socket and the daemon's lock."""
-    socket_override = env.get("CTXD_SOCKET")
-    if socket_override:
-        return Path(socket_override).parent
-    return Path(ctxd_hook.runtime_dir(env))
+    return Path(ctxd_wire.runtime_dir(env))
 
 
 def socket_path(env: Mapping[str, str] = os.environ) -> Path:
-    return Path(ctxd_hook.socket_path(env))
+    return Path(ctxd_wire.socket_path(env))
 
 
 def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Snapshot and log: `$XDG_STATE_HOME/ctxd`, default `~/.local/state/ctxd`."""
-    base = env.get("XDG_STATE_HOME") or str(_home(env) / ".local" / "state")
+    base = env.get("XDG_STATE_HOME") or str(home(env) / ".local" / "state")
     return Path(base) / "ctxd"
 
 
@@ -43,27 +50,8 @@ def config_path(env: Mapping[str, str] = os.environ) -> Path:
     override = env.get("CTXD_CONFIG")
     if override:
         return Path(override)
-    base = env.get("XDG_CONFIG_HOME") or str(_home(env) / ".config")
+    base = env.get("XDG_CONFIG_HOME") or str(home(env) / ".config")
     return Path(base) / "ctxd" / "config.toml"
-
-
-def claude_root(env: Mapping[str, str] = os.environ) -> Path:
-    base = env.get("CLAUDE_CONFIG_DIR")
-    return (Path(base) if base else _home(env) / ".claude") / "projects"
-
-
-def gemini_root(env: Mapping[str, str] = os.environ) -> Path:
-    return _home(env) / ".gemini" / "tmp"
-
-
-def codex_root(env: Mapping[str, str] = os.environ) -> Path:
-    base = env.get("CODEX_HOME")
-    return (Path(base) if base else _home(env) / ".codex") / "sessions"
-
-
-def agent_roots(env: Mapping[str, str] = os.environ) -> dict[str, Path]:
-    """Each agent's transcript root, watched recursively by the tracker."""
-    return {"claude": claude_root(env), "gemini": gemini_root(env), "codex": codex_root(env)}
 
 
 def ensure_private_dir(path: Path) -> None:

@@ -456,7 +456,7 @@ class World:
         return self.proc
 
     def ping(self) -> dict[str, Any] | None:
-        from ctxd.client import request_json
+        from ctxd.cli.client import request_json
         from ctxd.errors import CtxdError
 
         try:
@@ -561,7 +561,7 @@ class World:
 
     def status(self) -> dict[str, Any]:
         """`ctxd status --json` (through the CLI's client, in process, for fast polling)."""
-        from ctxd.client import request_json
+        from ctxd.cli.client import request_json
 
         doc: dict[str, Any] = request_json("status", env=self.env)
         return doc

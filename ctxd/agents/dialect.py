@@ -4,21 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
-if TYPE_CHECKING:
-    from ctxd.agents import Reply
+from ctxd.core.events import EventKind, Reply
 
-EventKind = Literal[
-    "tool_call",
-    "prompt",
-    "stop",
-    "compaction",
-    "session_start",
-    "session_end",
-    "subagent_stop",
-    "other",
-]
+__all__ = ["Dialect"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +32,8 @@ class Dialect:
     def render(self, name: str, reply: Reply) -> dict[str, object] | None:
         """The JSON object answering event `name`, or None when nothing is due.
 
-        `reply` must already be normalised by `ctxd.agents.render_reply` (blank strings dropped,
-        no block when `stop_hook_active`).
+        `reply` must already be normalised by `ctxd.agents.hooks.render_reply` (blank strings
+        dropped, no block when `stop_hook_active`).
         """
         out: dict[str, object] = {}
         if reply.block_reason and name in self.block_events:

@@ -1,0 +1,62 @@
+"""Claude Code: everything ctxd knows about it, as one `AgentSpec`."""
+
+from __future__ import annotations
+
+from ctxd.agents.claude import files, install
+from ctxd.agents.claude.compaction import compaction_point
+from ctxd.agents.claude.hooks import DIALECT
+from ctxd.agents.claude.statusline import parse_statusline, render_figures
+from ctxd.agents.claude.transcript import ClaudeReader
+from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
+
+__all__ = ["SPEC"]
+
+NAME = "claude"
+
+
+def _open_reader(path: str | None) -> ClaudeReader:
+    return ClaudeReader(subagent=path is not None and files.is_subagent_path(path))
+
+
+def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
+    return install.install(
+        doc, request.command(None), request.command("statusline"), statusline=request.statusline
+    )
+
+
+def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
+    return install.uninstall(doc)
+
+
+def _statusline_check(doc: Json) -> list[Check]:
+    line = doc.get("statusLine")
+    command = line.get("command") if isinstance(line, dict) else None
+    ours = is_ctxd_command(command)
+    return [
+        Check(
+            "claude statusline",
+            ours,
+            f"statusLine: {command or 'none'}",
+            None if ours else "`ctxd install claude --statusline` to show ctxd's line",
+        )
+    ]
+
+
+SPEC = AgentSpec(
+    name=NAME,
+    title="Claude Code",
+    dialect=DIALECT,
+    files=files,
+    open_reader=_open_reader,
+    compaction=compaction_point,
+    installer=Installer(
+        settings_path=install.settings_path,
+        install=_install,
+        uninstall=_uninstall,
+        checks=_statusline_check,
+    ),
+    parent_transcript=files.parent_transcript,
+    subagent_transcript=files.subagent_transcript,
+    statusline=Statusline(parse=parse_statusline, render=render_figures),
+)

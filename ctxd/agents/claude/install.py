@@ -1,0 +1,94 @@
+"""Claude Code: ctxd's hooks and statusLine in `settings.json`, as pure transformations."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks
+
+AGENT = "claude"
+#: Seconds (Claude Code's unit). The client gives up after about 2 s; this is only a ceiling.
+TIMEOUT = 10
+EVENTS: tuple[tuple[str, str | None], ...] = (
+    ("SessionStart", None),
+    ("PostToolUse", "*"),
+    ("Stop", None),
+    ("SubagentStop", None),
+    ("PreCompact", None),
+    ("PostCompact", None),
+    ("SessionEnd", None),
+)
+
+
+def settings_path(env: Mapping[str, str]) -> Path:
+    """`$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`."""
+    config_dir = env.get("CLAUDE_CONFIG_DIR")
+    if config_dir:
+        return Path(config_dir) / "settings.json"
+    return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "settings.json"
+
+
+def hook_specs(command: str) -> tuple[HookSpec, ...]:
+    """One command hook per event ctxd needs."""
+    handler = {"type": "command", "command": command, "timeout": TIMEOUT}
+    return tuple(HookSpec(event, matcher, handler) for event, matcher in EVENTS)
+
+
+def _describe(statusline: object) -> str:
+    if isinstance(statusline, dict) and isinstance(statusline.get("command"), str):
+        return f"`{statusline['command']}`"
+    return repr(statusline)
+
+
+def install(
+    doc: Json, command: str, statusline_command: str, *, statusline: bool
+) -> tuple[Json, tuple[str, ...]]:
+    """`doc` with ctxd's hooks, and ctxd's statusLine where allowed; plus notes for the user.
+
+    The statusLine is set when none is set, or when `statusline` is true; a foreign one is
+    otherwise left alone, with a note saying how to switch.
+    """
+    out = add_hooks(doc, hook_specs(command), is_ctxd_command)
+    notes: list[str] = []
+    plugins = doc.get("enabledPlugins")
+    if isinstance(plugins, dict) and any(
+        key.split("@", 1)[0] == "ctxd" and enabled for key, enabled in plugins.items()
+    ):
+        notes.append(
+            "the ctxd plugin is enabled too: every hook would run twice; keep one of the two "
+            "(disable the plugin with /plugin, or run `ctxd uninstall claude`)"
+        )
+    current = out.get("statusLine")
+    wanted = {"type": "command", "command": statusline_command}
+    if current is None:
+        out["statusLine"] = wanted
+    elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
+        updated = copy.deepcopy(current)
+        updated.update(wanted)
+        out["statusLine"] = updated
+    elif statusline:
+        out["statusLine"] = wanted
+        notes.append(
+            f"statusLine {_describe(current)} replaced by ctxd's; uninstalling ctxd removes "
+            "ctxd's line and does not bring the old one back (it is in the backup)"
+        )
+    else:
+        notes.append(
+            f"statusLine left as is: {_describe(current)}. ctxd's hooks work without it; to show "
+            "ctxd's line instead, run `ctxd install claude --statusline`"
+        )
+    return out, tuple(notes)
+
+
+def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
+    """`doc` without ctxd's hooks and without ctxd's own statusLine (a foreign one stays)."""
+    out = remove_hooks(doc, is_ctxd_command)
+    current: Any = out.get("statusLine")
+    if isinstance(current, dict) and is_ctxd_command(current.get("command")):
+        del out["statusLine"]
+    return out, ()

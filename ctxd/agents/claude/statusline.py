@@ -1,0 +1,175 @@
+"""Claude Code's statusLine command: its payload in, one line of text out.
+
+Claude Code runs the statusLine command only in its interactive UI, at most every 300 ms, and
+shows the first line it prints. Its payload is the only place where Claude Code itself states
+the context figures (`context_window`), so it is parsed into a `StatuslineReport` for the core;
+what the daemon knows comes back as `Figures` and is rendered by `render_statusline`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ctxd.agents.claude.transcript import context_tokens
+from ctxd.agents.hooks import load_payload
+from ctxd.core.events import StatuslineReport
+from ctxd.core.session import Figures
+
+__all__ = ["StatusView", "parse_statusline", "render_figures", "render_statusline"]
+
+#: Statusline payloads are a few KB; anything far bigger is not one.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+
+# Anything that could break the one-line contract or move the cursor.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_MAX_MODEL_CHARS = 40
+
+_FULL = "▓"
+_EMPTY = "░"
+_SEP = " · "
+# Plain ASCII markers read the same with or without colour, in any font and in logs.
+_MARKERS = {"ok": "", "warning": "! ", "critical": "!! "}
+
+
+@dataclass(frozen=True, slots=True)
+class StatusView:
+    """What the daemon knows about a session, ready to render."""
+
+    model: str | None
+    tokens: int | None
+    window: int
+    #: Where `window` came from ("statusline", "transcript", "table", "default", ...); a
+    #: "default" window is shown with a trailing "?".
+    window_source: str
+    used_pct: float | None
+    #: Tokens left before the agent compacts; 0 or less means compaction is due.
+    tokens_to_compaction: int | None
+    #: "ok" | "warning" | "critical"; anything else renders as "ok".
+    severity: str
+
+
+def parse_statusline(payload: bytes) -> StatuslineReport:
+    """Parse the statusline command's stdin. Raises `InvalidInput` with a one-line reason."""
+    data = load_payload(payload, "statusline payload", MAX_PAYLOAD_BYTES)
+    session_id = str(data["session_id"])
+    model = _object(data.get("model"))
+    context = _object(data.get("context_window"))
+    usage = context.get("current_usage")
+    window = _count(context.get("context_window_size"))
+    return StatuslineReport(
+        session_id=session_id,
+        transcript_path=_text(data.get("transcript_path")),
+        cwd=_text(data.get("cwd")),
+        model_id=_text(model.get("id")),
+        model_name=_text(model.get("display_name")),
+        window=window if window else None,
+        used_pct=_percent(context.get("used_percentage")),
+        tokens=context_tokens(usage),
+    )
+
+
+def render_figures(model: str | None, fig: Figures) -> bytes:
+    """The statusline for a session's current figures."""
+    return render_statusline(
+        StatusView(
+            model=model,
+            tokens=fig.tokens,
+            window=fig.window.size,
+            window_source=fig.window.source,
+            used_pct=fig.used_pct,
+            tokens_to_compaction=fig.tokens_to_compaction if fig.auto_compaction else None,
+            severity=fig.severity.label,
+        )
+    )
+
+
+def render_statusline(view: StatusView, width: int = 10) -> bytes:
+    """One line of UTF-8 text ending in a newline, e.g.
+
+    `Opus 4.6 ▓▓▓▓░░░░░░ 45% · 450k/1M · 487k to compact`
+
+    prefixed with "! " on warning and "!! " on critical. With `tokens` None the line says
+    "no usage yet" and shows the window.
+    """
+    width = max(1, width)
+    parts: list[str] = []
+    model = _one_line(view.model)
+    window = _human(view.window) + ("?" if view.window_source == "default" else "")
+    if view.tokens is None:
+        head = f"{model} " if model else ""
+        parts.append(f"{head}{_EMPTY * width} no usage yet")
+        parts.append(f"window {window}")
+    else:
+        pct = _used_pct(view)
+        bar = _bar(pct, width)
+        # Half up, as Claude Code's own used_percentage (92.5 % shows as 93).
+        shown = f"{math.floor(pct + 0.5)}%" if pct is not None else "?%"
+        parts.append(f"{model} {bar} {shown}" if model else f"{bar} {shown}")
+        parts.append(f"{_human(view.tokens)}/{window}")
+        if view.tokens_to_compaction is not None:
+            left = view.tokens_to_compaction
+            parts.append("compaction due" if left <= 0 else f"{_human(left)} to compact")
+    line = _MARKERS.get(view.severity, "") + _SEP.join(parts)
+    return line.encode() + b"\n"
+
+
+def _used_pct(view: StatusView) -> float | None:
+    if view.used_pct is not None:
+        return view.used_pct
+    if view.tokens is None or view.window <= 0:
+        return None
+    return 100.0 * view.tokens / view.window
+
+
+def _bar(pct: float | None, width: int) -> str:
+    if pct is None:
+        return _EMPTY * width
+    # Rounded down: the bar is full only when the window is.
+    filled = min(width, max(0, math.floor(pct * width / 100)))
+    return _FULL * filled + _EMPTY * (width - filled)
+
+
+def _human(n: int) -> str:
+    """Compact token count: 950, 1.5k, 450k, 1M, 1.2M."""
+    if n < 0:
+        return "-" + _human(-n)
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        k = n / 1000
+        if k < 10:
+            return f"{k:.1f}".rstrip("0").rstrip(".") + "k"
+        return f"{math.floor(k)}k"
+    m = n / 1_000_000
+    return f"{m:.1f}".rstrip("0").rstrip(".") + "M"
+
+
+def _one_line(text: str | None) -> str:
+    if not text:
+        return ""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= _MAX_MODEL_CHARS else flat[: _MAX_MODEL_CHARS - 1] + "…"
+
+
+def _object(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _count(value: object) -> int | None:
+    # bool is an int in Python; JSON true is not a token count.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _percent(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    pct = float(value)
+    return pct if math.isfinite(pct) and pct >= 0.0 else None

@@ -1,0 +1,154 @@
+"""Claude Code transcripts (`projects/<slug>/<session id>.jsonl`) -> usage updates.
+
+Context tokens are `input_tokens + cache_creation_input_tokens + cache_read_input_tokens` of the
+last main-chain assistant message: output tokens are excluded, which matches Claude Code's own
+`context_window.current_usage` / `used_percentage` (checked against the statusline samples).
+
+- Sidechain lines (`isSidechain: true`) inside a session's transcript belong to its subagents
+  and are skipped; a subagent's own transcript (`<session>/subagents/agent-*.jsonl`) is made of
+  nothing but sidechain lines, so its reader is opened with `subagent=True` and keeps them.
+- API-error messages (`isApiErrorMessage: true`, or
+  model `<synthetic>`, whose usage is all zeros) are skipped.
+- A streamed message can be written several times with the same `message.id`; every copy is
+  reported with `turn_id` = that id, so a consumer keeps only the newest. Once the final copy (the
+  one with a `stop_reason`) has been seen, later partial copies of it are ignored.
+- A `system`/`compact_boundary` line reports `compactMetadata.postTokens` (0 when missing) with
+  `compaction=True`; the next assistant message replaces it.
+
+Only lines that can carry usage are decoded. Claude Code 2.1.332 writes attachment, request-shape
+and blob lines of 10-60 KB; a substring test on the raw bytes rejects them before any JSON work.
+`"usage"` with its quotes can only occur as a real key, since quotes inside JSON strings are
+escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.core.events import UsageUpdate
+
+__all__ = ["ClaudeReader", "context_tokens"]
+
+_USAGE_KEY = b'"usage"'
+#: How many recent tool calls a reader remembers (for `saw_tool_use`).
+_TOOL_USES_KEPT = 256
+_BOUNDARY = b"compact_boundary"
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+class ClaudeReader:
+    """Incremental reader for Claude Code transcripts; see the module docstring."""
+
+    def __init__(self, subagent: bool = False) -> None:
+        self._keep_sidechain = subagent
+        self._lines = LineSplitter()
+        self._final_id: str | None = None
+        self._reported = Changes()
+        self._tool_uses: dict[str, None] = {}  # insertion-ordered set of recent tool_use ids
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; return the usage updates they completed."""
+        updates: list[UsageUpdate] = []
+        for line in self._lines.feed(data):
+            if _USAGE_KEY not in line and _BOUNDARY not in line:
+                continue
+            update = self._on_record(decode(line))
+            if update is None:
+                continue
+            # Streamed copies repeat the same figure for the same turn: they say nothing new.
+            key = (update.tokens, update.turn_id, update.model)
+            if self._reported.is_new(key, force=update.compaction):
+                updates.append(update)
+        return updates
+
+    def reset(self) -> None:
+        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        self._lines.reset()
+        self._final_id = None
+        self._reported.reset()
+        self._tool_uses.clear()
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        """Whether a recent assistant message of this transcript made tool call `tool_use_id`.
+
+        Claude Code writes its transcript lazily; a PostToolUse hook can arrive before the
+        message that made the call is on disk, and is answered only once it is (or a bound).
+        """
+        return tool_use_id in self._tool_uses
+
+    def _remember_tool_uses(self, content: object) -> None:
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                tool_use_id = block.get("id")
+                if isinstance(tool_use_id, str):
+                    self._tool_uses[tool_use_id] = None
+        while len(self._tool_uses) > _TOOL_USES_KEPT:
+            del self._tool_uses[next(iter(self._tool_uses))]
+
+    def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
+        if record is None or (record.get("isSidechain") is True and not self._keep_sidechain):
+            return None
+        kind = record.get("type")
+        if kind == "assistant":
+            return self._on_assistant(record)
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            return _on_boundary(record)
+        return None
+
+    def _on_assistant(self, record: dict[str, Any]) -> UsageUpdate | None:
+        if record.get("isApiErrorMessage") is True:
+            return None
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return None
+        model = message.get("model")
+        if model == _SYNTHETIC_MODEL:
+            return None
+        self._remember_tool_uses(message.get("content"))
+        tokens = context_tokens(message.get("usage"))
+        if tokens is None:
+            return None
+        message_id = message.get("id")
+        turn_id = message_id if isinstance(message_id, str) else None
+        if message.get("stop_reason") is None:
+            if turn_id is not None and turn_id == self._final_id:
+                return None  # a partial copy written after the final one
+        else:
+            self._final_id = turn_id
+        return UsageUpdate(
+            tokens=tokens,
+            at=epoch_seconds(record.get("timestamp")),
+            model=model if isinstance(model, str) else None,
+            turn_id=turn_id,
+        )
+
+
+def context_tokens(usage: object) -> int | None:
+    """Claude Code's context figure for an API `usage` object: input + cache_creation +
+    cache_read (output excluded, as in its own `used_percentage`); None when the usage carries
+    none of them. The statusline's `current_usage` has the same fields."""
+    if not isinstance(usage, dict):
+        return None
+    parts = [
+        count(usage.get("input_tokens")),
+        count(usage.get("cache_creation_input_tokens")),
+        count(usage.get("cache_read_input_tokens")),
+    ]
+    if all(part is None for part in parts):
+        return None
+    return sum(part for part in parts if part is not None)
+
+
+def _on_boundary(record: dict[str, Any]) -> UsageUpdate:
+    metadata = record.get("compactMetadata")
+    post = count(metadata.get("postTokens")) if isinstance(metadata, dict) else None
+    uuid = record.get("uuid")
+    return UsageUpdate(
+        tokens=post or 0,
+        at=epoch_seconds(record.get("timestamp")),
+        compaction=True,
+        turn_id=uuid if isinstance(uuid, str) else None,
+    )

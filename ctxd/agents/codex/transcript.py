@@ -1,0 +1,187 @@
+"""Codex CLI rollouts (`sessions/YYYY/MM/DD/rollout-*.jsonl`) -> usage updates.
+
+Every line is `{timestamp, ordinal, type, payload}`. Usage arrives twice per model response:
+
+- `token_usage_record` (`payload.usage`, `payload.response_id`), written as soon as the response
+  completes, so it is already on disk when the response's tool hooks run;
+- `event_msg` / `token_count` (`payload.info.last_token_usage`, `info.model_context_window`),
+  written only after the tool's output, and sometimes more than once for the same response.
+
+The figure is the newest per-response `total_tokens`, from whichever of the two came last. It is
+what Codex itself counts as context used ("context left" comes from
+`last_token_usage.total_tokens`): `input_tokens + output_tokens`, where `cached_input_tokens` is
+already a part of `input_tokens` (OpenAI's convention, unlike Anthropic's) and reasoning tokens a
+part of `output_tokens`. A `token_count` repeating the usage of the last `token_usage_record`
+carries that record's `response_id` as `turn_id`, so it never looks like a new turn.
+
+A `compacted` line marks a compaction. The `token_count` after it has zeros everywhere but an
+estimated `total_tokens` of the rebuilt history; that estimate is reported with
+`compaction=True` (or, should a response come first, that response's usage is).
+`reported_window` is `model_context_window` (Codex reports 95 % of the catalog window); `model`
+comes from `turn_context` lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.core.events import UsageUpdate
+
+__all__ = ["CodexReader"]
+
+# Line kinds worth decoding, by the value of their first "type" key: the line's own type, since
+# Codex writes `timestamp, ordinal, type, payload` in that order. Lines of other known kinds
+# (messages, tool calls and outputs, world state: the bulk of a rollout) are rejected from those
+# few bytes; a line of unknown shape falls back to a search of the whole line.
+_WANTED = frozenset(
+    {b"token_usage_record", b"compacted", b"turn_context", b"session_meta", b"token_count"}
+)
+_EVENT_MARKERS = (b'"token_count"', b'"task_started"')
+_SKIPPED = frozenset({b"response_item", b"world_state"})
+_TYPE = b'"type":"'
+_MARKERS = (*(b'"%s"' % kind for kind in _WANTED), b'"task_started"')
+
+
+class CodexReader:
+    """Incremental reader for Codex CLI rollouts; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lines = LineSplitter()
+        self._model: str | None = None
+        self._window: int | None = None
+        self._response: tuple[str, int] | None = None  # newest (response_id, total_tokens)
+        self._compaction: str | None = None  # turn id of a compaction not reported yet
+        self._reported = Changes()
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; return the usage updates they completed."""
+        updates: list[UsageUpdate] = []
+        for line in self._lines.feed(data):
+            if not _wanted(line):
+                continue
+            record = decode(line)
+            if record is None or not isinstance(record.get("payload"), dict):
+                continue
+            update = self._on_record(record.get("type"), record["payload"], record)
+            if update is None:
+                continue
+            key = (update.tokens, update.turn_id, update.model, update.reported_window)
+            if self._reported.is_new(key, force=update.compaction):
+                updates.append(update)
+        return updates
+
+    def reset(self) -> None:
+        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        self._lines.reset()
+        self._model = None
+        self._window = None
+        self._response = None
+        self._compaction = None
+        self._reported.reset()
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        """Codex writes the response's usage before it runs the tool (see the module docstring)."""
+        return True
+
+    def _on_record(
+        self, kind: object, payload: dict[str, Any], record: dict[str, Any]
+    ) -> UsageUpdate | None:
+        if kind == "token_usage_record":
+            return self._on_usage_record(payload, record)
+        if kind == "event_msg":
+            event = payload.get("type")
+            if event == "token_count":
+                return self._on_token_count(payload, record)
+            if event == "task_started":
+                self._window = count(payload.get("model_context_window")) or self._window
+            return None
+        if kind == "compacted":
+            window_id = payload.get("window_id")
+            self._compaction = (
+                window_id if isinstance(window_id, str) else f"compacted:{record.get('ordinal')}"
+            )
+            return None
+        if kind in ("turn_context", "session_meta"):
+            model = payload.get("model")
+            if isinstance(model, str) and model:
+                self._model = model
+        return None
+
+    def _on_usage_record(
+        self, payload: dict[str, Any], record: dict[str, Any]
+    ) -> UsageUpdate | None:
+        tokens = _total(payload.get("usage"))
+        if tokens is None:
+            return None
+        response_id = payload.get("response_id")
+        turn_id = response_id if isinstance(response_id, str) else None
+        if turn_id is not None:
+            self._response = (turn_id, tokens)
+        return self._update(tokens, turn_id, record)
+
+    def _on_token_count(
+        self, payload: dict[str, Any], record: dict[str, Any]
+    ) -> UsageUpdate | None:
+        info = payload.get("info")
+        if not isinstance(info, dict):
+            return None  # written before the first response: no usage yet
+        self._window = count(info.get("model_context_window")) or self._window
+        tokens = _total(info.get("last_token_usage"))
+        if tokens is None:
+            return None
+        if self._compaction is None and self._response is not None and self._response[1] == tokens:
+            turn_id: str | None = self._response[0]
+        else:
+            # No record for this usage (older Codex, or an estimate): the thread's running total
+            # tells repeated token_count lines of one response apart from new ones.
+            cumulative = _total(info.get("total_token_usage"))
+            turn_id = f"token_count:{cumulative}:{tokens}"
+        return self._update(tokens, turn_id, record)
+
+    def _update(self, tokens: int, turn_id: str | None, record: dict[str, Any]) -> UsageUpdate:
+        compaction = self._compaction
+        self._compaction = None
+        return UsageUpdate(
+            tokens=tokens,
+            at=epoch_seconds(record.get("timestamp")),
+            model=self._model,
+            reported_window=self._window,
+            compaction=compaction is not None,
+            turn_id=compaction if compaction is not None else turn_id,
+        )
+
+
+def _first_type(line: bytes) -> bytes:
+    """The value of the first `"type":"..."` in `line` (b"" without one)."""
+    begin = line.find(_TYPE)
+    if begin < 0:
+        return b""
+    begin += len(_TYPE)
+    end = line.find(b'"', begin)
+    return line[begin:end] if end > 0 else b""
+
+
+def _wanted(line: bytes) -> bool:
+    kind = _first_type(line)
+    if kind in _WANTED:
+        return True
+    if kind == b"event_msg":
+        # Event lines are small: search them whole rather than trust the payload's key order.
+        return any(marker in line for marker in _EVENT_MARKERS)
+    if kind in _SKIPPED:
+        return False
+    return any(marker in line for marker in _MARKERS)
+
+
+def _total(usage: object) -> int | None:
+    """`total_tokens`, or input + output when a usage lacks it; None without either."""
+    if not isinstance(usage, dict):
+        return None
+    total = count(usage.get("total_tokens"))
+    if total is not None:
+        return total
+    prompt, output = count(usage.get("input_tokens")), count(usage.get("output_tokens"))
+    if prompt is None and output is None:
+        return None
+    return (prompt or 0) + (output or 0)

@@ -1,0 +1,238 @@
+"""Gemini CLI chat recordings (`chats/session-*.jsonl`) -> usage updates.
+
+The file is a log of edits to a message list: message lines `{id, timestamp, type, ...}` append a
+message or replace the one with the same id; `{"$rewindTo": id}` drops that message and all after
+it; `{"$set": {"messages": [...]}}` replaces the whole list; other `$set` keys and the metadata
+line (`{sessionId, projectHash, startTime, ...}`) say nothing about usage.
+
+The figure is `tokens.input` of the last gemini message still in the list. `tokens.input` is the
+API's `promptTokenCount` (the 0.61.0 samples match the mock's usageMetadata field for field), the
+whole prompt of that request with the cached part included (`tokens.cached` is a part of it, never
+an addition). It is also the figure Gemini CLI itself compares with its compression threshold.
+
+Compression shows as a `$set` of messages that brings in a new `<state_snapshot>` summary, or the
+CLI's fixed acknowledgement of one. The rebuilt messages carry no tokens, so the update reports an
+estimate of the rebuilt history, characters / 4, with `compaction=True` (in the interactive
+sample Gemini CLI printed "compressed from 13000 to 168 tokens"; this gives 154); the next gemini
+message replaces it. When a rewind leaves no gemini message with tokens, no update is made.
+A resume also rewrites the list, keeping the ids: that is not a compaction, and tokens already
+known for a kept id stay known.
+
+Per message only its id and, for gemini messages, its usage figure are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.core.events import UsageUpdate
+
+__all__ = ["GeminiReader"]
+
+_SNAPSHOT = "<state_snapshot>"
+_ACK = "Got it. Thanks for the additional context!"
+_COMPRESSION_MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
+_MESSAGE_PREFIX = b'{"id":"'
+_TOKENS_KEY = b'"tokens"'
+_SET_PREFIX = b'{"$set":'
+_MESSAGES_KEY = b'"messages"'
+#: The usual rough rate for English text and code: about four characters per token.
+_CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Figure:
+    tokens: int
+    at: float | None
+    model: str | None
+
+
+class GeminiReader:
+    """Incremental reader for Gemini CLI chat recordings; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lines = LineSplitter()
+        self._ids: list[str] = []
+        self._position: dict[str, int] = {}
+        self._figures: dict[str, _Figure] = {}
+        self._changed = False  # the list changed since the figure was last looked at
+        self._reported = Changes()
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; return the usage updates they completed."""
+        updates: list[UsageUpdate] = []
+        for line in self._lines.feed(data):
+            if not line:
+                continue
+            compaction = self._on_line(line)
+            if compaction is not None:
+                self._changed = False
+                self._reported.is_new((compaction.tokens, compaction.turn_id), force=True)
+                updates.append(compaction)
+                continue
+            if not self._changed:
+                continue
+            self._changed = False
+            current = self._current()
+            if current is None:
+                # No message with usage left (fresh list, rewind past the first answer): the
+                # last figure reported stays the best one known.
+                continue
+            turn_id, figure = current
+            key = (figure.tokens, turn_id)
+            if self._reported.is_new(key):
+                updates.append(
+                    UsageUpdate(
+                        tokens=figure.tokens, at=figure.at, model=figure.model, turn_id=turn_id
+                    )
+                )
+        return updates
+
+    def reset(self) -> None:
+        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        self._lines.reset()
+        self._ids = []
+        self._position = {}
+        self._figures = {}
+        self._changed = False
+        self._reported.reset()
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        """Gemini CLI records the model turn before it runs the tool."""
+        return True
+
+    # ------------------------------------------------------------------ records
+
+    def _on_line(self, line: bytes) -> UsageUpdate | None:
+        """Apply one line to the message list; return an update only for a compression."""
+        if line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line:
+            return None  # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines
+        if line.startswith(_MESSAGE_PREFIX) and line.endswith(b"}") and _TOKENS_KEY not in line:
+            # User and info messages matter only by id (a rewind names one): skip the decode.
+            end = line.find(b'"', len(_MESSAGE_PREFIX))
+            if end > 0 and line.find(b"\\", 0, end) < 0:
+                self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
+                return None
+        record = decode(line)
+        if record is None:
+            return None
+        if "$rewindTo" in record:
+            self._rewind(record["$rewindTo"])
+        elif "$set" in record:
+            changes = record["$set"]
+            if isinstance(changes, dict) and isinstance(changes.get("messages"), list):
+                compressed = any(marker in line for marker in _COMPRESSION_MARKERS)
+                return self._replace(changes["messages"], changes.get("lastUpdated"), compressed)
+        elif isinstance(record.get("id"), str) and "type" in record:
+            self._put(record["id"], _figure(record))
+        return None
+
+    def _put(self, message_id: str, figure: _Figure | None) -> None:
+        # A repeated id replaces the earlier record in place: last write wins.
+        self._changed = True
+        if message_id not in self._position:
+            self._position[message_id] = len(self._ids)
+            self._ids.append(message_id)
+        if figure is None:
+            self._figures.pop(message_id, None)
+        else:
+            self._figures[message_id] = figure
+
+    def _rewind(self, message_id: object) -> None:
+        if not isinstance(message_id, str) or message_id not in self._position:
+            return
+        self._changed = True
+        cut = self._position[message_id]
+        for dropped in self._ids[cut:]:
+            del self._position[dropped]
+            self._figures.pop(dropped, None)
+        del self._ids[cut:]
+
+    def _replace(
+        self, messages: list[Any], updated: object, maybe_compressed: bool
+    ) -> UsageUpdate | None:
+        old_figures = self._figures
+        old_ids = self._position
+        self._ids, self._position, self._figures = [], {}, {}
+        self._changed = True
+        compressed = False
+        for message in messages:
+            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                continue
+            message_id: str = message["id"]
+            known = message_id in old_ids
+            figure = _figure(message) or (old_figures.get(message_id) if known else None)
+            self._put(message_id, figure)
+            if maybe_compressed and not known and _is_summary(message):
+                compressed = True
+        if not compressed or not self._ids:
+            return None
+        # Pin the estimate to the last rebuilt message, so that it outranks any pre-compression
+        # figure a kept message still carries until the next answer arrives.
+        last_id = self._ids[-1]
+        estimate = _estimate(messages)
+        self._figures[last_id] = _Figure(estimate, epoch_seconds(updated), None)
+        return UsageUpdate(
+            tokens=estimate, at=epoch_seconds(updated), compaction=True, turn_id=last_id
+        )
+
+    def _current(self) -> tuple[str, _Figure] | None:
+        for message_id in reversed(self._ids):
+            figure = self._figures.get(message_id)
+            if figure is not None:
+                return message_id, figure
+        return None
+
+
+def _figure(message: dict[str, Any]) -> _Figure | None:
+    tokens = message.get("tokens")
+    if message.get("type") != "gemini" or not isinstance(tokens, dict):
+        return None
+    prompt = count(tokens.get("input"))
+    if prompt is None:
+        return None
+    model = message.get("model")
+    return _Figure(
+        prompt, epoch_seconds(message.get("timestamp")), model if isinstance(model, str) else None
+    )
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+
+
+def _is_summary(message: dict[str, Any]) -> bool:
+    texts = _texts(message)
+    return bool(texts) and (texts[0].lstrip().startswith(_SNAPSHOT) or texts[0].strip() == _ACK)
+
+
+def _estimate(messages: list[Any]) -> int:
+    """Tokens of a rebuilt history, estimated from its characters."""
+    chars = 0
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    chars += len(part["text"])
+                else:
+                    # Function calls and responses: count their JSON text.
+                    chars += len(orjson.dumps(part))
+    return chars // _CHARS_PER_TOKEN

@@ -1,0 +1,122 @@
+"""Reading, rendering and safely rewriting an agent's JSON settings file.
+
+Parsing and rendering are pure; `read_text` and `write_settings` are the only I/O. A file that does
+not parse as a JSON object is refused, never "repaired": the user's settings are worth more than
+ctxd's hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from ctxd.errors import SettingsFileError
+from ctxd.fileio import write_atomic
+
+NEW_FILE_MODE = 0o600
+NEW_DIR_MODE = 0o700
+DEFAULT_INDENT = 2
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text, or None when it does not exist; `SettingsFileError` when unreadable."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsFileError(f"cannot read {path}: {exc}") from exc
+
+
+def parse(text: str | None, path: Path) -> dict[str, Any]:
+    """The settings object in `text` (None or blank text: an empty object).
+
+    Raises `SettingsFileError` for anything but one JSON object, comments included (Gemini CLI
+    tolerates `//` comments; rewriting would drop them, so such a file is left for the user).
+    """
+    if text is None or not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsFileError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "it was left untouched: fix it, or add ctxd's hooks by hand"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise SettingsFileError(
+            f"{path} holds a JSON {type(doc).__name__}, not an object; it was left untouched"
+        )
+    return doc
+
+
+def _indent_of(text: str | None) -> int | str:
+    """The indent the file already uses (spaces or a tab), so a rewrite keeps its look."""
+    if not text:
+        return DEFAULT_INDENT
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            return "\t" if lead.startswith("\t") else len(lead)
+    return DEFAULT_INDENT
+
+
+def render(doc: dict[str, Any], like: str | None) -> str:
+    """`doc` as JSON text, indented like `like` (the file's old text), ending in a newline."""
+    text = json.dumps(doc, indent=_indent_of(like), ensure_ascii=False)
+    if like is not None and like.strip() and not like.endswith("\n"):
+        return text
+    return text + "\n"
+
+
+def write_target(path: Path) -> Path:
+    """The file a write really replaces: a symlinked settings file (dotfile managers) keeps its
+    link, and its target is rewritten instead."""
+    return path.resolve() if path.is_symlink() else path
+
+
+def write_settings(path: Path, text: str, expected: str | None) -> Path | None:
+    """Replace `path` with `text` atomically, after a backup of the old file.
+
+    `expected` is the content the change was planned against: if the file changed since (or
+    appeared, or vanished), nothing is written and `SettingsFileError` is raised. Returns the
+    backup's path, or None when there was no old file. The new file keeps the old one's mode
+    (0600 for a new file).
+    """
+    target = write_target(path)
+    current = read_text(target)
+    if current != expected:
+        raise SettingsFileError(f"{path} changed since the plan was made; nothing was written")
+    directory = target.parent
+    try:
+        directory.mkdir(mode=NEW_DIR_MODE, parents=True, exist_ok=True)
+        mode = stat.S_IMODE(target.stat().st_mode) if current is not None else NEW_FILE_MODE
+        backup = _backup(target, mode) if current is not None else None
+        write_atomic(target, text.encode(), mode)
+    except OSError as exc:
+        raise SettingsFileError(f"cannot write {path}: {exc}") from exc
+    return backup
+
+
+def _backup(target: Path, mode: int) -> Path:
+    """A copy of `target` next to it, named `<name>.ctxd-backup-<time>[-n]`; never overwrites."""
+    data = target.read_bytes()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        suffix = f".ctxd-backup-{stamp}" + (f"-{n}" if n else "")
+        candidate = target.with_name(target.name + suffix)
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        return candidate
+    raise SettingsFileError(f"too many backups of {target} this second")

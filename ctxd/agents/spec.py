@@ -1,0 +1,135 @@
+"""What ctxd knows about one agent, behind one small interface: `AgentSpec`.
+
+Each agent package (`ctxd.agents.claude`, `.gemini`, `.codex`) builds one `AgentSpec`; the rest
+of ctxd sees agents only through the registry of them (`ctxd.agents`). To add an agent, add a
+package that builds one and list it in the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from ctxd.agents.dialect import Dialect
+from ctxd.agents.reader import TranscriptReader
+from ctxd.core.compaction import CompactionRule
+from ctxd.core.events import StatuslineReport
+from ctxd.core.session import Figures
+
+__all__ = [
+    "AgentSpec",
+    "Check",
+    "InstallRequest",
+    "Installer",
+    "Json",
+    "Statusline",
+    "TranscriptFiles",
+]
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of `ctxd doctor`."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    #: Not applicable here (an agent you don't use, no service manager): neither ok nor a failure.
+    skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InstallRequest:
+    """What an installer needs to know besides the settings document."""
+
+    #: The settings file being edited.
+    path: Path
+    #: The hook command for this agent, for an event hint (None: the payload names the event).
+    command: Callable[[str | None], str]
+    #: The user asked to replace a foreign statusline (agents that have one).
+    statusline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Installer:
+    """How ctxd wires itself into an agent's settings file (pure transformations)."""
+
+    #: The settings file ctxd edits, in this environment.
+    settings_path: Callable[[Mapping[str, str]], Path]
+    #: (document, request) -> (new document, notes for the user).
+    install: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+    uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+    #: Extra `ctxd doctor` lines for a parsed settings document (e.g. the statusline).
+    checks: Callable[[Json], list[Check]] = lambda doc: []
+
+
+@dataclass(frozen=True, slots=True)
+class Statusline:
+    """An agent that runs a statusline command with its own figures (Claude Code)."""
+
+    parse: Callable[[bytes], StatuslineReport]
+    render: Callable[[str | None, Figures], bytes]
+
+
+class TranscriptFiles(Protocol):
+    """Where an agent writes its transcripts and how to recognise one (an agent's `files`
+    module)."""
+
+    def transcript_root(self, env: Mapping[str, str]) -> Path:
+        """The directory under which the agent writes its transcripts (watched recursively)."""
+        ...
+
+    def is_transcript(self, path: str) -> bool:
+        """A file under `transcript_root` is one of this agent's transcripts."""
+        ...
+
+    def has_layout(self, path: str) -> bool:
+        """Any path has this agent's transcript layout (for `ctxd replay` of a copied file)."""
+        ...
+
+    def recognises(self, record: Mapping[str, Any]) -> bool:
+        """The first decoded record of a file is this agent's."""
+        ...
+
+    def recognises_prefix(self, prefix: bytes) -> bool:
+        """The start of a first line too long to decode whole is this agent's."""
+        ...
+
+    def session_id_from_path(self, path: str) -> str | None:
+        """The session id a transcript's file name states, if any."""
+        ...
+
+
+def _no_path(path: str) -> str | None:
+    return None
+
+
+def _no_subagent(parent: str, agent_id: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    #: The short name used on command lines, in the wire header and in state ("claude").
+    name: str
+    #: The product's name, for people ("Claude Code").
+    title: str
+    dialect: Dialect
+    files: TranscriptFiles
+    #: A fresh incremental reader for the transcript at a path (None: path unknown).
+    open_reader: Callable[[str | None], TranscriptReader]
+    compaction: CompactionRule
+    installer: Installer
+    #: Model id prefix -> window, built in (under the user's `[windows]`).
+    windows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: A subagent's transcript -> its parent session's transcript.
+    parent_transcript: Callable[[str], str | None] = _no_path
+    #: (parent transcript, subagent id) -> the subagent's own transcript, if it exists.
+    subagent_transcript: Callable[[str, str], str | None] = _no_subagent
+    statusline: Statusline | None = None

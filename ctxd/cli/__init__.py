@@ -1,0 +1,299 @@
+"""`ctxd VERB ...`: the command line. The only module that prints.
+
+Every verb is a function `(args) -> exit code`; a `CtxdError` anywhere becomes one line on
+stderr and that error's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from ctxd import __version__, paths
+from ctxd.errors import CtxdError, InvalidInput
+
+logger = logging.getLogger("ctxd")
+
+Verb = Callable[[argparse.Namespace], int]
+
+
+def _print(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+
+
+# ---------------------------------------------------------------------- daemon verbs
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ctxd.daemon.lifecycle import AlreadyRunning, serve
+
+    os.umask(0o077)  # everything the daemon writes (state, log, lock) is for this user only
+    handler: logging.Handler
+    if args.spawned:
+        # Started by a hook client with stdio on /dev/null: log to the state dir instead.
+        log_dir = paths.state_dir()
+        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_dir.chmod(0o700)
+        handler = logging.FileHandler(log_dir / "ctxd.log")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), handlers=[handler])
+    try:
+        serve(os.environ)
+    except AlreadyRunning:
+        if args.spawned:
+            return 0  # a concurrent hook won the race; that daemon serves
+        raise
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ctxd.cli.client import request_json
+    from ctxd.cli.report import status_lines
+
+    doc = request_json("status", session=args.session)
+    if args.session and not doc["sessions"]:
+        raise InvalidInput(f"no session {args.session!r} is tracked")
+    if args.json:
+        _print_json(doc)
+    else:
+        for line in status_lines(doc):
+            _print(line)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ctxd.cli.client import request_json
+    from ctxd.cli.report import status_lines
+    from ctxd.errors import DaemonUnavailable
+
+    try:
+        while True:
+            try:
+                lines = status_lines(request_json("status"))
+            except DaemonUnavailable as exc:
+                lines = [str(exc)]
+            sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
+            sys.stdout.flush()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    import fcntl
+
+    from ctxd.cli.client import request_json
+
+    answer = request_json("stop")
+    lock = paths.runtime_dir() / "ctxd.lock"
+    deadline = time.monotonic() + 5
+    # The daemon holds its lock until it has saved its state and removed its socket.
+    with open(lock, "rb") as f:
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(0.02)
+                continue
+            _print(f"ctxd stopped (pid {answer.get('pid')})")
+            return 0
+    raise CtxdError(f"ctxd (pid {answer.get('pid')}) did not stop within 5 s")
+
+
+# ---------------------------------------------------------------------- replay
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ctxd.cli.replay import Row, replay
+    from ctxd.cli.report import replay_final_json, replay_row_json, replay_row_line
+    from ctxd.core.session import SessionState
+
+    last: Row | None = None
+    for item in replay(args.path, args.agent, args.window):
+        if isinstance(item, SessionState):
+            final = replay_final_json(item, last, args.window)
+            if args.json:
+                _print_json(final)
+            else:
+                _print(
+                    f"final: {final['tokens'] if final['tokens'] is not None else '-'} tokens of "
+                    f"{final['window']:,} ({final['window_source']}), "
+                    f"{final['used_pct'] if final['used_pct'] is not None else '-'}% used, "
+                    f"{final['severity']}, {item.compactions} compaction(s), {item.turns} turn(s)"
+                )
+        else:
+            last = item
+            if args.json:
+                _print_json(replay_row_json(item))
+            else:
+                _print(replay_row_line(item))
+    return 0
+
+
+# ---------------------------------------------------------------------- install & service
+
+
+def _print_plan(plan: Any, dry_run: bool) -> None:
+    if not plan.changed:
+        _print(f"{plan.path}: already up to date, nothing to change")
+    elif dry_run:
+        _print(plan.diff())
+        _print(f"(dry run: {plan.path} not written)")
+    for note in plan.notes:
+        _print(f"note: {note}")
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from ctxd.cli.install import apply_plan, plan_install, plan_uninstall
+
+    if args.verb == "install":
+        plan = plan_install(args.agent, settings=args.settings, statusline=args.statusline)
+    else:
+        plan = plan_uninstall(args.agent, settings=args.settings)
+    _print_plan(plan, args.dry_run)
+    if plan.changed and not args.dry_run:
+        backup = apply_plan(plan)
+        done = "registered ctxd's hooks in" if args.verb == "install" else "removed ctxd from"
+        _print(f"{done} {plan.path}" + (f" (backup: {backup})" if backup else ""))
+    return 0
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from ctxd.cli import service
+
+    if args.action == "status":
+        for line in service.service_status():
+            _print(line)
+        return 0
+    plan = (
+        service.plan_service_install()
+        if args.action == "install"
+        else service.plan_service_uninstall()
+    )
+    if plan.manager == "none":
+        for note in plan.notes:  # says exactly what it would do with a service manager
+            _print(note)
+        return 0
+    if args.dry_run:
+        for line in plan.describe():
+            _print(line)
+        for path, content in plan.files.items():
+            _print(f"\n# {path}\n{content.rstrip()}")
+        return 0
+    for line in service.apply_service_plan(plan):
+        _print(line)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ctxd.cli.doctor import run_checks
+
+    failed = 0
+    for check in run_checks():
+        mark = "ok  " if check.ok else "skip" if check.skipped else "FAIL"
+        _print(f"{mark} {check.name}: {check.detail}")
+        if not check.ok:
+            failed += 0 if check.skipped else 1
+            if check.fix:
+                _print(f"     {'fix' if not check.skipped else 'to use it'}: {check.fix}")
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of tokens, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from pathlib import Path
+
+    from ctxd.agents import AGENTS
+
+    parser = argparse.ArgumentParser(
+        prog="ctxd", description="Know how full every coding agent's context window is."
+    )
+    parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    serve = verbs.add_parser("serve", help="run the daemon in the foreground")
+    serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.set_defaults(func=cmd_serve)
+
+    status = verbs.add_parser("status", help="every tracked session's context usage")
+    status.add_argument("session", nargs="?", help="only this session id")
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    status.set_defaults(func=cmd_status)
+
+    watch = verbs.add_parser("watch", help="redraw the status live")
+    watch.add_argument("--interval", type=float, default=1.0)
+    watch.set_defaults(func=cmd_watch)
+
+    stop = verbs.add_parser("stop", help="stop the daemon")
+    stop.set_defaults(func=cmd_stop)
+
+    replay = verbs.add_parser("replay", help="the usage timeline of a transcript")
+    replay.add_argument("path")
+    replay.add_argument("--agent", choices=AGENTS)
+    replay.add_argument("--window", type=_positive_int, help="measure against this window")
+    replay.add_argument("--json", action="store_true", help="one JSON object per line")
+    replay.set_defaults(func=cmd_replay)
+
+    for verb, text in (("install", "register ctxd's hooks"), ("uninstall", "remove them")):
+        sub = verbs.add_parser(verb, help=f"{text} in an agent's settings")
+        sub.add_argument("agent", choices=AGENTS)
+        sub.add_argument("--settings", type=Path, help="the settings file to edit")
+        sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+        if verb == "install":
+            sub.add_argument(
+                "--statusline",
+                action="store_true",
+                help="make ctxd Claude Code's statusline (replaces an existing one)",
+            )
+        else:
+            sub.set_defaults(statusline=False)
+        sub.set_defaults(func=cmd_install)
+
+    service = verbs.add_parser("service", help="run ctxd under systemd or launchd")
+    service.add_argument("action", choices=["install", "uninstall", "status"])
+    service.add_argument("--dry-run", action="store_true")
+    service.set_defaults(func=cmd_service)
+
+    doctor = verbs.add_parser("doctor", help="check the setup, one line per check")
+    doctor.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Verb = args.func
+    try:
+        return func(args)
+    except CtxdError as exc:
+        sys.stderr.write(f"ctxd {args.verb}: {exc}\n")
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,143 @@
+"""`ctxd install|uninstall AGENT`: plan a change to an agent's settings file, then apply it.
+
+A plan is computed without writing anything (`--dry-run` prints its diff); `apply_plan` writes
+it atomically after a backup. Install is idempotent, uninstall removes only what ctxd added, and
+install followed by uninstall gives back a document equal to the original as parsed JSON (an
+empty `"hooks": {}` aside, which comes back absent). Every foreign key and hook is kept.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxd import agents
+from ctxd.agents.hookcmd import hook_command
+from ctxd.agents.settings_file import parse, read_text, render, write_settings
+from ctxd.agents.spec import InstallRequest
+from ctxd.errors import SettingsFileError
+
+__all__ = [
+    "Plan",
+    "apply_plan",
+    "plan_install",
+    "plan_uninstall",
+    "settings_path",
+]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned rewrite of one agent's settings file.
+
+    `before` is the file's text (None: no file); `after` the text to write; `changed` is false
+    when the file already says what ctxd wants (then `after == before`, or both describe an
+    empty document). `notes` are for the user: trust steps, a statusline left alone, ...
+    """
+
+    agent: str
+    path: Path
+    before: str | None
+    after: str
+    changed: bool
+    notes: tuple[str, ...] = ()
+
+    def diff(self) -> str:
+        """A unified diff from `before` to `after` ("" when nothing changes)."""
+        if not self.changed:
+            return ""
+        old = (self.before or "").splitlines(keepends=True)
+        new = self.after.splitlines(keepends=True)
+        lines = difflib.unified_diff(
+            old,
+            new,
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def settings_path(agent: str, env: Mapping[str, str] = os.environ) -> Path:
+    """The settings file ctxd edits for `agent` in this environment."""
+    return agents.spec(agent).installer.settings_path(env)
+
+
+def _finish(
+    agent: str,
+    path: Path,
+    before: str | None,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    notes: tuple[str, ...],
+) -> Plan:
+    if new == old:
+        return Plan(agent, path, before, before if before is not None else "", False, notes)
+    return Plan(agent, path, before, render(new, like=before), True, notes)
+
+
+def plan_install(
+    agent: str,
+    *,
+    settings: Path | None = None,
+    statusline: bool = False,
+    env: Mapping[str, str] = os.environ,
+) -> Plan:
+    """What installing ctxd's hooks for `agent` would do to its settings file (nothing written).
+
+    `settings` overrides the file's path; `statusline` (Claude Code only) replaces a foreign
+    statusLine. Raises `SettingsFileError` when the file cannot be read or parsed, and
+    `InvalidInput` for an unknown agent.
+    """
+    spec = agents.spec(agent)
+    path = settings if settings is not None else spec.installer.settings_path(env)
+    before = read_text(path)
+    doc = parse(before, path)
+    request = InstallRequest(
+        path=path, command=lambda event: hook_command(agent, event), statusline=statusline
+    )
+    new, notes = spec.installer.install(doc, request)
+    if statusline and spec.statusline is None:
+        notes = (*notes, f"--statusline applies to agents with a statusline; ignored for {agent}")
+    return _finish(agent, path, before, doc, new, notes)
+
+
+def plan_uninstall(
+    agent: str,
+    *,
+    settings: Path | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> Plan:
+    """What removing ctxd's hooks (and Claude's ctxd statusLine) would do (nothing written)."""
+    spec = agents.spec(agent)
+    path = settings if settings is not None else spec.installer.settings_path(env)
+    before = read_text(path)
+    if before is None:
+        return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
+    doc = parse(before, path)
+    request = InstallRequest(path=path, command=lambda event: hook_command(agent, event))
+    new, notes = spec.installer.uninstall(doc, request)
+    if new == doc:
+        notes = (*notes, f"no ctxd hooks in {path}: nothing to remove")
+    return _finish(agent, path, before, doc, new, notes)
+
+
+def apply_plan(plan: Plan) -> Path | None:
+    """Write `plan.after` to `plan.path` atomically, keeping the file's mode.
+
+    The old file is copied first to `<name>.ctxd-backup-<time>`; returns that path, or None when
+    there was no old file or nothing changed (then nothing is written at all). Raises
+    `SettingsFileError` if the file changed since the plan was made, or cannot be written.
+    """
+    if not plan.changed:
+        return None
+    if plan.before is not None:
+        # Re-parse to be sure the plan was made from this text: never overwrite a file that
+        # does not parse (a hand-built Plan could carry anything).
+        parse(plan.before, plan.path)
+    if not plan.after.strip():
+        raise SettingsFileError(f"refusing to write an empty {plan.path}")
+    return write_settings(plan.path, plan.after, plan.before)

@@ -1,0 +1,83 @@
+"""`ctxd replay`: run the core over a transcript from start to end, one row per assistant turn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ctxd import agents
+from ctxd.core import session as core
+from ctxd.core.events import UsageUpdate
+from ctxd.core.session import Figures, SessionState
+from ctxd.core.settings import Settings
+from ctxd.core.window import Window
+from ctxd.daemon.config import default_settings
+from ctxd.errors import InvalidInput, TranscriptError
+
+__all__ = ["Row", "detect", "replay"]
+
+CHUNK = 1024 * 1024
+HEAD = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    turn: int
+    at: float | None
+    figures: Figures
+    compaction: bool
+
+
+def detect(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD)
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    agent = agents.detect_agent(head) or agents.detect_agent_from_path(path)
+    if agent is None:
+        known = ", ".join(agents.spec(name).title for name in agents.AGENTS)
+        raise TranscriptError(f"{path} is not a transcript of any agent ctxd knows ({known})")
+    return agent
+
+
+def _updates(path: str, agent: str) -> Iterator[UsageUpdate]:
+    reader = agents.spec(agent).open_reader(path)
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                yield from reader.feed(chunk)
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def replay(
+    path: str,
+    agent: str | None = None,
+    window: int | None = None,
+    settings: Settings | None = None,
+) -> Iterator[Row | SessionState]:
+    """Yield a `Row` per assistant turn (a streamed turn once, as finally reported), then the
+    final `SessionState`. `window` overrides every other source of the window size."""
+    settings = settings or default_settings()
+    agent = agent or detect(path)
+    rule = agents.spec(agent).compaction
+    if not os.path.isfile(path):
+        raise TranscriptError(f"cannot read {path}: not a regular file")
+    if window is not None and window <= 0:
+        raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
+    override = Window(window, "option") if window is not None else None
+    state = core.new_session(agent, os.path.basename(path), path, 0.0)
+    pending: Row | None = None
+    for update in _updates(path, agent):
+        same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
+        state = core.apply_usage(state, update, update.at or 0.0)
+        fig = core.figures(state, settings, {}, rule, window_override=override)
+        row = Row(state.turns, update.at, fig, update.compaction)
+        if pending is not None and not same_turn:
+            yield pending
+        pending = row
+    if pending is not None:
+        yield pending
+    yield state

@@ -1,0 +1,92 @@
+"""How full a context is: the figures of one moment and the levels they fall into.
+
+The vocabulary shared by the policy (which decides) and the messages (which word it): both
+import this module, and neither imports the other's internals the wrong way round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Literal
+
+from ctxd.errors import InvalidInput
+
+__all__ = ["Basis", "Forecast", "Severity", "Usage", "remaining_pct", "used_pct"]
+
+Basis = Literal["compaction", "window"]
+
+
+class Severity(IntEnum):
+    """Ordered levels: OK < WARNING < CRITICAL. str() gives the lower-case label."""
+
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+
+    @property
+    def label(self) -> str:
+        """The lower-case name: "ok", "warning" or "critical"."""
+        return self.name.lower()
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One moment's figures, computed by the caller. InvalidInput for tokens < 0 or a window or
+    compaction point <= 0."""
+
+    tokens: int
+    window: int
+    compaction_at: int
+    #: The statusline's used_percentage (of the whole window), authoritative when given.
+    reported_used_pct: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens < 0:
+            raise InvalidInput(f"tokens must not be negative, got {self.tokens}")
+        if self.window <= 0:
+            raise InvalidInput(f"window must be positive, got {self.window}")
+        if self.compaction_at <= 0:
+            raise InvalidInput(f"compaction point must be positive, got {self.compaction_at}")
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """What the recent growth rate predicts; None where it cannot say."""
+
+    #: Mean growth per tool call over the recent calls (None: too few calls, or not growing).
+    tokens_per_call: float | None
+    #: Tool calls until the next severity level is reached (None at CRITICAL or without a rate).
+    calls_to_next_threshold: int | None
+    #: Tool calls until compaction is due (0 when it already is; None without a rate).
+    calls_to_compaction: int | None
+    #: The level `calls_to_next_threshold` counts towards.
+    next_severity: Severity | None = None
+
+
+def _clamp(pct: float) -> float:
+    return min(100.0, max(0.0, pct))
+
+
+def used_pct(usage: Usage, basis: Basis) -> float:
+    """Percentage used, in [0, 100].
+
+    "window": the statusline's reported_used_pct when given, else 100 * tokens / window.
+    "compaction": 100 * tokens / compaction_at, the share of the room before auto-compaction
+    (what Claude Code's UI calls "context left until auto-compact"); the same threshold then
+    means the same thing on every agent, whereas on an agent that compacts at half the window a
+    "remaining % of the window" threshold would never fire.
+    """
+    if basis == "window":
+        if usage.reported_used_pct is not None:
+            return _clamp(usage.reported_used_pct)
+        return _clamp(100.0 * usage.tokens / usage.window)
+    return _clamp(100.0 * usage.tokens / usage.compaction_at)
+
+
+def remaining_pct(usage: Usage, basis: Basis) -> float:
+    """100 - used_pct(usage, basis)."""
+    return 100.0 - used_pct(usage, basis)

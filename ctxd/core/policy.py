@@ -1,0 +1,179 @@
+"""When to warn and when to ask for a handoff: pure state transitions, `now` passed in.
+
+The debounce is get-shit-done's rule exactly, because it is what users know (see
+`on_tool_call`), with one fix users asked for: `on_compaction` starts the session afresh, so the
+first warning after a compaction is given at once and the handoff may be asked for again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ctxd.core.events import Reply
+from ctxd.core.measure import Basis, Forecast, Severity, Usage, remaining_pct, used_pct
+from ctxd.core.messages import handoff_text, warning_text
+from ctxd.core.settings import HandoffSettings, Thresholds
+
+__all__ = [
+    "RECENT_CALLS",
+    "ContextWarning",
+    "PolicyState",
+    "forecast",
+    "handoff_reply",
+    "on_compaction",
+    "on_prompt",
+    "on_stop",
+    "on_tool_call",
+    "severity_for",
+]
+
+#: How many tool calls of token history the forecast looks at.
+RECENT_CALLS = 8
+
+
+def severity_for(remaining: float, t: Thresholds) -> Severity:
+    """CRITICAL if remaining <= t.critical, WARNING if remaining <= t.warning, else OK."""
+    if remaining <= t.critical:
+        return Severity.CRITICAL
+    if remaining <= t.warning:
+        return Severity.WARNING
+    return Severity.OK
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyState:
+    """One session's warning memory; the initial value means "nothing said yet"."""
+
+    #: Level of the last warning given since the last reset (OK = none yet).
+    warned: Severity = Severity.OK
+    #: Below-threshold tool calls since that warning.
+    calls_since_warning: int = 0
+    #: A handoff was asked for since the last reset.
+    handoff_asked: bool = False
+    #: Tokens at the last few tool calls (at most RECENT_CALLS), oldest first, for the forecast.
+    recent: tuple[int, ...] = ()
+    #: `now` of the last warning given.
+    warned_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWarning:
+    """A warning to pass to the agent's context."""
+
+    severity: Severity
+    text: str
+
+
+def _growing_tail(series: tuple[int, ...]) -> tuple[int, ...]:
+    # A drop (a rewind, a compaction the caller has not reported yet) makes older points
+    # meaningless for the rate; only the run since the last drop counts.
+    start = len(series) - 1
+    while start > 0 and series[start - 1] <= series[start]:
+        start -= 1
+    return series[start:]
+
+
+def forecast(recent: tuple[int, ...], usage: Usage, t: Thresholds) -> Forecast:
+    """Forecast from `recent` token counts (oldest first) and the current `usage`.
+
+    `usage.tokens` is taken as the newest point; it is appended unless `recent` already ends
+    with it (as `on_tool_call` passes it). The rate is the mean growth per call since the last
+    drop in tokens; with fewer than two such points or no growth nothing is forecast. Calls are
+    rounded up: "2" means the second call from now crosses the line.
+    """
+    series = recent if recent and recent[-1] == usage.tokens else (*recent, usage.tokens)
+    tail = _growing_tail(series)
+    if len(tail) < 2 or tail[-1] <= tail[0]:
+        return Forecast(None, None, None)
+    rate = (tail[-1] - tail[0]) / (len(tail) - 1)
+
+    remaining = remaining_pct(usage, t.basis)
+    level = severity_for(remaining, t)
+    next_severity: Severity | None = None
+    to_next: int | None = None
+    if level < Severity.CRITICAL:
+        next_severity = Severity(level + 1)
+        threshold = t.warning if next_severity == Severity.WARNING else t.critical
+        # Work in percentage points of the basis, the same figure the severity is judged on.
+        base = usage.window if t.basis == "window" else usage.compaction_at
+        gap_tokens = (remaining - threshold) / 100.0 * base
+        to_next = max(1, math.ceil(gap_tokens / rate))
+    to_compaction = math.ceil(max(0, usage.compaction_at - usage.tokens) / rate)
+    return Forecast(rate, to_next, to_compaction, next_severity)
+
+
+def on_tool_call(
+    state: PolicyState, usage: Usage, t: Thresholds, now: float
+) -> tuple[PolicyState, ContextWarning | None]:
+    """Record one tool call; return the new state and the warning to give, if any.
+
+    get-shit-done's debounce exactly: above the warning threshold nothing is said and the
+    counter is left alone; below it the counter counts every call, and a warning is given when
+    it is the first since the last reset, when the counter reached `t.debounce`, or at once when
+    the level rose from WARNING to CRITICAL. Giving a warning resets the counter and records the
+    level; a fall from CRITICAL to WARNING waits for the counter like any repeat. So with
+    remaining % per call 40, 30, 30x4, 30, 20, 20x4, 20, 30 the output is none, WARNING, none x4,
+    WARNING, CRITICAL, none x4, CRITICAL, none.
+    """
+    recent = (*state.recent, usage.tokens)[-RECENT_CALLS:]
+    state = replace(state, recent=recent)
+    level = severity_for(remaining_pct(usage, t.basis), t)
+    if level == Severity.OK:
+        return state, None
+    calls = state.calls_since_warning + 1
+    first = state.warned == Severity.OK
+    escalated = level == Severity.CRITICAL and state.warned == Severity.WARNING
+    if not (first or escalated or calls >= t.debounce):
+        return replace(state, calls_since_warning=calls), None
+
+    text = warning_text(level, usage, t.basis, forecast(recent, usage, t))
+    new_state = replace(state, warned=level, calls_since_warning=0, warned_at=now)
+    return new_state, ContextWarning(level, text)
+
+
+def on_prompt(
+    state: PolicyState, usage: Usage, t: Thresholds, now: float
+) -> tuple[PolicyState, ContextWarning | None]:
+    """A new prompt is no tool call: it speaks only when the level rose since the last warning
+    (which the debounce would let through at once anyway), and then counts as one."""
+    if severity_for(remaining_pct(usage, t.basis), t) <= state.warned:
+        return state, None
+    return on_tool_call(state, usage, t, now)
+
+
+def on_compaction(state: PolicyState) -> PolicyState:
+    """The state after the agent compacted: as new (fresh debounce, handoff armed, no history).
+
+    The figures before a compaction say nothing about the context after it, and a warning
+    suppressed by the old debounce would hide that the new context fills up again.
+    """
+    del state  # nothing carries over, by design
+    return PolicyState()
+
+
+def on_stop(
+    state: PolicyState, usage: Usage, h: HandoffSettings, basis: Basis, stop_hook_active: bool
+) -> tuple[PolicyState, str | None]:
+    """Return the handoff request to make when the agent stops, if any.
+
+    Asked when used_pct(usage, basis) >= h.at, at most once until the next compaction; never
+    when disabled, and never while `stop_hook_active` (the agent is already continuing because
+    a Stop hook blocked: asking again would loop).
+    """
+    if not h.enabled or stop_hook_active or state.handoff_asked:
+        return state, None
+    if used_pct(usage, basis) < h.at:
+        return state, None
+
+    return replace(state, handoff_asked=True), handoff_text(usage, basis)
+
+
+def handoff_reply(text: str | None, h: HandoffSettings) -> Reply:
+    """How a handoff request reaches the agent: shown to the user ("message"), or a Stop block
+    that makes the agent write the note itself ("block")."""
+    if text is None:
+        return Reply()
+    if h.action == "block":
+        return Reply(block_reason=text)
+    return Reply(user_message=text)

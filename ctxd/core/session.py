@@ -1,0 +1,270 @@
+"""One agent session's state, and how it moves: pure functions, values in, values out.
+
+A session learns its usage from two places — the transcript (`apply_usage`) and the agent's own
+report (`apply_statusline`, authoritative: Claude Code's statusline) — and answers hook events
+(`on_hook`) with a `Reply` for the agent. Nothing here touches files, sockets or clocks: `now` is
+passed in, and the agent's compaction rule is passed in as a function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from ctxd.core import policy
+from ctxd.core.compaction import CompactionRule, tokens_to_compaction
+from ctxd.core.events import HookEvent, Reply, StatuslineReport, UsageUpdate
+from ctxd.core.measure import Forecast, Severity, Usage, remaining_pct, used_pct
+from ctxd.core.policy import PolicyState
+from ctxd.core.settings import Settings
+from ctxd.core.window import Window, model_key, resolve_window
+
+__all__ = [
+    "Figures",
+    "SessionState",
+    "apply_statusline",
+    "apply_usage",
+    "figures",
+    "figures_row",
+    "learned_window",
+    "new_session",
+    "on_hook",
+    "session_key",
+]
+
+#: The agent configuration passed to a compaction rule when a session reported none.
+NO_CONFIG: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    key: str  # the transcript path when known, else "<agent>:<session_id>"
+    agent: str
+    session_id: str
+    transcript_path: str | None = None
+    cwd: str | None = None
+    parent: str | None = None  # a subagent's parent session key
+    model: str | None = None
+    tokens: int | None = None
+    usage_at: float | None = None
+    agent_window: int | None = None  # the window the transcript itself reports (Codex)
+    statusline_window: int | None = None
+    statusline_used_pct: float | None = None  # cleared by newer transcript usage
+    compactions: int = 0
+    turns: int = 0
+    last_turn_id: str | None = None
+    policy: PolicyState = PolicyState()
+    started_at: float = 0.0
+    updated_at: float = 0.0
+    ended_at: float | None = None
+    ended_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What a session's numbers mean right now, under the given settings."""
+
+    tokens: int | None
+    window: Window
+    #: Where the agent compacts; the window itself when it never auto-compacts.
+    compaction_at: int
+    tokens_to_compaction: int | None
+    used_pct: float | None  # of the whole window
+    basis_used_pct: float | None  # on the configured basis
+    severity: Severity
+    forecast: Forecast | None
+    #: False when the agent will not compact on its own (the rule said so).
+    auto_compaction: bool = True
+
+
+def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
+    """The transcript path when known; until then "<agent>:<session_id>"."""
+    return transcript_path or f"{agent}:{session_id}"
+
+
+def new_session(
+    agent: str,
+    session_id: str,
+    transcript_path: str | None,
+    now: float,
+    *,
+    cwd: str | None = None,
+    parent: str | None = None,
+) -> SessionState:
+    return SessionState(
+        key=session_key(agent, session_id, transcript_path),
+        agent=agent,
+        session_id=session_id,
+        transcript_path=transcript_path,
+        cwd=cwd,
+        parent=parent,
+        started_at=now,
+        updated_at=now,
+    )
+
+
+def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> SessionState:
+    """Fold one transcript usage update into the session."""
+    same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
+    new_turn = not update.compaction and not same_turn
+    policy_state = policy.on_compaction(state.policy) if update.compaction else state.policy
+    return replace(
+        state,
+        tokens=update.tokens,
+        usage_at=update.at if update.at is not None else now,
+        model=update.model or state.model,
+        agent_window=update.reported_window or state.agent_window,
+        statusline_used_pct=None,
+        compactions=state.compactions + (1 if update.compaction else 0),
+        turns=state.turns + (1 if new_turn else 0),
+        last_turn_id=update.turn_id if update.turn_id is not None else state.last_turn_id,
+        policy=policy_state,
+        updated_at=now,
+        ended_at=None,
+        ended_reason=None,
+    )
+
+
+def apply_statusline(state: SessionState, report: StatuslineReport, now: float) -> SessionState:
+    """Take Claude Code's own figures; they outrank anything derived from the transcript."""
+    return replace(
+        state,
+        model=report.model_id or state.model,
+        tokens=report.tokens if report.tokens is not None else state.tokens,
+        statusline_window=report.window or state.statusline_window,
+        statusline_used_pct=report.used_pct,
+        cwd=report.cwd or state.cwd,
+        updated_at=now,
+    )
+
+
+def learned_window(state: SessionState) -> tuple[str, int] | None:
+    """The (model key, window) this session teaches the daemon, from an authoritative report."""
+    window = state.statusline_window or state.agent_window
+    if state.model and window:
+        return model_key(state.model), window
+    return None
+
+
+def figures(
+    state: SessionState,
+    settings: Settings,
+    learned: Mapping[str, int],
+    rule: CompactionRule,
+    recent: bool = True,
+    window_override: Window | None = None,
+) -> Figures:
+    """What the session's numbers mean now: its window (and the source that said so), where
+    its agent compacts by `rule`, the severity on the configured basis and the forecast."""
+    tokens = state.tokens
+    window = window_override or resolve_window(
+        statusline=state.statusline_window,
+        agent_reported=state.agent_window,
+        model=state.model,
+        learned=learned,
+        table=settings.windows,
+        tokens=tokens or 0,
+        default=settings.default_window,
+    )
+    point = rule(window.size, state.model, settings.compaction, NO_CONFIG)
+    auto = point is not None
+    # Without auto-compaction the window is the only limit: the basis falls back to it.
+    point = window.size if point is None else point
+    if tokens is None:
+        return Figures(None, window, point, None, None, None, Severity.OK, None, auto)
+    usage = _usage(state, window, point)
+    basis = settings.thresholds.basis
+    return Figures(
+        tokens=tokens,
+        window=window,
+        compaction_at=point,
+        tokens_to_compaction=tokens_to_compaction(tokens, point),
+        used_pct=used_pct(usage, "window"),
+        basis_used_pct=used_pct(usage, basis),
+        severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds),
+        forecast=policy.forecast(state.policy.recent, usage, settings.thresholds)
+        if recent
+        else None,
+        auto_compaction=auto,
+    )
+
+
+def figures_row(fig: Figures) -> dict[str, Any]:
+    """The figures as the plain values `status` and `replay` report."""
+    return {
+        "tokens": fig.tokens,
+        "window": fig.window.size,
+        "window_source": fig.window.source,
+        "used_pct": None if fig.used_pct is None else round(fig.used_pct, 1),
+        "basis_used_pct": None if fig.basis_used_pct is None else round(fig.basis_used_pct, 1),
+        "severity": fig.severity.label,
+        "compaction_at": fig.compaction_at if fig.auto_compaction else None,
+        "tokens_to_compaction": fig.tokens_to_compaction if fig.auto_compaction else None,
+        "auto_compaction": fig.auto_compaction,
+    }
+
+
+def _usage(state: SessionState, window: Window, point: int) -> Usage:
+    return Usage(
+        tokens=state.tokens or 0,
+        window=window.size,
+        compaction_at=point,
+        reported_used_pct=state.statusline_used_pct,
+    )
+
+
+def on_hook(
+    state: SessionState,
+    event: HookEvent,
+    settings: Settings,
+    learned: Mapping[str, int],
+    rule: CompactionRule,
+    now: float,
+) -> tuple[SessionState, Reply]:
+    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
+    if event.kind == "compaction":
+        return _answered(state, event, now, policy.on_compaction(state.policy)), Reply()
+    if event.kind == "session_end":
+        ended = (now, event.source or "session end")
+        return _answered(state, event, now, state.policy, ended=ended), Reply()
+    if event.kind == "session_start":
+        return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
+    if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
+        return _answered(state, event, now, state.policy), Reply()
+    current = state if state.model or not event.model else replace(state, model=event.model)
+    fig = figures(current, settings, learned, rule, recent=False)
+    usage = _usage(state, fig.window, fig.compaction_at)
+    t = settings.thresholds
+    if event.kind == "stop":
+        new_policy, text = policy.on_stop(
+            state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
+        )
+        reply = policy.handoff_reply(text, settings.handoff)
+    else:
+        react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
+        new_policy, warning = react(state.policy, usage, t, now)
+        reply = Reply(context=warning.text) if warning else Reply()
+    return _answered(state, event, now, new_policy), reply
+
+
+def _answered(
+    state: SessionState,
+    event: HookEvent,
+    now: float,
+    policy_state: PolicyState,
+    ended: tuple[float | None, str | None] | None = None,
+) -> SessionState:
+    """The session after a hook event (`ended`: its new end time and reason, if they change).
+    One `replace`, since it copies every field and this runs on every tool call."""
+    ended_at, ended_reason = (state.ended_at, state.ended_reason) if ended is None else ended
+    return replace(
+        state,
+        updated_at=now,
+        cwd=event.cwd or state.cwd,
+        model=state.model or event.model,
+        policy=policy_state,
+        ended_at=ended_at,
+        ended_reason=ended_reason,
+    )

@@ -1,0 +1,73 @@
+"""The settings the core decides with: frozen values, resolved once at the edge.
+
+`ctxd.daemon.config` reads them from the user's TOML file; everything here only validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from ctxd.core.compaction import CompactionRules
+from ctxd.core.measure import Basis
+from ctxd.core.window import DEFAULT_WINDOW
+from ctxd.errors import InvalidInput
+
+__all__ = ["HandoffSettings", "SessionSettings", "Settings", "Thresholds"]
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Warn at `warning` % remaining, escalate at `critical` % remaining (on `basis`); repeat a
+    warning of the same or a lower level only every `debounce` tool calls."""
+
+    warning: float = 35.0
+    critical: float = 25.0
+    basis: Basis = "compaction"
+    debounce: int = 5
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.critical <= self.warning <= 100:
+            raise InvalidInput(
+                f"thresholds must satisfy 0 <= critical <= warning <= 100, "
+                f"got critical={self.critical}, warning={self.warning}"
+            )
+        if self.basis not in ("compaction", "window"):
+            raise InvalidInput(f"basis must be 'compaction' or 'window', got {self.basis!r}")
+        if self.debounce < 1:
+            raise InvalidInput(f"debounce must be at least 1, got {self.debounce}")
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffSettings:
+    """Ask for a handoff note on Stop once `at` % is used; `action` says how: a message to the
+    user, or a Stop block that makes the agent write it."""
+
+    enabled: bool = True
+    at: float = 70.0
+    action: Literal["message", "block"] = "message"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.at <= 100:
+            raise InvalidInput(f"handoff threshold must be in (0, 100], got {self.at}")
+        if self.action not in ("message", "block"):
+            raise InvalidInput(f"handoff action must be 'message' or 'block', got {self.action!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    idle_seconds: float = 6 * 3600
+    ended_keep_seconds: float = 15 * 60
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    thresholds: Thresholds = Thresholds()
+    handoff: HandoffSettings = HandoffSettings()
+    #: Model id (or prefix) -> window: the agents' built-in table under the user's `[windows]`.
+    windows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    default_window: int = DEFAULT_WINDOW
+    compaction: CompactionRules = CompactionRules()
+    sessions: SessionSettings = SessionSettings()

@@ -1,0 +1,161 @@
+"""Which context window applies to a session, and which source said so.
+
+Pure functions: the caller gathers every candidate (statusline payload, transcript report, model
+id, what was learned earlier, the configured table) and `resolve_window` picks one by a fixed
+precedence, so a wrong 200K fallback can never shadow a better source again (graceful-handoff
+fired 5-7x too early on 1M models for exactly that reason).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxd.errors import InvalidInput
+
+WindowSource = Literal[
+    "option", "statusline", "agent", "model-id", "learned", "table", "usage", "default"
+]
+
+#: Windows real models ship with, smallest first. When usage outgrows the assumed window the
+#: true window is almost certainly the next one of these, not `tokens` itself.
+COMMON_WINDOWS: tuple[int, ...] = (200_000, 272_000, 400_000, 1_000_000, 1_048_576, 2_000_000)
+
+#: The window assumed when no source says anything: the largest common one, so that an unknown
+#: model's percentages err low rather than warn early.
+DEFAULT_WINDOW = 1_000_000
+
+__all__ = [
+    "COMMON_WINDOWS",
+    "DEFAULT_WINDOW",
+    "Window",
+    "WindowSource",
+    "lookup_table",
+    "model_key",
+    "resolve_window",
+    "window_for_usage",
+    "window_from_model_id",
+]
+
+# Claude Code's statusline names 1M sessions "claude-opus-4-6[1m]"; accept any "[<n>k]"/"[<n>m]"
+# at the end, with an optional fraction ("[1.5m]").
+_SIZE_SUFFIX = re.compile(r"\[\s*(\d+(?:\.\d+)?)\s*([km])\s*\]\s*$", re.IGNORECASE)
+_ANY_SUFFIX = re.compile(r"\[[^\]]*\]\s*$")
+_UNIT = {"k": 1_000, "m": 1_000_000}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A window size in tokens (always > 0) and the source it came from."""
+
+    size: int
+    source: WindowSource
+
+
+def window_from_model_id(model: str | None) -> int | None:
+    """The window a model id states in a trailing bracket, else None.
+
+    "claude-opus-4-6[1m]" -> 1_000_000, "x[200k]" -> 200_000 (decimal units, as the agents
+    mean them); no suffix, an unreadable one or a zero size -> None.
+    """
+    if not model:
+        return None
+    m = _SIZE_SUFFIX.search(model)
+    if m is None:
+        return None
+    size = int(float(m.group(1)) * _UNIT[m.group(2).lower()])
+    return size if size > 0 else None
+
+
+def model_key(model: str) -> str:
+    """The key under which a window learned for `model` is remembered and looked up.
+
+    Lower-cased, surrounding blanks and any trailing "[...]" suffix removed:
+    "Claude-Opus-4-6[1m]" and "claude-opus-4-6" share the key "claude-opus-4-6". The suffix is
+    stripped because only the statusline's id carries it; transcripts and hook payloads name the
+    bare model, and a window learned from the statusline must be found again from those. The
+    price: a user switching between the 200K and 1M variant of one model gets the most recently
+    reported window until the next authoritative report (the statusline or a suffixed id, both
+    of which outrank a learned window).
+    """
+    return _ANY_SUFFIX.sub("", model.strip()).strip().lower()
+
+
+def _positive(value: int | None) -> int | None:
+    return value if value is not None and value > 0 else None
+
+
+def lookup_table(model: str | None, table: Mapping[str, int]) -> int | None:
+    """The table's window for `model`: exact key first, then the longest key that is a prefix.
+
+    Keys and model are compared by `model_key`, so "claude-sonnet-4-5" matches
+    "claude-sonnet-4-5-20250929". Entries <= 0 are ignored.
+    """
+    if not model:
+        return None
+    key = model_key(model)
+    best: tuple[int, int] | None = None  # (prefix length, window)
+    for raw_key, size in table.items():
+        if size <= 0:
+            continue
+        k = model_key(raw_key)
+        if not k:
+            continue
+        if k == key:
+            return size
+        if key.startswith(k) and (best is None or len(k) > best[0]):
+            best = (len(k), size)
+    return best[1] if best is not None else None
+
+
+def window_for_usage(tokens: int) -> int:
+    """The smallest common window that holds `tokens`, or `tokens` itself beyond the largest."""
+    for size in COMMON_WINDOWS:
+        if size >= tokens:
+            return size
+    return tokens
+
+
+def resolve_window(
+    *,
+    statusline: int | None,
+    agent_reported: int | None,
+    model: str | None,
+    learned: Mapping[str, int],
+    table: Mapping[str, int],
+    tokens: int,
+    default: int = DEFAULT_WINDOW,
+) -> Window:
+    """Pick the window by precedence; the first usable source wins.
+
+    1. `statusline`: the statusline's context_window_size (authoritative);
+    2. `agent_reported`: the agent's own report in its transcript (Codex model_context_window);
+    3. a size in the model id ("[1m]");
+    4. `learned[model_key(model)]`: learned earlier from an authoritative report;
+    5. `table`: exact id, then longest prefix (see `lookup_table`);
+    6. when `tokens` exceed the table's (or the default) window: the smallest common window
+       that holds them (`window_for_usage`), source "usage";
+    7. `default`.
+
+    Sources that are None or <= 0 are skipped. Usage only ever raises a table or default
+    window: sources 1-4 are reports about this very model and are kept even when usage
+    exceeds them. Raises InvalidInput when `default` <= 0.
+    """
+    if default <= 0:
+        raise InvalidInput(f"default window must be positive, got {default}")
+    if (size := _positive(statusline)) is not None:
+        return Window(size, "statusline")
+    if (size := _positive(agent_reported)) is not None:
+        return Window(size, "agent")
+    if (size := window_from_model_id(model)) is not None:
+        return Window(size, "model-id")
+    if model and (size := _positive(learned.get(model_key(model)))) is not None:
+        return Window(size, "learned")
+    assumed = Window(default, "default")
+    if (size := lookup_table(model, table)) is not None:
+        assumed = Window(size, "table")
+    if tokens > assumed.size:
+        return Window(window_for_usage(tokens), "usage")
+    return assumed

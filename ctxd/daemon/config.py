@@ -1,0 +1,197 @@
+"""The user's settings: a TOML file resolved once into a frozen `Settings`.
+
+```toml
+[thresholds]
+warning = 35          # remaining %, at or below
+critical = 25
+basis = "compaction"  # or "window" (GSD's literal behaviour)
+debounce = 5          # tool calls between repeats
+[handoff]
+enabled = true
+at = 70               # used %, same basis
+action = "message"    # or "block"
+[windows]             # model id -> window, consulted after authoritative sources
+"claude-sonnet-4-5" = 200000
+[window]
+default = 1000000
+[compaction]          # where each agent compacts
+gemini_fraction = 0.5
+codex_fraction = 0.9
+# codex_token_limit = 200000   # Codex's model_auto_compact_token_limit, when you set one
+[sessions]
+idle_minutes = 360    # a session with no activity this long counts as ended
+ended_minutes = 15    # an ended session stays listed this long
+```
+
+Unknown keys are errors: a typo that silently does nothing is worse than a clear message.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ctxd.agents import builtin_windows
+from ctxd.core.compaction import CompactionRules
+from ctxd.core.settings import HandoffSettings, SessionSettings, Settings, Thresholds
+from ctxd.core.window import DEFAULT_WINDOW
+from ctxd.errors import ConfigError
+
+__all__ = ["DEFAULT_WINDOWS", "default_settings", "load_settings", "parse_settings"]
+
+#: The agents' built-in model table (model id prefix -> window), under the user's [windows].
+DEFAULT_WINDOWS: Mapping[str, int] = MappingProxyType(builtin_windows())
+
+
+def default_settings() -> Settings:
+    """The settings in force without a config file."""
+    return Settings(windows=DEFAULT_WINDOWS)
+
+
+def _number(table: Mapping[str, Any], key: str, where: str, low: float, high: float) -> float:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(f"{where}.{key} must be a number from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def _integer(table: Mapping[str, Any], key: str, where: str, low: int) -> int:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{where}.{key} must be a whole number of at least {low}, got {value!r}")
+    return value
+
+
+def _choice(table: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
+    value = table[key]
+    if value not in choices:
+        wanted = " or ".join(repr(c) for c in choices)
+        raise ConfigError(f"{where}.{key} must be {wanted}, got {value!r}")
+    return str(value)
+
+
+def _table(doc: Mapping[str, Any], name: str, known: set[str]) -> dict[str, Any]:
+    table = doc.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{name}] must be a table")
+    unknown = sorted(set(table) - known) if known else []
+    if unknown:
+        raise ConfigError(
+            f"[{name}] has unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}"
+        )
+    return table
+
+
+def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
+    t = _table(doc, "thresholds", {"warning", "critical", "basis", "debounce"})
+    base = Thresholds()
+    warning = _number(t, "warning", "thresholds", 0, 100) if "warning" in t else base.warning
+    critical = _number(t, "critical", "thresholds", 0, 100) if "critical" in t else base.critical
+    if critical > warning:
+        raise ConfigError(
+            f"thresholds.critical ({critical:g}) must not be above thresholds.warning ({warning:g})"
+        )
+    basis = _choice(t, "basis", "thresholds", ("compaction", "window")) if "basis" in t else None
+    return Thresholds(
+        warning=warning,
+        critical=critical,
+        basis="window" if basis == "window" else base.basis if basis is None else "compaction",
+        debounce=_integer(t, "debounce", "thresholds", 1) if "debounce" in t else base.debounce,
+    )
+
+
+def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
+    h = _table(doc, "handoff", {"enabled", "at", "action"})
+    base = HandoffSettings()
+    enabled = h.get("enabled", base.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"handoff.enabled must be true or false, got {enabled!r}")
+    action = _choice(h, "action", "handoff", ("message", "block")) if "action" in h else None
+    return HandoffSettings(
+        enabled=enabled,
+        at=_number(h, "at", "handoff", 0, 100) if "at" in h else base.at,
+        action="block" if action == "block" else "message" if action else base.action,
+    )
+
+
+def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
+    table = _table(doc, "windows", set())
+    user = {model: _integer(table, model, "windows", 1) for model in table}
+    return MappingProxyType({**DEFAULT_WINDOWS, **user})
+
+
+def _compaction(doc: Mapping[str, Any]) -> CompactionRules:
+    c = _table(
+        doc,
+        "compaction",
+        {"gemini_fraction", "codex_fraction", "codex_token_limit", "claude_reserve"},
+    )
+    base = CompactionRules()
+    return CompactionRules(
+        gemini_fraction=_number(c, "gemini_fraction", "compaction", 0.01, 1)
+        if "gemini_fraction" in c
+        else base.gemini_fraction,
+        codex_fraction=_number(c, "codex_fraction", "compaction", 0.01, 1)
+        if "codex_fraction" in c
+        else base.codex_fraction,
+        codex_reported_share=base.codex_reported_share,
+        codex_token_limit=_integer(c, "codex_token_limit", "compaction", 1)
+        if "codex_token_limit" in c
+        else base.codex_token_limit,
+        claude_reserve=_integer(c, "claude_reserve", "compaction", 0)
+        if "claude_reserve" in c
+        else base.claude_reserve,
+    )
+
+
+def _sessions(doc: Mapping[str, Any]) -> SessionSettings:
+    s = _table(doc, "sessions", {"idle_minutes", "ended_minutes"})
+    base = SessionSettings()
+    return SessionSettings(
+        idle_seconds=_number(s, "idle_minutes", "sessions", 1, 10**6) * 60
+        if "idle_minutes" in s
+        else base.idle_seconds,
+        ended_keep_seconds=_number(s, "ended_minutes", "sessions", 0, 10**6) * 60
+        if "ended_minutes" in s
+        else base.ended_keep_seconds,
+    )
+
+
+def parse_settings(text: str) -> Settings:
+    """Settings from TOML text; ConfigError with a one-line reason when anything is off."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}") from exc
+    known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
+    window = _table(doc, "window", {"default"})
+    return Settings(
+        thresholds=_thresholds(doc),
+        handoff=_handoff(doc),
+        windows=_windows(doc),
+        default_window=_integer(window, "default", "window", 1)
+        if "default" in window
+        else DEFAULT_WINDOW,
+        compaction=_compaction(doc),
+        sessions=_sessions(doc),
+    )
+
+
+def load_settings(path: Path) -> Settings:
+    """Settings from `path`; defaults when it does not exist; ConfigError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default_settings()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        return parse_settings(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc

@@ -1,0 +1,392 @@
+"""Every session the daemon knows, and the bookkeeping around them (the daemon's mutable state).
+
+The registry is the thin shell around the pure core: it owns the `SessionState` values, the
+`TranscriptFile` readers behind them and the windows learned per model, feeds appended bytes and
+hook events through `ctxd.core.session`, and keeps the result. It does no socket I/O; the server
+calls it, and it reads transcript files only through `TranscriptFile`. It sees agents only
+through the agent registry (`ctxd.agents`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Container, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ctxd import agents
+from ctxd.core import session as core
+from ctxd.core.events import HookEvent, Reply
+from ctxd.core.policy import PolicyState
+from ctxd.core.session import SessionState
+from ctxd.core.settings import Settings
+from ctxd.daemon import watcher
+from ctxd.daemon.config import default_settings
+from ctxd.daemon.files import TranscriptFile
+
+__all__ = ["HOOK_CATCH_UP_LIMIT", "QUIET_AFTER", "TOOL_CALL_WAIT", "Registry"]
+
+logger = logging.getLogger(__name__)
+
+# Catching up more than this inside a hook would make the agent wait; the rest is read in the
+# background by the sweep.
+HOOK_CATCH_UP_LIMIT = 64 * 1024 * 1024
+# A transcript with no new usage for this long is swept every few minutes only (see `sweep`).
+QUIET_AFTER = 600.0
+# How long a tool-call hook may wait for the agent to write the turn behind it.
+TOOL_CALL_WAIT = 0.3
+TOOL_CALL_POLL = 0.01
+
+#: A hook's answer: the bytes to print, at once or once something was waited for.
+HookAnswer = bytes | Awaitable[bytes]
+
+
+class Registry:
+    def __init__(
+        self,
+        settings: Settings | None,
+        roots: Mapping[str, Path],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or default_settings()
+        self.config_error: str | None = None
+        self.roots = dict(roots)
+        self.clock = clock
+        self.sessions: dict[str, SessionState] = {}
+        self.files: dict[str, TranscriptFile] = {}
+        self.learned: dict[str, int] = {}
+        self.ids: dict[tuple[str, str], str] = {}  # (agent, session_id) -> session key
+        self.dirty = False
+        self.hooks_answered = 0
+
+    # ----------------------------------------------------------------- transcripts
+
+    def track(
+        self,
+        path: str,
+        agent: str,
+        session_id: str | None = None,
+        *,
+        cwd: str | None = None,
+        parent: str | None = None,
+    ) -> SessionState:
+        """The session behind transcript `path`, created (and read from the start) if new."""
+        existing = self.sessions.get(path)
+        if existing is not None:
+            if session_id and existing.session_id != session_id:
+                existing = self._adopt_registered(replace(existing, session_id=session_id))
+                self._store(existing)
+            return existing
+        sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
+        state = core.new_session(agent, sid, path, self.clock(), cwd=cwd, parent=parent)
+        self._store(self._adopt_registered(state))
+        self.files[path] = TranscriptFile(path, agent)
+        self.catch_up(path)
+        return self.sessions[path]
+
+    def catch_up(self, path: str, limit: int | None = None) -> None:
+        """Fold the bytes appended to `path` since the last read into its session."""
+        tracked = self.files.get(path)
+        state = self.sessions.get(path)
+        if tracked is None or state is None:
+            return
+        try:
+            updates = tracked.read_appended(limit)
+        except FileNotFoundError:
+            self._end(path, "transcript deleted")
+            return
+        except OSError as exc:
+            logger.warning("cannot read %s: %s", path, exc)
+            return
+        if not updates:
+            return
+        now = self.clock()
+        for update in updates:
+            state = core.apply_usage(state, update, now)
+        self._store(state)
+        self._learn(state)
+
+    def on_file_changes(self, batch: list[tuple[str, bool]]) -> None:
+        """A watcher batch: (path, deleted) pairs under the agents' roots."""
+        for path, deleted in batch:
+            if path in self.files:
+                if deleted and not os.path.exists(path):
+                    self._end(path, "transcript deleted")
+                else:
+                    self.catch_up(path)
+            elif not deleted and os.path.isdir(path):
+                self.discover([Path(path)])
+            elif not deleted and os.path.isfile(path):
+                self._track_found(path)
+
+    def _track_found(self, path: str) -> bool:
+        agent = agents.transcript_owner(path, self.roots)
+        if agent is None:
+            return False
+        self.track(path, agent, parent=agents.spec(agent).parent_transcript(path))
+        return True
+
+    def discover(self, roots: list[Path]) -> int:
+        """Track transcripts under `roots` that are recent and not tracked yet; how many."""
+        since = self.clock() - self.settings.sessions.idle_seconds
+        found = 0
+        for path in watcher.find_transcripts(roots, since):
+            if path not in self.files and self._track_found(path):
+                found += 1
+        return found
+
+    def sweep(self, everything: bool = True) -> None:
+        """What events miss: appends and replacements of tracked files; idle and ended sessions.
+
+        With `everything` false only transcripts heard from lately are checked: a quiet one
+        costs a stat per sweep for nothing, and a thousand of them made most of an idle
+        daemon's CPU.
+        """
+        now = self.clock()
+        for path in list(self.files):
+            state = self.sessions.get(path)
+            if state is None or state.ended_at is not None:
+                continue
+            last_heard = state.usage_at or state.updated_at  # the transcript's own clock first
+            if everything or now - last_heard < QUIET_AFTER:
+                self.catch_up(path)  # one stat when nothing changed
+        keep = self.settings.sessions.ended_keep_seconds
+        idle = self.settings.sessions.idle_seconds
+        for key, state in list(self.sessions.items()):
+            if state.ended_at is None and now - state.updated_at > idle:
+                self._end(key, "idle")
+            elif state.ended_at is not None and now - state.ended_at > keep:
+                self._drop(key)
+
+    # ----------------------------------------------------------------- hooks
+
+    def handle_hook(self, agent: str, event_hint: str | None, payload: bytes) -> HookAnswer:
+        """The answer to one hook: the exact bytes the agent's hook prints (b"" for nothing).
+
+        The session is found or created from the payload and caught up with its transcript
+        first, so the answer is never stale. An agent that writes its transcript lazily can
+        run a hook for a tool call whose model turn is not on disk yet (Claude Code after a
+        fast tool); answering then would judge the previous turn's figure, one call late. Such
+        a hook gets an awaitable instead, which waits for the turn (at most TOOL_CALL_WAIT).
+        Raises InvalidInput for an unknown agent or a payload that is not a hook's.
+        """
+        spec = agents.spec(agent)
+        if event_hint == "statusline" and spec.statusline is not None:
+            return self._statusline(spec, payload)
+        event = agents.parse(agent, payload, event_hint)
+        key = self._session_for(event)
+        if self._awaits_tool_call(event, key):
+            return self._answer_once_written(event, key)
+        return self._answer(event, key)
+
+    def _answer(self, event: HookEvent, key: str) -> bytes:
+        state = self.sessions[key]
+        rule = agents.spec(state.agent).compaction
+        new_state, reply = core.on_hook(
+            state, event, self.settings, self.learned, rule, self.clock()
+        )
+        self._store(new_state)
+        self.hooks_answered += 1
+        return agents.render(event, reply) if reply != Reply() else b""
+
+    def _awaits_tool_call(self, event: HookEvent, key: str) -> bool:
+        if event.kind != "tool_call" or event.agent_id or event.tool_use_id is None:
+            return False
+        tracked = self.files.get(key)
+        return tracked is not None and not tracked.reader.saw_tool_use(event.tool_use_id)
+
+    async def _answer_once_written(self, event: HookEvent, key: str) -> bytes:
+        with anyio.move_on_after(TOOL_CALL_WAIT):
+            while self._awaits_tool_call(event, key):
+                await anyio.sleep(TOOL_CALL_POLL)
+                self.catch_up(key)
+        return self._answer(event, key)
+
+    def _session_for(self, event: HookEvent) -> str:
+        path = _usable_transcript(event.transcript_path, self.files)
+        if event.agent_id and path:
+            sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
+            if sub is not None:
+                self.track(path, event.agent, event.session_id, cwd=event.cwd)
+                self.track(sub, event.agent, parent=path, cwd=event.cwd)
+                self.catch_up(sub, HOOK_CATCH_UP_LIMIT)
+                return sub
+        if path is not None:
+            known = self.ids.get((event.agent, event.session_id))
+            earlier = self.sessions.get(known) if known and known != path else None
+            if earlier is not None and earlier.transcript_path is not None:
+                # Codex and Gemini start a new file on resume; the id moves with it.
+                self._end(earlier.key, "transcript replaced")
+            state = self.track(path, event.agent, event.session_id, cwd=event.cwd)
+            self.catch_up(path, HOOK_CATCH_UP_LIMIT)
+            return state.key
+        key = self.ids.get((event.agent, event.session_id))
+        if key is None or key not in self.sessions:
+            state = core.new_session(
+                event.agent, event.session_id, None, self.clock(), cwd=event.cwd
+            )
+            self._store(state)
+            key = state.key
+        return key
+
+    def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
+        assert spec.statusline is not None
+        report = spec.statusline.parse(payload)
+        path = _usable_transcript(report.transcript_path, self.files)
+        if path is not None:
+            key = self.track(path, spec.name, report.session_id, cwd=report.cwd).key
+            self.catch_up(path, HOOK_CATCH_UP_LIMIT)
+        else:
+            key = self.ids.get((spec.name, report.session_id)) or ""
+            if key not in self.sessions:
+                state = core.new_session(spec.name, report.session_id, None, self.clock())
+                self._store(state)
+                key = state.key
+        state = core.apply_statusline(self.sessions[key], report, self.clock())
+        self._store(state)
+        self._learn(state)
+        fig = core.figures(state, self.settings, self.learned, spec.compaction)
+        return spec.statusline.render(state.model, fig)
+
+    # ----------------------------------------------------------------- status
+
+    def status(self, session: str | None = None) -> dict[str, Any]:
+        now = self.clock()
+        rows = [
+            self._row(state, now)
+            for state in sorted(self.sessions.values(), key=lambda s: -s.updated_at)
+            if session is None or session in (state.session_id, state.key)
+        ]
+        return {
+            "sessions": rows,
+            "learned_windows": dict(self.learned),
+            "config_error": self.config_error,
+            "hooks_answered": self.hooks_answered,
+        }
+
+    def _row(self, state: SessionState, now: float) -> dict[str, Any]:
+        rule = agents.spec(state.agent).compaction
+        fig = core.figures(state, self.settings, self.learned, rule)
+        fc = fig.forecast
+        return {
+            "session_id": state.session_id,
+            "agent": state.agent,
+            "model": state.model,
+            **core.figures_row(fig),
+            "basis": self.settings.thresholds.basis,
+            "compactions": state.compactions,
+            "turns": state.turns,
+            "forecast": None
+            if fc is None
+            else {
+                "tokens_per_call": fc.tokens_per_call,
+                "calls_to_next_threshold": fc.calls_to_next_threshold,
+                "calls_to_compaction": fc.calls_to_compaction,
+            },
+            "warned": state.policy.warned.label,
+            "handoff_asked": state.policy.handoff_asked,
+            "transcript_path": state.transcript_path,
+            "cwd": state.cwd,
+            "parent": state.parent,
+            "updated_at": state.updated_at,
+            "usage_at": state.usage_at,
+            "ended_at": state.ended_at,
+            "ended_reason": state.ended_reason,
+            "age_s": round(now - state.updated_at, 1),
+        }
+
+    # ----------------------------------------------------------------- snapshot
+
+    def export(self) -> dict[str, Any]:
+        """What a restart needs, as plain values: the sessions, each transcript's read position,
+        the windows learned. `restore` takes it back."""
+        return {
+            "sessions": list(self.sessions.values()),
+            "files": {
+                path: {"offset": tracked.offset, "identity": tracked.identity}
+                for path, tracked in self.files.items()
+            },
+            "learned": dict(self.learned),
+        }
+
+    def restore(
+        self,
+        sessions: list[SessionState],
+        files: Mapping[str, Mapping[str, Any]],
+        learned: Mapping[str, int],
+    ) -> None:
+        """Take back what `export` gave, into an empty registry. A transcript still the same
+        file is read again up to its saved offset, its updates discarded (they are already
+        folded into the saved session), so its reader's own state is rebuilt."""
+        self.learned.update(learned)
+        for state in sessions:
+            self._store(state)
+            saved = files.get(state.key)
+            if saved and state.transcript_path:
+                self.files[state.key] = _reopen(state, saved)
+        self.dirty = False
+
+    # ----------------------------------------------------------------- internals
+
+    def _adopt_registered(self, state: SessionState) -> SessionState:
+        """`state`, merged with the session a hook registered under the same id before the
+        transcript existed (Claude Code writes it lazily, and the watcher or a later hook may
+        find it first): one session, whose debounce and handoff bookkeeping carry over."""
+        early = self.sessions.get(core.session_key(state.agent, state.session_id, None))
+        if early is None or early.transcript_path is not None:
+            return state
+        self._drop(early.key)
+        return replace(
+            state,
+            policy=early.policy if state.policy == PolicyState() else state.policy,
+            started_at=min(state.started_at, early.started_at),
+            cwd=state.cwd or early.cwd,
+        )
+
+    def _store(self, state: SessionState) -> None:
+        self.sessions[state.key] = state
+        self.ids[(state.agent, state.session_id)] = state.key
+        self.dirty = True
+
+    def _learn(self, state: SessionState) -> None:
+        learned = core.learned_window(state)
+        if learned is not None and self.learned.get(learned[0]) != learned[1]:
+            self.learned[learned[0]] = learned[1]
+            self.dirty = True
+
+    def _end(self, key: str, reason: str) -> None:
+        state = self.sessions.get(key)
+        if state is not None and state.ended_at is None:
+            self._store(replace(state, ended_at=self.clock(), ended_reason=reason))
+
+    def _drop(self, key: str) -> None:
+        state = self.sessions.pop(key, None)
+        self.files.pop(key, None)
+        if state is not None and self.ids.get((state.agent, state.session_id)) == key:
+            del self.ids[(state.agent, state.session_id)]
+        self.dirty = True
+
+
+def _usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
+    """A payload's transcript path, if it names a regular file we can read (or track already)."""
+    if not path or not os.path.isabs(path) or not path.endswith(".jsonl"):
+        return None
+    return path if path in known or os.path.isfile(path) else None
+
+
+def _reopen(state: SessionState, saved: Mapping[str, Any]) -> TranscriptFile:
+    tracked = TranscriptFile(state.key, state.agent)
+    identity = saved.get("identity")
+    offset = int(saved.get("offset", 0))
+    try:
+        info = os.stat(state.key)
+    except OSError:
+        return tracked  # gone: the next catch-up ends the session
+    if identity and (info.st_dev, info.st_ino) == tuple(identity) and info.st_size >= offset:
+        tracked.read_appended(limit=offset)
+    return tracked

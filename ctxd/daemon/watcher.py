@@ -1,0 +1,176 @@
+"""Watching the agents' transcript roots. The only module that imports watchfiles.
+
+`RootsWatcher` runs one recursive watchfiles watcher over the agents' transcript roots and
+reports changed transcript paths; `find_transcripts` scans for them. The daemon's periodic sweep
+catches what events miss.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskStatus
+from watchfiles import Change
+from watchfiles._rust_notify import RustNotify  # the documented Rust backend that awatch wraps
+
+__all__ = ["RootsWatcher", "find_transcripts", "open_notify"]
+
+logger = logging.getLogger(__name__)
+
+# Tuned for tens of milliseconds from append to update (watchfiles' defaults wait 1.6 s). A batch
+# is yielded after `step` ms without changes or after `debounce` ms at most; with many busy
+# transcripts the quiet gap never comes, so `debounce` bounds the latency (the measurements that
+# chose these values are in docs/benchmarks.md). `step` is also how often a watching thread wakes
+# while changes come.
+WATCH_STEP_MS = 20
+WATCH_DEBOUNCE_MS = 30
+# watchfiles' loop wakes every `step` ms (and takes the GIL) even when nothing happens, which is
+# most of an idle daemon's CPU. After QUIET_AFTER_MS without a change the watcher waits with this
+# step instead, and goes back to WATCH_STEP_MS at the first change. Hooks never wait for the
+# watcher (they read the transcript themselves), so only `ctxd status` may see the first change
+# after a lull late, by one to two idle steps.
+IDLE_STEP_MS = 1000
+QUIET_AFTER_MS = 30_000
+RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
+RETRY_UNWATCHED = 300.0  # seconds before trying again to set up watches that failed
+
+
+def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
+    """Paths of `*.jsonl` files under `roots` modified at or after `since` (epoch seconds)."""
+    stack = [str(root) for root in roots]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".jsonl") and entry.stat().st_mtime >= since:
+                    yield entry.path
+            except OSError:
+                continue
+
+
+def _transcript_filter(change: Change, path: str) -> bool:
+    # New directories too: files created in one before inotify watches it raise no event of
+    # their own (a first session in a new project, Codex's new day folder), so it is scanned.
+    return path.endswith(".jsonl") or (change == Change.added and os.path.isdir(path))
+
+
+OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]
+
+
+class RootsWatcher:
+    """One recursive inotify watcher (watchfiles' Rust backend) over the agents' roots, reporting
+    (path, deleted) batches of transcript changes, for as long as the set of roots is the same.
+
+    It paces itself: WATCH_STEP_MS while changes come, IDLE_STEP_MS after `quiet_after_ms`
+    without any, and fast again from the first change. The pace is only the step of each wait;
+    the inotify watches stay in place, so no change is lost between waits (a watcher restarted
+    to change pace would miss what happened while it was down).
+    """
+
+    def __init__(
+        self, roots: Iterable[Path], on_changes: OnChanges, quiet_after_ms: int | None = None
+    ) -> None:
+        self.roots = list(roots)
+        self.on_changes = on_changes
+        self.quiet_after_ms = QUIET_AFTER_MS if quiet_after_ms is None else quiet_after_ms
+        self.quiet = False
+        self._stop = anyio.Event()
+
+    def stop(self) -> None:
+        """Make `run` return (within a step)."""
+        self._stop.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Watch until `stop` or cancellation. Reports started (`TaskGroup.start`) once the
+        watches are in place: a scan made after that misses nothing. Returns on its own after a
+        failure, for the owner to scan and start a new one."""
+        notify = self._open()
+        if notify is None:  # no roots yet, or no watches to be had
+            self.quiet = True
+            task_status.started()
+            with anyio.move_on_after(RETRY_UNWATCHED if self.roots else math.inf):
+                await self._stop.wait()
+            return
+        with notify:
+            task_status.started()
+            while not self._stop.is_set():
+                step = IDLE_STEP_MS if self.quiet else WATCH_STEP_MS
+                timeout = 0 if self.quiet else self.quiet_after_ms
+                try:
+                    raw = await anyio.to_thread.run_sync(
+                        notify.watch,
+                        max(WATCH_DEBOUNCE_MS, step),
+                        step,
+                        timeout,
+                        self._stop,
+                        abandon_on_cancel=True,
+                    )
+                except anyio.get_cancelled_exc_class():
+                    self._stop.set()  # the abandoned thread returns at its next step
+                    raise
+                except (OSError, RuntimeError) as exc:  # the watcher itself failed
+                    logger.error("watching %s failed (%s); starting over", self._names(), exc)
+                    await anyio.sleep(RETRY_AFTER)
+                    return
+                if raw == "timeout":
+                    self.quiet = True
+                elif isinstance(raw, set):
+                    self.quiet = False
+                    batch = _transcript_batch(raw)
+                    if batch:
+                        await self.on_changes(batch)
+
+    def _open(self) -> RustNotify | None:
+        if not self.roots:
+            return None
+        try:
+            notify = open_notify(self.roots)
+        except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
+            logger.error(
+                "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
+                "every %g s finds new ones until watching works again",
+                self._names(),
+                exc,
+                RETRY_UNWATCHED,
+            )
+            return None
+        logger.debug("watching %s", self._names())
+        return notify
+
+    def _names(self) -> str:
+        return ", ".join(str(root) for root in self.roots)
+
+
+def open_notify(roots: Iterable[Path]) -> RustNotify:
+    """watchfiles' Rust watcher over `roots`, recursive, skipping unreadable directories.
+
+    `RustNotify` is watchfiles' private backend (what `awatch` wraps); its signature is pinned by
+    the versions in pyproject.toml and checked by a test, so an upgrade that changes it fails
+    there rather than at a user's daemon start.
+    """
+    # (paths, debug, force_polling, poll_delay_ms, recursive, ignore_permission_denied)
+    return RustNotify([str(root) for root in roots], False, False, 300, True, True)
+
+
+def _transcript_batch(raw: set[tuple[int, str]]) -> list[tuple[str, bool]]:
+    """watchfiles' raw (change code, path) set as sorted (path, deleted) pairs, transcripts and
+    new directories only."""
+    changes = ((Change(code), path) for code, path in raw)
+    return sorted(
+        {
+            (path, change == Change.deleted)
+            for change, path in changes
+            if _transcript_filter(change, path)
+        }
+    )

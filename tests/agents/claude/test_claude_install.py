@@ -1,0 +1,119 @@
+"""Claude Code specifics: the statusLine rules and the timeouts in seconds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctxd.agents.hookcmd import hook_command, is_ctxd_command
+from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
+
+DATA = Path(__file__).parents[2] / "data" / "settings"
+FOREIGN_STATUSLINE = 'node "$HOME/.claude/hooks/gsd-statusline.js"'
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config")}
+
+
+def place(name: str, env: dict[str, str]) -> Path:
+    path = settings_path("claude", env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(DATA / name, path)
+    return path
+
+
+def load(path: Path) -> dict[str, object]:
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def test_settings_live_in_claude_config_dir(env: dict[str, str], tmp_path: Path) -> None:
+    apply_plan(plan_install("claude", env=env))
+    assert (tmp_path / "claude-config" / "settings.json").exists()
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_statusline_is_set_when_none_is_set(env: dict[str, str]) -> None:
+    path = place("claude-plain.json", env)
+    plan = plan_install("claude", env=env)
+    assert plan.notes == ()
+    apply_plan(plan)
+    assert load(path)["statusLine"] == {
+        "type": "command",
+        "command": hook_command("claude", "statusline"),
+    }
+
+
+def test_foreign_statusline_is_never_replaced_silently(env: dict[str, str]) -> None:
+    path = place("claude-foreign.json", env)
+    plan = plan_install("claude", env=env)
+    apply_plan(plan)
+    assert load(path)["statusLine"] == {
+        "type": "command",
+        "command": FOREIGN_STATUSLINE,
+        "padding": 0,
+    }
+    (note,) = plan.notes
+    assert "statusLine left as is" in note and FOREIGN_STATUSLINE in note
+    assert "--statusline" in note
+
+
+def test_statusline_flag_replaces_a_foreign_one_and_says_so(env: dict[str, str]) -> None:
+    path = place("claude-foreign.json", env)
+    original = load(path)
+    plan = plan_install("claude", env=env, statusline=True)
+    backup = apply_plan(plan)
+    status = load(path)["statusLine"]
+    assert isinstance(status, dict) and is_ctxd_command(status["command"])
+    assert any("replaced" in n and FOREIGN_STATUSLINE in n for n in plan.notes)
+    assert backup is not None and json.loads(backup.read_text()) == original
+
+    # uninstall removes ctxd's line and restores nothing it did not set
+    apply_plan(plan_uninstall("claude", env=env))
+    after = load(path)
+    assert "statusLine" not in after
+    assert after == {k: v for k, v in original.items() if k != "statusLine"}
+
+
+def test_uninstall_keeps_a_foreign_statusline(env: dict[str, str]) -> None:
+    path = place("claude-harness-2.1.332.json", env)
+    original = load(path)
+    apply_plan(plan_install("claude", env=env))
+    apply_plan(plan_uninstall("claude", env=env))
+    assert load(path)["statusLine"] == original["statusLine"]
+
+
+def test_ctxd_statusline_is_updated_and_keeps_user_tweaks(env: dict[str, str]) -> None:
+    path = settings_path("claude", env)
+    path.parent.mkdir(parents=True)
+    old = "/gone/bin/python -S -I /gone/ctxd_hook.py claude statusline"
+    path.write_text(json.dumps({"statusLine": {"type": "command", "command": old, "padding": 2}}))
+    apply_plan(plan_install("claude", env=env))
+    assert load(path)["statusLine"] == {
+        "type": "command",
+        "command": hook_command("claude", "statusline"),
+        "padding": 2,
+    }
+
+
+def test_hooks_use_seconds_and_match_every_tool(env: dict[str, str]) -> None:
+    path = settings_path("claude", env)
+    apply_plan(plan_install("claude", env=env))
+    hooks = load(path)["hooks"]
+    assert isinstance(hooks, dict)
+    for event, groups in hooks.items():
+        (group,) = groups
+        (handler,) = group["hooks"]
+        assert handler == {"type": "command", "command": hook_command("claude"), "timeout": 10}
+        assert group.get("matcher") == ("*" if event == "PostToolUse" else None)
+
+
+def test_enabled_ctxd_plugin_is_reported(env: dict[str, str]) -> None:
+    path = settings_path("claude", env)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"enabledPlugins": {"ctxd@ctxd": True}}))
+    assert any("run twice" in n for n in plan_install("claude", env=env).notes)

@@ -1,0 +1,209 @@
+"""CodexReader against real Codex CLI 0.171.0 rollouts. Expected figures are the usage the mock
+Responses API sent back (scenarios/*.mock.json; samples/0.171.0/report.md "requests (kind,
+status, reported total_tokens)") and Codex's own token_count estimates after compaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ctxd.agents.codex.transcript import CodexReader
+from ctxd.core.events import UsageUpdate
+
+DATA = Path(__file__).parents[2] / "data" / "transcripts" / "codex-cli-0.171.0"
+
+#: model_context_window in every rollout: 95 % of gpt-5.5's catalog window of 272,000.
+WINDOW = 258_400
+
+
+def _read(name: str) -> bytes:
+    return (DATA / name).read_bytes()
+
+
+def _replay(data: bytes) -> list[UsageUpdate]:
+    return CodexReader().feed(data)
+
+
+def _line(kind: str, payload: dict[str, object], ordinal: int = 1) -> bytes:
+    record = {
+        "timestamp": "2026-11-29T21:02:05.210Z",
+        "ordinal": ordinal,
+        "type": kind,
+        "payload": payload,
+    }
+    return orjson.dumps(record) + b"\n"
+
+
+def _usage(prompt: int, output: int) -> dict[str, int]:
+    return {
+        "input_tokens": prompt,
+        "cached_input_tokens": prompt // 2,
+        "cache_write_input_tokens": 0,
+        "output_tokens": output,
+        "reasoning_output_tokens": 0,
+        "total_tokens": prompt + output,
+    }
+
+
+def _token_count(last: dict[str, int], cumulative: int) -> bytes:
+    total = {**last, "total_tokens": cumulative}
+    info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": WINDOW}
+    return _line("event_msg", {"type": "token_count", "info": info, "rate_limits": None})
+
+
+# --------------------------------------------------------------------------- real rollouts
+
+
+def test_exec_figures_are_the_per_response_totals() -> None:
+    # scenarios/exec.mock.json: input 12000 + output 50, then +10000 / +10 per request
+    # (cached 8000, +9000, is a part of the input); six main requests over two runs.
+    updates = _replay(_read("rollout.exec.jsonl"))
+
+    assert [u.tokens for u in updates] == [12_050, 22_060, 32_070, 42_080, 52_090, 62_100]
+    assert all(u.reported_window == WINDOW and u.model == "gpt-5.5" for u in updates)
+    assert len({u.turn_id for u in updates}) == 6
+    assert not any(u.compaction for u in updates)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # autocompact: 120000+100, 250000+100 (over 90 % of 272000: compaction), the compaction
+        # request's own 3000+200, Codex's estimate of the rebuilt history (token_count after
+        # `compacted`: 6884), then 9000+20.
+        (
+            "rollout.autocompact.jsonl",
+            [(120_100, False), (250_100, False), (3_200, False), (6_884, True), (9_020, False)],
+        ),
+        (
+            "rollout.autocompact_limit.jsonl",
+            [(120_100, False), (3_200, False), (6_889, True), (9_020, False)],
+        ),
+        # interactive: 20000+50, 30000+60, /compact (3000+200, estimate 7221), 6000+20.
+        (
+            "rollout.interactive.jsonl",
+            [(20_050, False), (30_060, False), (3_200, False), (7_221, True), (6_020, False)],
+        ),
+    ],
+)
+def test_compaction_reports_codex_own_estimate(name: str, expected: list[tuple[int, bool]]) -> None:
+    updates = _replay(_read(name))
+
+    assert [(u.tokens, u.compaction) for u in updates] == expected
+
+
+def test_context_overflow_reports_codex_estimate_of_the_failed_prompt() -> None:
+    # ctxerror: 120000+100, then a 400 context_length_exceeded; Codex writes a token_count of
+    # zeros with total_tokens 138300, the size of the prompt that did not fit.
+    updates = _replay(_read("rollout.ctxerror.jsonl"))
+
+    assert [u.tokens for u in updates] == [120_100, 138_300]
+
+
+def test_usage_is_known_before_the_tools_output_is_written() -> None:
+    # Brief, timing: when PostToolUse fires, the rollout holds the response's
+    # token_usage_record but not yet its token_count.
+    lines = _read("rollout.exec.jsonl").splitlines(keepends=True)
+    first_record = next(i for i, line in enumerate(lines) if b'"token_usage_record"' in line)
+    first_count = next(i for i, line in enumerate(lines) if b'"token_count"' in line)
+    assert first_record < first_count
+
+    updates = _replay(b"".join(lines[: first_record + 1]))
+
+    assert [u.tokens for u in updates] == [12_050]
+
+
+def test_repeated_token_counts_are_not_new_turns() -> None:
+    # autocompact_limit writes the first response's token_count twice.
+    reader = CodexReader()
+    lines = _read("rollout.autocompact_limit.jsonl").splitlines(keepends=True)
+
+    per_line = [reader.feed(line) for line in lines]
+
+    counts = [
+        updates for line, updates in zip(lines, per_line, strict=True) if b'"token_count"' in line
+    ]
+    assert counts[0] == counts[1] == []  # both repeat the record already reported
+
+
+# --------------------------------------------------------------------------- edge cases
+
+
+def test_token_count_without_usage_records_still_counts_each_response_once() -> None:
+    # Older rollouts have no token_usage_record lines: turns come from the running total.
+    first, second = _usage(10_000, 50), _usage(20_000, 60)
+    data = (
+        _line("event_msg", {"type": "token_count", "info": None})
+        + _token_count(first, 10_050)
+        + _token_count(first, 10_050)
+        + _token_count(second, 30_110)
+    )
+
+    updates = _replay(data)
+
+    assert [u.tokens for u in updates] == [10_050, 20_060]
+    assert updates[0].turn_id != updates[1].turn_id
+
+
+def test_model_comes_from_turn_context() -> None:
+    data = _line("turn_context", {"model": "gpt-5.5-mini", "turn_id": "t1"}) + _line(
+        "token_usage_record", {"response_id": "r1", "usage": _usage(1_000, 10)}
+    )
+
+    (update,) = _replay(data)
+
+    assert (update.model, update.turn_id, update.tokens) == ("gpt-5.5-mini", "r1", 1_010)
+
+
+def test_lines_in_another_key_order_are_still_read() -> None:
+    # The cheap filter looks at the first "type" value; payload-first lines must not be lost.
+    usage = {
+        "payload": {"response_id": "r1", "usage": _usage(1_000, 10)},
+        "type": "token_usage_record",
+        "timestamp": "2026-11-29T21:02:05.210Z",
+    }
+    compacted = {
+        "payload": {
+            "replacement_history": [{"type": "message", "role": "user"}],
+            "window_id": "w2",
+        },
+        "type": "compacted",
+    }
+    estimate = {
+        "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": 700}}},
+        "type": "event_msg",
+    }
+    data = b"".join(orjson.dumps(record) + b"\n" for record in (usage, compacted, estimate))
+
+    updates = _replay(data)
+
+    assert [(u.tokens, u.compaction, u.turn_id) for u in updates] == [
+        (1_010, False, "r1"),
+        (700, True, "w2"),
+    ]
+
+
+def test_blank_and_garbage_lines_are_skipped() -> None:
+    data = (
+        b"\n{\n\xff\n[]\n"
+        b'{"type":"token_usage_record"}\n'
+        b'{"type":"token_usage_record","payload":{"usage":{"total_tokens":"x"}}}\n'
+        b'{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":1}}}\n'
+        + _line("token_usage_record", {"response_id": "r1", "usage": _usage(2_000, 20)})
+    )
+
+    assert [u.tokens for u in _replay(data)] == [2_020]
+
+
+def test_reset_forgets_model_window_and_partial_line() -> None:
+    reader = CodexReader()
+    reader.feed(_read("rollout.exec.jsonl") + b'{"timestamp":"2026')
+
+    reader.reset()
+    (update,) = reader.feed(
+        _line("token_usage_record", {"response_id": "r9", "usage": _usage(5_000, 5)})
+    )
+
+    assert (update.tokens, update.model, update.reported_window) == (5_005, None, None)

@@ -1,0 +1,109 @@
+"""`ctxd replay` over real transcripts agrees with what each agent and its API reported.
+
+Expected figures come from the harness runs that produced the transcripts:
+- Claude Code 2.1.332 `compact`: the mock reported input 5,000 + cache_creation 20,000 +
+  cache_read 100k..850k per turn; compactMetadata postTokens 2,723 (auto) and 2,625 (manual);
+  the post-compaction reply reported 3,000 + 5,000.
+- Codex CLI 0.171.0 `autocompact` (scenarios/autocompact.mock.json): input 120,000 and 250,000
+  (+100 output each; Codex counts input + output), the compaction request 3,000 + 200, the
+  compacted estimate 6,884 from the `token_count` after `compacted`, then 9,000 + 20; Codex
+  reports `model_context_window` 258,400.
+- Gemini CLI 0.61.0 `compress`: promptTokenCount 12,000 then 600,000 (which triggered
+  compression), then the rebuilt history's estimate, then 5,000 and 7,000.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ctxd.cli.replay import Row, replay
+
+DATA = Path(__file__).parents[1] / "data" / "transcripts"
+
+
+def _timeline(path: Path, window: int | None = None) -> list[tuple[int | None, bool, str]]:
+    rows = [item for item in replay(str(path), window=window) if isinstance(item, Row)]
+    return [(r.figures.tokens, r.compaction, r.figures.severity.name.lower()) for r in rows]
+
+
+def test_claude_code_timeline_matches_the_reported_usage_and_compactions() -> None:
+    assert _timeline(DATA / "claude-code-2.1.332" / "transcript.compact.jsonl") == [
+        (125_000, False, "ok"),
+        (275_000, False, "ok"),
+        (425_000, False, "ok"),
+        (575_000, False, "ok"),
+        (725_000, False, "critical"),  # 23 % of the room before compaction (937,500) left
+        (875_000, False, "critical"),
+        (2_723, True, "ok"),
+        (8_000, False, "ok"),
+        (2_625, True, "ok"),
+    ]
+
+
+def test_codex_timeline_uses_its_own_window_and_counts_input_plus_output() -> None:
+    rows = [i for i in replay(str(DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"))]
+    timeline = [(r.figures.tokens, r.compaction) for r in rows if isinstance(r, Row)]
+    assert timeline == [
+        (120_100, False),
+        (250_100, False),
+        (3_200, False),
+        (6_884, True),
+        (9_020, False),
+    ]
+    last = [r for r in rows if isinstance(r, Row)][-1]
+    assert (last.figures.window.size, last.figures.window.source) == (258_400, "agent")
+    assert last.figures.compaction_at == 244_800  # 90 % of the 272,000 catalog window
+
+
+def test_gemini_timeline_sees_the_compression_its_cli_did() -> None:
+    timeline = _timeline(DATA / "gemini-cli-0.61.0" / "transcript.compress.1.jsonl")
+    tokens = [t for t, _, _ in timeline]
+    assert tokens[:2] == [12_000, 600_000]
+    assert timeline[1][2] == "critical"  # past half the window, where Gemini CLI compresses
+    assert timeline[2][1] is True and timeline[2][0] < 1_000
+    assert tokens[-1] == 7_000
+
+
+def test_window_option_overrides_every_source() -> None:
+    timeline = _timeline(DATA / "claude-code-2.1.332" / "transcript.compact.jsonl", 2_000_000)
+    assert timeline[5] == (875_000, False, "ok")
+
+
+def test_cli_json_last_line_is_the_final_state() -> None:
+    path = DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
+        capture_output=True,
+        check=True,
+    ).stdout
+    lines = [orjson.loads(line) for line in out.splitlines()]
+    final = lines[-1]
+    assert final["final"] is True
+    assert {
+        k: final[k] for k in ("tokens", "window", "window_source", "severity", "compactions")
+    } == {
+        "tokens": 9_020,
+        "window": 258_400,
+        "window_source": "agent",
+        "severity": "ok",
+        "compactions": 1,
+    }
+    assert final["used_pct"] == pytest.approx(100 * 9_020 / 258_400, abs=0.01)
+    assert all("tokens" in line for line in lines[:-1])
+
+
+@pytest.mark.parametrize("window", ["0", "-5", "lots"])
+def test_cli_rejects_a_window_that_is_not_positive(window: str) -> None:
+    path = DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--window", window, str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "--window" in result.stderr and result.stdout == ""

@@ -1,0 +1,122 @@
+"""Compaction headroom and each agent's compaction point, against the brief and the captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxd.agents import AGENTS, spec
+from ctxd.core.compaction import CompactionRules, for_window, reserve_rule, tokens_to_compaction
+from ctxd.errors import InvalidInput
+
+DEFAULT_RULES = CompactionRules()
+
+
+def compaction_point(agent: str, window: int, rules: CompactionRules = DEFAULT_RULES) -> int:
+    rule = spec(agent).compaction if agent in AGENTS else reserve_rule
+    point = rule(window, None, rules, {})
+    assert point is not None
+    return point
+
+
+@pytest.mark.parametrize(
+    ("window", "reserve"),
+    [
+        (200_000, 16_384),
+        (1_000_000, 62_500),
+        (2_000_000, 65_536),
+        (8_192, 2_048),
+        # Small windows hit the guard at the end of forWindow.
+        (1_000, 250),
+        (100, 128),
+        (1, 128),
+    ],
+)
+def test_for_window(window: int, reserve: int) -> None:
+    assert for_window(window) == reserve
+
+
+@pytest.mark.parametrize("bad", [0, -1, -1_000_000])
+def test_for_window_rejects_nonpositive_windows(bad: int) -> None:
+    with pytest.raises(InvalidInput, match=f"window must be positive, got {bad}"):
+        for_window(bad)
+
+
+@pytest.mark.parametrize(
+    ("agent", "window", "rules", "point"),
+    [
+        # Claude Code: window - reserve (937,500 of 1M; 2.1.332 was seen at ~965-970k).
+        ("claude", 1_000_000, CompactionRules(), 937_500),
+        ("claude", 200_000, CompactionRules(), 183_616),
+        ("claude", 1_000_000, CompactionRules(claude_reserve=33_000), 967_000),
+        # Unknown agents get the Claude rule.
+        ("opencode", 200_000, CompactionRules(), 183_616),
+        # Gemini CLI: half the window.
+        ("gemini", 1_048_576, CompactionRules(), 524_288),
+        ("gemini", 1_000_000, CompactionRules(gemini_fraction=0.7), 700_000),
+        # Codex CLI: 90 % of the catalog window, from the 95 % it reports.
+        ("codex", 258_400, CompactionRules(), 244_800),
+        ("codex", 380_000, CompactionRules(), 360_000),
+        ("codex", 258_400, CompactionRules(codex_token_limit=100_000), 100_000),
+    ],
+)
+def test_compaction_point(agent: str, window: int, rules: CompactionRules, point: int) -> None:
+    assert compaction_point(agent, window, rules) == point
+
+
+def test_codex_capture_compacted_above_the_point_and_not_below() -> None:
+    # rollout.autocompact.jsonl: 120,100 went on, 250,100 was compacted (window 258,400).
+    point = compaction_point("codex", 258_400)
+    assert 120_100 < point < 250_100
+    # rollout.autocompact_limit.jsonl: with the limit at 100,000, 120,100 was compacted.
+    assert compaction_point("codex", 258_400, CompactionRules(codex_token_limit=100_000)) < 120_100
+
+
+def test_gemini_capture_compressed_above_the_point_and_not_below() -> None:
+    # gemini-cli 0.61.0: a prompt of 12,000 stayed, one of 600,000 was compressed.
+    point = compaction_point("gemini", 1_048_576)
+    assert 12_000 < point <= 600_000
+
+
+def test_claude_stand_in_is_early_not_late() -> None:
+    # 2.1.332 compacted between about 965,100 and 970,100 of 1M: the stand-in must not be later.
+    assert compaction_point("claude", 1_000_000) <= 965_100
+
+
+def test_compaction_point_is_at_least_one() -> None:
+    assert compaction_point("claude", 1_000, CompactionRules(claude_reserve=5_000)) == 1
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("bad", [0, -1])
+def test_compaction_point_rejects_nonpositive_windows(agent: str, bad: int) -> None:
+    with pytest.raises(InvalidInput, match="window must be positive"):
+        compaction_point(agent, bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"gemini_fraction": 0.0},
+        {"gemini_fraction": 1.5},
+        {"codex_fraction": -0.1},
+        {"codex_reported_share": 0.0},
+        {"codex_token_limit": 0},
+        {"claude_reserve": -1},
+    ],
+)
+def test_invalid_rules(kwargs: dict[str, float]) -> None:
+    with pytest.raises(InvalidInput):
+        CompactionRules(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "point", "left"),
+    [
+        (0, 937_500, 937_500),
+        (652_100, 937_500, 285_400),
+        (937_500, 937_500, 0),
+        (950_000, 937_500, 0),
+    ],
+)
+def test_tokens_to_compaction(tokens: int, point: int, left: int) -> None:
+    assert tokens_to_compaction(tokens, point) == left

@@ -1,0 +1,138 @@
+"""The pure session core: usage folding, authoritative statusline, hook answers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ctxd.core.compaction import reserve_rule
+from ctxd.core.events import HookEvent, StatuslineReport, UsageUpdate
+from ctxd.core.measure import Severity
+from ctxd.core.session import (
+    apply_statusline,
+    apply_usage,
+    figures,
+    learned_window,
+    new_session,
+    on_hook,
+)
+from ctxd.core.settings import HandoffSettings, Settings, Thresholds
+
+WINDOW_BASIS = Settings(thresholds=Thresholds(basis="window"))
+#: The core is agent-agnostic: its tests use the generic rule (each agent's is tested with it).
+RULE = reserve_rule
+
+
+def _session(tokens: int | None = None, model: str = "claude-opus-4-6"):  # type: ignore[no-untyped-def]
+    state = new_session("claude", "s1", "/t/s1.jsonl", now=0.0)
+    if tokens is not None:
+        state = apply_usage(state, UsageUpdate(tokens=tokens, model=model, turn_id="m0"), 1.0)
+    return state
+
+
+def _event(kind: str, name: str = "PostToolUse", **extra: object) -> HookEvent:
+    return HookEvent(
+        agent="claude",
+        name=name,
+        kind=kind,  # type: ignore[arg-type]
+        session_id="s1",
+        transcript_path="/t/s1.jsonl",
+        cwd="/w",
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def test_a_streamed_turn_counts_once_and_the_last_copy_wins() -> None:
+    state = _session()
+    for tokens in (1000, 1200, 1500):
+        state = apply_usage(state, UsageUpdate(tokens=tokens, turn_id="msg_a"), 1.0)
+    state = apply_usage(state, UsageUpdate(tokens=2000, turn_id="msg_b"), 2.0)
+    assert (state.turns, state.tokens) == (2, 2000)
+
+
+def test_a_compaction_in_the_transcript_resets_the_debounce_and_is_counted() -> None:
+    state = _session(tokens=700_000)
+    state, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    assert reply.context and reply.context.startswith("CONTEXT WARNING:")
+    state = apply_usage(state, UsageUpdate(tokens=3_000, compaction=True), 3.0)
+    assert state.compactions == 1
+    assert state.policy.warned is Severity.OK
+    state = apply_usage(state, UsageUpdate(tokens=700_000, turn_id="m9"), 4.0)
+    _, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 5.0)
+    assert reply.context and reply.context.startswith("CONTEXT WARNING:")  # warns again at once
+
+
+def test_the_statusline_is_authoritative_until_newer_transcript_usage() -> None:
+    state = _session(tokens=100_000, model="claude-sonnet-4-5")
+    report = StatuslineReport(
+        session_id="s1",
+        transcript_path="/t/s1.jsonl",
+        cwd="/w",
+        model_id="claude-sonnet-4-5",
+        model_name="Sonnet 4.5",
+        window=200_000,
+        used_pct=51.0,
+        tokens=100_000,
+    )
+    state = apply_statusline(state, report, 2.0)
+    fig = figures(state, Settings(), {}, RULE)
+    assert (fig.window.size, fig.window.source) == (200_000, "statusline")
+    assert fig.used_pct == 51.0  # Claude Code's own figure, not ours (50.0)
+    assert learned_window(state) == ("claude-sonnet-4-5", 200_000)
+    state = apply_usage(state, UsageUpdate(tokens=120_000, turn_id="m2"), 3.0)
+    assert figures(state, Settings(), {}, RULE).used_pct == 60.0
+
+
+def test_a_learned_window_applies_to_another_session_of_the_same_model() -> None:
+    other = _session(tokens=100_000, model="claude-sonnet-4-5")
+    fig = figures(other, Settings(), {"claude-sonnet-4-5": 200_000}, RULE)
+    assert (fig.window.size, fig.window.source) == (200_000, "learned")
+
+
+def test_a_window_in_the_model_id_beats_the_default() -> None:
+    state = _session(tokens=100_000, model="claude-opus-4-6[1m]")
+    fig = figures(state, Settings(default_window=200_000), {}, RULE)
+    assert (fig.window.size, fig.window.source) == (1_000_000, "model-id")
+
+
+def test_no_usage_yet_means_no_warning_and_no_figures() -> None:
+    state = _session()
+    state2, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    assert reply.context is None and state2.policy == state.policy
+    assert figures(state, Settings(), {}, RULE).used_pct is None
+
+
+def test_a_prompt_speaks_only_when_the_level_rose_since_the_last_warning() -> None:
+    state = _session(tokens=700_000)
+    state, reply = on_hook(state, _event("prompt", "UserPromptSubmit"), WINDOW_BASIS, {}, RULE, 2.0)
+    assert reply.context and reply.context.startswith("CONTEXT WARNING:")
+    state, reply = on_hook(state, _event("prompt", "UserPromptSubmit"), WINDOW_BASIS, {}, RULE, 3.0)
+    assert reply.context is None
+
+
+def test_stop_asks_for_a_handoff_once_as_a_message_or_a_block() -> None:
+    state = _session(tokens=750_000)
+    asked, reply = on_hook(state, _event("stop", "Stop"), WINDOW_BASIS, {}, RULE, 2.0)
+    assert reply.user_message and reply.block_reason is None
+    _, again = on_hook(asked, _event("stop", "Stop"), WINDOW_BASIS, {}, RULE, 3.0)
+    assert again.user_message is None and again.block_reason is None
+    blocking = replace(WINDOW_BASIS, handoff=HandoffSettings(action="block"))
+    _, reply = on_hook(state, _event("stop", "Stop"), blocking, {}, RULE, 2.0)
+    assert reply.block_reason and reply.user_message is None
+    _, reply = on_hook(
+        state, _event("stop", "Stop", stop_hook_active=True), blocking, {}, RULE, 2.0
+    )
+    assert reply.block_reason is None
+
+
+def test_compaction_events_reset_and_session_end_marks_the_session() -> None:
+    state = _session(tokens=700_000)
+    state, _ = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    assert state.policy.warned is Severity.WARNING
+    state, _ = on_hook(
+        state, _event("compaction", "PreCompact", source="auto"), WINDOW_BASIS, {}, RULE, 3.0
+    )
+    assert state.policy.warned is Severity.OK
+    state, _ = on_hook(
+        state, _event("session_end", "SessionEnd", source="other"), WINDOW_BASIS, {}, RULE, 4.0
+    )
+    assert state.ended_at == 4.0

@@ -1,0 +1,211 @@
+"""Which window applies: each source beats the next, unusable sources are skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from ctxd.core.window import (
+    Window,
+    lookup_table,
+    model_key,
+    resolve_window,
+    window_for_usage,
+    window_from_model_id,
+)
+from ctxd.errors import InvalidInput
+
+TABLE = {
+    "claude-sonnet-4-5": 200_000,
+    "claude": 200_000,
+    "gemini-3": 1_048_576,
+    "gpt-5.5": 258_400,
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("claude-opus-4-6[1m]", 1_000_000),
+        ("claude-opus-4-6[1M]", 1_000_000),
+        ("claude-sonnet-4-5[200k]", 200_000),
+        ("model[1.5m]", 1_500_000),
+        ("claude-opus-4-6", None),
+        ("claude-opus-4-6[beta]", None),
+        ("model[0k]", None),
+        ("[1m]-not-at-the-end", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_window_from_model_id(model: str | None, expected: int | None) -> None:
+    assert window_from_model_id(model) == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "key"),
+    [
+        ("claude-opus-4-6[1m]", "claude-opus-4-6"),
+        ("claude-opus-4-6", "claude-opus-4-6"),
+        (" Claude-Opus-4-6[1M] ", "claude-opus-4-6"),
+        ("gpt-5.5", "gpt-5.5"),
+    ],
+)
+def test_model_key_strips_the_size_suffix(model: str, key: str) -> None:
+    assert model_key(model) == key
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("claude-sonnet-4-5", 200_000),  # exact
+        ("claude-sonnet-4-5-20250929", 200_000),  # prefix
+        ("claude-opus-4-6", 200_000),  # shorter prefix "claude"
+        ("gemini-3.8-flash", 1_048_576),
+        ("GPT-5.5", 258_400),  # case-insensitive
+        ("llama-4", None),
+        (None, None),
+    ],
+)
+def test_lookup_table(model: str | None, expected: int | None) -> None:
+    assert lookup_table(model, TABLE) == expected
+
+
+def test_lookup_table_prefers_exact_and_then_longest_prefix() -> None:
+    table = {"claude": 1, "claude-sonnet": 2, "claude-sonnet-4-5": 3, "claude-sonnet-4-5-x": 4}
+    assert lookup_table("claude-sonnet-4-5-x", table) == 4
+    assert lookup_table("claude-sonnet-4-5-20250929", table) == 3
+    assert lookup_table("claude-sonnet-3", table) == 2
+    assert lookup_table("claude-haiku", table) == 1
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"),
+    [
+        (1, 200_000),
+        (200_000, 200_000),
+        (200_001, 272_000),
+        (300_000, 400_000),
+        (999_999, 1_000_000),
+        (1_040_000, 1_048_576),
+        (1_500_000, 2_000_000),
+        (2_500_000, 2_500_000),
+    ],
+)
+def test_window_for_usage(tokens: int, expected: int) -> None:
+    assert window_for_usage(tokens) == expected
+
+
+def resolve(
+    *,
+    statusline: int | None = None,
+    agent_reported: int | None = None,
+    model: str | None = None,
+    learned: Mapping[str, int] | None = None,
+    table: Mapping[str, int] | None = None,
+    tokens: int = 0,
+    default: int = 1_000_000,
+) -> Window:
+    return resolve_window(
+        statusline=statusline,
+        agent_reported=agent_reported,
+        model=model,
+        learned=learned or {},
+        table=TABLE if table is None else table,
+        tokens=tokens,
+        default=default,
+    )
+
+
+# Each row: every source from the named one downwards is present with a distinct size, so
+# the row proves that source beats all the ones below it.
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {
+                "statusline": 400_000,
+                "agent_reported": 258_400,
+                "model": "claude-sonnet-4-5[1m]",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 300_000,
+            },
+            Window(400_000, "statusline"),
+        ),
+        (
+            {
+                "agent_reported": 258_400,
+                "model": "claude-sonnet-4-5[1m]",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 300_000,
+            },
+            Window(258_400, "agent"),
+        ),
+        (
+            {
+                "model": "claude-sonnet-4-5[1m]",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 300_000,
+            },
+            Window(1_000_000, "model-id"),
+        ),
+        (
+            {
+                "model": "claude-sonnet-4-5",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 300_000,
+            },
+            Window(2_000_000, "learned"),
+        ),
+        ({"model": "claude-sonnet-4-5-20250929", "tokens": 150_000}, Window(200_000, "table")),
+        ({"model": "claude-sonnet-4-5-20250929", "tokens": 300_000}, Window(400_000, "usage")),
+        ({"model": "unknown-model", "tokens": 1_200_000}, Window(2_000_000, "usage")),
+        ({"model": "unknown-model", "tokens": 500_000}, Window(1_000_000, "default")),
+        ({"tokens": 0}, Window(1_000_000, "default")),
+        ({"tokens": 0, "default": 200_000}, Window(200_000, "default")),
+    ],
+)
+def test_precedence(kwargs: dict[str, object], expected: Window) -> None:
+    assert resolve(**kwargs) == expected  # type: ignore[arg-type]
+
+
+def test_a_1m_model_is_not_assumed_200k() -> None:
+    # graceful-handoff's failure: a 200K fallback fired 5-7x too early on 1M models.
+    assert resolve(model="claude-opus-4-6[1m]", tokens=150_000).size == 1_000_000
+
+
+def test_learned_window_is_found_from_the_bare_transcript_model() -> None:
+    learned = {model_key("claude-opus-4-6[1m]"): 1_000_000}
+    assert resolve(model="claude-opus-4-6", learned=learned) == Window(1_000_000, "learned")
+
+
+def test_usage_equal_to_the_window_does_not_raise_it() -> None:
+    assert resolve(model="claude-sonnet-4-5", tokens=200_000) == Window(200_000, "table")
+
+
+def test_authoritative_sources_are_kept_even_when_usage_exceeds_them() -> None:
+    assert resolve(statusline=200_000, tokens=250_000) == Window(200_000, "statusline")
+    assert resolve(agent_reported=258_400, tokens=260_000) == Window(258_400, "agent")
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_nonpositive_sources_are_skipped(bad: int) -> None:
+    got = resolve(
+        statusline=bad,
+        agent_reported=bad,
+        model="claude-sonnet-4-5[0k]",
+        learned={"claude-sonnet-4-5": bad},
+        table={"claude-sonnet-4-5": bad, "claude": 200_000},
+    )
+    assert got == Window(200_000, "table")
+
+
+def test_nonpositive_table_entries_fall_through_to_the_default() -> None:
+    assert resolve(model="x", table={"x": 0}) == Window(1_000_000, "default")
+
+
+@pytest.mark.parametrize("bad", [0, -5])
+def test_nonpositive_default_is_invalid(bad: int) -> None:
+    with pytest.raises(InvalidInput, match="positive"):
+        resolve(default=bad)
