@@ -4,6 +4,17 @@ The CLI turns a `CtxdError` into one line on stderr and a non-zero exit; the dae
 into an error answer. Nothing else should escape a boundary.
 """
 
+__all__ = [
+    "ConfigError",
+    "CtxdError",
+    "DaemonUnavailable",
+    "InvalidInput",
+    "ProtocolError",
+    "SettingsFileError",
+    "TranscriptError",
+    "UnsafeRuntimeDir",
+]
+
 
 class CtxdError(Exception):
     """Base of every error ctxd reports to a user."""

@@ -15,6 +15,8 @@ from typing import Any
 
 from ctxd.errors import SettingsFileError
 
+__all__ = ["HookSpec", "Json", "add_hooks", "positions", "remove_hooks"]
+
 Json = dict[str, Any]
 
 

@@ -1,6 +1,7 @@
 """Claude Code: its hook event names and the JSON its hooks answer with.
 
-Verified against real runs of 2.1.197 and 2.1.332 (see the harness samples): `additionalContext`
+Verified against real runs of 2.1.197 and 2.1.332 (captured in tests/data/payloads/):
+`additionalContext`
 in `hookSpecificOutput` reaches the next API request from PostToolUse, UserPromptSubmit and
 SessionStart; Stop `{"decision": "block", "reason": R}` makes the agent continue with R as
 feedback; `systemMessage` is shown to the user. A PostToolUse envelope printed on Stop or
@@ -12,6 +13,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ctxd.agents.dialect import Dialect
+
+__all__ = ["DIALECT"]
 
 DIALECT = Dialect(
     kinds=MappingProxyType(

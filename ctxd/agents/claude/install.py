@@ -24,6 +24,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 
+__all__ = ["EVENTS", "hook_specs", "install", "settings_path", "uninstall"]
+
 
 def settings_path(env: Mapping[str, str]) -> Path:
     """`$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`."""

@@ -1,6 +1,7 @@
 """Codex CLI: its hook event names and the JSON its hooks answer with.
 
-Verified against real runs of 0.171.0 (see the harness samples): `additionalContext` from
+Verified against real runs of 0.171.0 (captured in tests/data/payloads/):
+`additionalContext` from
 SessionStart, UserPromptSubmit and PostToolUse reaches the next request as a developer message;
 Stop `{"decision": "block", "reason": R}` adds R as a user message and runs the model again.
 Codex validates hook output against per-event schemas with `additionalProperties: false` and
@@ -14,6 +15,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ctxd.agents.dialect import Dialect
+
+__all__ = ["DIALECT"]
 
 DIALECT = Dialect(
     kinds=MappingProxyType(

@@ -33,6 +33,17 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 
+__all__ = [
+    "EVENTS",
+    "hook_specs",
+    "install",
+    "notes",
+    "settings_path",
+    "trust_instructions",
+    "trust_keys",
+    "uninstall",
+]
+
 
 def settings_path(env: Mapping[str, str]) -> Path:
     """`$CODEX_HOME/hooks.json`, else `~/.codex/hooks.json`."""

@@ -1,6 +1,7 @@
 """Gemini CLI: its hook event names and the JSON its hooks answer with.
 
-Verified against real runs of 0.61.0 (see the harness samples): `additionalContext` from
+Verified against real runs of 0.61.0 (captured in tests/data/payloads/):
+`additionalContext` from
 AfterTool is appended to the tool's result in the next request, from BeforeAgent it becomes an
 extra part of the user turn, from SessionStart it is prepended to the prompt. AfterAgent
 `{"decision": "deny", "reason": R}` starts a new turn with R as the prompt, then AfterAgent fires
@@ -13,6 +14,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ctxd.agents.dialect import Dialect
+
+__all__ = ["DIALECT"]
 
 # PreCompress is deliberately absent: it fires with trigger "auto" before every model turn,
 # whether or not anything is compressed, so it says nothing about a real compaction.

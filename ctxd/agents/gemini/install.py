@@ -23,6 +23,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 
+__all__ = ["EVENTS", "NAME", "hook_specs", "install", "settings_path", "uninstall"]
+
 
 def settings_path(env: Mapping[str, str]) -> Path:
     """`~/.gemini/settings.json`."""
