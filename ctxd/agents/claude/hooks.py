@@ -1,11 +1,10 @@
 """Claude Code: its hook event names and the JSON its hooks answer with.
 
 Verified against real runs of 2.1.197 and 2.1.332 (captured in tests/data/payloads/):
-`additionalContext`
-in `hookSpecificOutput` reaches the next API request from PostToolUse, UserPromptSubmit and
-SessionStart; Stop `{"decision": "block", "reason": R}` makes the agent continue with R as
-feedback; `systemMessage` is shown to the user. A PostToolUse envelope printed on Stop or
-PreCompact is rejected, so every envelope names the event it answers.
+`additionalContext` in `hookSpecificOutput` reaches the next API request from PostToolUse,
+UserPromptSubmit and SessionStart; Stop `{"decision": "block", "reason": R}` makes the agent
+continue with R as feedback; `systemMessage` is shown to the user. A PostToolUse envelope
+printed on Stop or PreCompact is rejected, so every envelope names the event it answers.
 """
 
 from __future__ import annotations

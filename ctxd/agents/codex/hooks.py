@@ -1,11 +1,10 @@
 """Codex CLI: its hook event names and the JSON its hooks answer with.
 
-Verified against real runs of 0.171.0 (captured in tests/data/payloads/):
-`additionalContext` from
-SessionStart, UserPromptSubmit and PostToolUse reaches the next request as a developer message;
-Stop `{"decision": "block", "reason": R}` adds R as a user message and runs the model again.
-Codex validates hook output against per-event schemas with `additionalProperties: false` and
-rejects a block without a non-blank reason, so only fields the event's schema lists are
+Verified against real runs of 0.171.0 (captured in tests/data/payloads/): `additionalContext`
+from SessionStart, UserPromptSubmit and PostToolUse reaches the next request as a developer
+message; Stop `{"decision": "block", "reason": R}` adds R as a user message and runs the model
+again. Codex validates hook output against per-event schemas with `additionalProperties: false`
+and rejects a block without a non-blank reason, so only fields the event's schema lists are
 written. `systemMessage` is shown to the user as a hook warning; SessionEnd gets nothing, as the
 session is over and its hook timeout is clamped to 3 s.
 """

@@ -1,12 +1,12 @@
 """Gemini CLI: its hook event names and the JSON its hooks answer with.
 
-Verified against real runs of 0.61.0 (captured in tests/data/payloads/):
-`additionalContext` from
-AfterTool is appended to the tool's result in the next request, from BeforeAgent it becomes an
-extra part of the user turn, from SessionStart it is prepended to the prompt. AfterAgent
-`{"decision": "deny", "reason": R}` starts a new turn with R as the prompt, then AfterAgent fires
-again with `stop_hook_active: true`. `systemMessage` is the documented user-visible field (the
-CLI prints hook messages as "Hook system message: ..."); BeforeToolSelection does not take it.
+Verified against real runs of 0.61.0 (captured in tests/data/payloads/): `additionalContext`
+from AfterTool is appended to the tool's result in the next request, from BeforeAgent it becomes
+an extra part of the user turn, from SessionStart it is prepended to the prompt. AfterAgent
+`{"decision": "deny", "reason": R}` starts a new turn with R as the prompt, then AfterAgent
+fires again with `stop_hook_active: true`. `systemMessage` is the documented user-visible field
+(the CLI prints hook messages as "Hook system message: ..."); BeforeToolSelection does not take
+it.
 """
 
 from __future__ import annotations
