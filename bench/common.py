@@ -9,6 +9,7 @@ Nothing here reads /work/shared: the samples come from the copies in tests/data.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 import math
@@ -155,6 +156,28 @@ def frame(op: str, payload: bytes = b"", **fields: Any) -> bytes:
     from ctxd import protocol
 
     return protocol.encode_request(op, payload, **fields)
+
+
+async def exchange(loop: asyncio.AbstractEventLoop, path: str, frame: bytes) -> bytes:
+    """One request on a fresh non-blocking connection, from the load generators' own event loop
+    (no ctxd code in the client's way); the answer body."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await loop.sock_connect(sock, path)
+        await loop.sock_sendall(sock, frame)
+        data = b""
+        size = ctxd_wire.HEADER_SIZE
+        while len(data) < size:
+            chunk = await loop.sock_recv(sock, 1 << 20)
+            if not chunk:
+                raise ConnectionError("closed before a full answer")
+            data += chunk
+            if size == ctxd_wire.HEADER_SIZE and len(data) >= size:
+                size += ctxd_wire.frame_size(data[:size], ctxd_wire.MAX_STATUS)
+        return data[ctxd_wire.HEADER_SIZE :]
+    finally:
+        sock.close()
 
 
 def request(

@@ -30,7 +30,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -55,23 +54,6 @@ class Tally:
     latencies: list[float]
     errors: int = 0
     refused: int = 0  # answered, but with an error header
-
-
-async def _exchange(loop: asyncio.AbstractEventLoop, path: str, frame: bytes) -> bytes:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    try:
-        await loop.sock_connect(sock, path)
-        await loop.sock_sendall(sock, frame)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk = await loop.sock_recv(sock, 65536)
-            if not chunk:
-                raise ConnectionError("closed before a full answer")
-            data += chunk
-        return data[4:]
-    finally:
-        sock.close()
 
 
 async def _client(
@@ -101,7 +83,7 @@ async def _client(
         frame = frames[(index + sent) % len(frames)]
         sent += 1
         try:
-            answer = await _exchange(loop, path, frame)
+            answer = await c.exchange(loop, path, frame)
         except OSError:
             tally.errors += 1
             continue

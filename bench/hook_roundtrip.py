@@ -3,8 +3,9 @@
 Runs, in one go and on the same machine state:
   - the floor: the real interpreter doing nothing (`python3 -S -I -c pass`), and the venv's
     interpreter (the one the installed hook names) doing the same;
-  - the installed ctxd hook command (`ctxd.agents.hookcmd.hook_command("claude")`, verbatim) with a real
-    PostToolUse payload on stdin, a real transcript behind it and a real daemon answering;
+  - the installed ctxd hook command (`ctxd.agents.hookcmd.hook_command("claude")`, verbatim)
+    with a real PostToolUse payload on stdin, a real transcript behind it and a real daemon
+    answering;
   - the same command with no daemon (fail-open path, CTXD_NO_SPAWN=1);
   - GSD's Node context monitor (`gsd-context-monitor.js` from npm `get-shit-done-cc`) with the same
     payload and a fresh statusline bridge file, as GSD users run it; and `node -e 0`.

@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import sys
 import time
 import uuid
@@ -49,20 +48,8 @@ class Tally:
 
 async def _status(loop: asyncio.AbstractEventLoop, path: str, frame: bytes) -> int | None:
     """The `tokens` of the one session `frame` asks about."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    try:
-        await loop.sock_connect(sock, path)
-        await loop.sock_sendall(sock, frame)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk = await loop.sock_recv(sock, 1 << 20)
-            if not chunk:
-                raise ConnectionError("closed before a full answer")
-            data += chunk
-    finally:
-        sock.close()
-    _, _, result = data[4:].partition(b"\n")
+    body = await c.exchange(loop, path, frame)
+    _, _, result = body.partition(b"\n")
     rows = json.loads(result)["sessions"]
     return rows[0]["tokens"] if rows else None
 
