@@ -17,8 +17,9 @@ beside this one and shared with the daemon. This client must not import `ctxd` i
 would pull in anyio and orjson.
 """
 
-# Under `-S` not even `os` is loaded yet (site.py would have), and it costs ~1 ms: the hot path
-# uses the built-in `posix` module, and `os` is imported only on the rare paths that need it.
+# Under `-S` not even `os` is loaded yet (site.py would have), and loading it is measurable (see
+# the client's imports in docs/benchmarks.md): the hot path uses the built-in `posix` module,
+# and `os` is imported only on the rare paths that need it.
 # Likewise no `from __future__ import annotations` (a real import): annotations are strings.
 import _socket
 import posix
