@@ -82,6 +82,35 @@ def read_stdin(limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def serve_argv(env: "Mapping[str, str]") -> "list[str] | None":
+    """The command that starts `ctxd serve --spawned`, or None when ctxd cannot be found.
+
+    A copy of this client installed by `ctxd install` (in `~/.local/share/ctxd/client`, run by
+    the base interpreter, which cannot import ctxd) finds ctxd through the `ctxd-command` file
+    beside it, which every ctxd run rewrites; if the interpreter it names is gone (the venv moved
+    or was removed), any `ctxd` on PATH. Run from an installed package (`ctxd-hook`), this
+    interpreter is ctxd's own.
+    """
+    import os
+
+    try:
+        with open(__file__.rpartition("/")[0] + "/ctxd-command", "rb") as f:
+            command = [w for w in f.read().decode(errors="surrogateescape").split("\n") if w]
+    except OSError:
+        # -I: the hook runs in the agent's project; `-m` would otherwise import from there.
+        command = [sys.executable, "-I", "-m", "ctxd"]
+    if not command or not os.access(command[0], os.X_OK):
+        found = [
+            f"{directory or '.'}/ctxd"
+            for directory in env.get("PATH", os.defpath).split(":")
+            if os.access(f"{directory or '.'}/ctxd", os.X_OK)
+        ]
+        if not found:
+            return None
+        command = found[:1]
+    return [*command, "serve", "--spawned"]
+
+
 def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
     """Start `ctxd serve` detached, at most once per back-off period across concurrent hooks."""
     import fcntl  # only on this rare path
@@ -106,11 +135,13 @@ def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
             return  # spawned moments ago; it may still be starting
         os.ftruncate(fd, 0)
         os.write(fd, b"%d\n" % os.getpid())
+        argv = serve_argv(env)
+        if argv is None:
+            return  # ctxd is gone from where it was and not on PATH: nothing to start
         devnull = os.devnull
-        # -I: the hook runs in the agent's project; `-m` would otherwise import from there.
         os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-I", "-m", "ctxd", "serve", "--spawned"],
+            argv[0],
+            argv,
             dict(env),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),

@@ -1,10 +1,26 @@
-"""The exact command line an agent runs for a ctxd hook, and how to recognise one.
+"""The exact command line an agent runs for a ctxd hook, the copy of the client it runs, and how
+to recognise one.
 
 Hooks run on every tool call, so the command skips everything that costs start-up time: it names
-the real interpreter (no shim, no console-script wrapper), runs with `-S -I` (no site import, no
+a real interpreter (no shim, no console-script wrapper), runs with `-S -I` (no site import, no
 user site, no environment-driven paths, not the agent's cwd on sys.path) and *imports* the
 one-file client from its directory rather than running it as a script: a script is compiled on
 every run, an imported module comes from its cached bytecode (docs/benchmarks.md).
+
+A hook command must also outlive every reinstall of ctxd (editable or not, an upgrade, a moved
+venv, `pipx reinstall`): none of them may leave the agent running a path that is gone. So the
+command names nothing a reinstall moves:
+
+- the client (`ctxd_hook.py` + `ctxd_wire.py`, stdlib only) is copied to a per-user directory,
+  `$XDG_DATA_HOME/ctxd/client` (default `~/.local/share/ctxd/client`), by `ctxd install`, and
+  refreshed by every later run of ctxd whose copy differs (`refresh_client`);
+- the interpreter is the *base* Python under the venv (`sys._base_executable`, past any pyenv
+  shim): the client needs no site-packages, and a venv can move or be rebuilt while its base
+  stays where it is;
+- the one thing that does move, where ctxd itself is installed, matters only when a hook finds
+  no daemon and starts one: the file `ctxd-command` beside the copy names it (one argument per
+  line), and every ctxd run rewrites it. The client falls back to `ctxd` on PATH when the named
+  interpreter is gone.
 """
 
 from __future__ import annotations
@@ -14,32 +30,117 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ctxd.errors import CtxdError
+from ctxd.fileio import write_atomic
 
 CLIENT_MODULE = "ctxd_hook"
 CLIENT_SCRIPT = "ctxd-hook"
+#: The modules copied into the client directory: the client and the wire module it imports.
+CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire")
+#: The file beside the copied client that names the command running ctxd (one word per line).
+CTXD_COMMAND_FILE = "ctxd-command"
 
 __all__ = [
     "CLIENT_MODULE",
+    "CTXD_COMMAND_FILE",
+    "base_interpreter",
     "build_command",
+    "client_dir",
     "client_path",
+    "ctxd_command",
     "hook_command",
+    "install_client",
     "interpreter",
     "is_ctxd_command",
     "real_interpreter",
+    "refresh_client",
 ]
 
 
-def client_path() -> Path:
-    """Where the installed `ctxd_hook.py` is; `CtxdError` when it cannot be found."""
-    spec = importlib.util.find_spec(CLIENT_MODULE)
+def _module_source(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise CtxdError(
-            f"the hook client module {CLIENT_MODULE!r} is not importable; reinstall ctxd"
-        )
+        raise CtxdError(f"the hook client module {module!r} is not importable; reinstall ctxd")
     return Path(spec.origin).absolute()
+
+
+def client_path() -> Path:
+    """Where this install's own `ctxd_hook.py` is (the source of the copy); `CtxdError` when it
+    cannot be found."""
+    return _module_source(CLIENT_MODULE)
+
+
+def client_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where hooks find the client: `$XDG_DATA_HOME/ctxd/client`, default
+    `~/.local/share/ctxd/client`. Nothing in it moves when ctxd is reinstalled."""
+    base = env.get("XDG_DATA_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "share"
+    )
+    return Path(base) / "ctxd" / "client"
+
+
+def ctxd_command() -> list[str]:
+    """The command that runs this ctxd (`<venv python> -I -m ctxd`), for a hook to start it.
+
+    `-I`: the hook runs in the agent's project, and `-m` would otherwise import from there.
+    """
+    return [interpreter(), "-I", "-m", "ctxd"]
+
+
+def _write_if_changed(path: Path, data: bytes) -> bool:
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data, 0o600)
+    return True
+
+
+def install_client(env: Mapping[str, str] = os.environ) -> Path:
+    """Copy this install's client into `client_dir(env)` (a private directory) and name this
+    ctxd in its `ctxd-command` file; files already equal are left alone. Returns the directory.
+
+    Raises `CtxdError` when the directory cannot be written.
+    """
+    directory = client_dir(env)
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        written = False
+        for module in CLIENT_MODULES:
+            source = _module_source(module)
+            written |= _write_if_changed(directory / source.name, source.read_bytes())
+        command = "".join(f"{word}\n" for word in ctxd_command()).encode()
+        _write_if_changed(directory / CTXD_COMMAND_FILE, command)
+    except OSError as exc:
+        raise CtxdError(f"cannot write the hook client into {directory}: {exc}") from exc
+    if written:
+        _compile(directory)
+    return directory
+
+
+def _compile(directory: Path) -> None:
+    """Byte-compile the copies now, so that the first hook does not pay for it (the hook's
+    interpreter is the base of this one: same version, same cache tag)."""
+    import contextlib
+    import py_compile
+
+    for module in CLIENT_MODULES:
+        with contextlib.suppress(OSError, py_compile.PyCompileError):  # the first hook will
+            py_compile.compile(str(directory / f"{module}.py"), doraise=True)
+
+
+def refresh_client(env: Mapping[str, str] = os.environ) -> bool:
+    """`install_client`, if a copy was ever installed (never creates one: a ctxd run that is
+    not `ctxd install` writes nothing into a home where ctxd was never installed). Returns
+    whether there was a copy to refresh."""
+    if not (client_dir(env) / f"{CLIENT_MODULE}.py").exists():
+        return False
+    install_client(env)
+    return True
 
 
 def real_interpreter(executable: str, prefix: str, version: tuple[int, int]) -> str:
@@ -61,12 +162,24 @@ def real_interpreter(executable: str, prefix: str, version: tuple[int, int]) -> 
 
 
 def interpreter() -> str:
-    """The real interpreter running ctxd now (see `real_interpreter`)."""
+    """The real interpreter running ctxd now, venv and all (see `real_interpreter`): what runs
+    `ctxd serve`."""
     executable = sys.executable or sys._base_executable  # type: ignore[attr-defined]
     if not executable:
         raise CtxdError("cannot tell which Python interpreter runs ctxd (sys.executable is empty)")
     return real_interpreter(
         os.path.abspath(executable), sys.base_prefix, (sys.version_info[0], sys.version_info[1])
+    )
+
+
+def base_interpreter() -> str:
+    """The interpreter for hook commands: the base Python under this one's venv, if any, past
+    any shim. It runs the stdlib-only client, and it stays put when the venv moves."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    if not base:
+        raise CtxdError("cannot tell which Python interpreter runs ctxd (sys.executable is empty)")
+    return real_interpreter(
+        os.path.abspath(base), sys.base_prefix, (sys.version_info[0], sys.version_info[1])
     )
 
 
@@ -83,9 +196,10 @@ def build_command(python: str, client: Path | str, agent: str, event: str | None
     return shlex.join(parts)
 
 
-def hook_command(agent: str, event: str | None = None) -> str:
-    """The command ctxd installs for `agent` (and `event`, e.g. "statusline"), for this install."""
-    return build_command(interpreter(), client_path(), agent, event)
+def hook_command(agent: str, event: str | None = None, env: Mapping[str, str] = os.environ) -> str:
+    """The command ctxd installs for `agent` (and `event`, e.g. "statusline"): the base
+    interpreter importing the client copied into `client_dir(env)` (`install_client`)."""
+    return build_command(base_interpreter(), client_dir(env) / f"{CLIENT_MODULE}.py", agent, event)
 
 
 def is_ctxd_command(command: object) -> bool:
