@@ -2,7 +2,8 @@
 
 Parsing and rendering are pure; `read_text` and `write_settings` are the only I/O. A file that does
 not parse as a JSON object is refused, never "repaired": the user's settings are worth more than
-ctxd's hooks.
+ctxd's hooks. `//` and `/* */` comments are read (Gemini CLI accepts them in its settings.json),
+but a rewrite cannot keep them: `comments` tells the caller, who says so (the backup keeps them).
 """
 
 from __future__ import annotations
@@ -32,16 +33,57 @@ def read_text(path: Path) -> str | None:
         raise SettingsFileError(f"cannot read {path}: {exc}") from exc
 
 
-def parse(text: str | None, path: Path) -> dict[str, Any]:
-    """The settings object in `text` (None or blank text: an empty object).
+def strip_comments(text: str) -> str:
+    """`text` with its `//` and `/* */` comments (outside strings) blanked out: each comment
+    character becomes a space, newlines stay, so that error positions still point into the file.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        char = text[i]
+        if in_string:
+            out.append(char)
+            if char == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+            out.append(char)
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append("".join(c if c == "\n" else " " for c in text[i:end]))
+            i = end
+            continue
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out)
 
-    Raises `SettingsFileError` for anything but one JSON object, comments included (Gemini CLI
-    tolerates `//` comments; rewriting would drop them, so such a file is left for the user).
+
+def comments(text: str | None) -> bool:
+    """Whether `text` holds comments, which a rewrite drops."""
+    return text is not None and strip_comments(text) != text
+
+
+def parse(text: str | None, path: Path) -> dict[str, Any]:
+    """The settings object in `text` (None or blank text: an empty object), comments allowed.
+
+    Raises `SettingsFileError` for anything but one JSON object (a trailing comma included).
     """
     if text is None or not text.strip():
         return {}
     try:
-        doc = json.loads(text)
+        doc = json.loads(strip_comments(text))
     except json.JSONDecodeError as exc:
         raise SettingsFileError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "

@@ -149,9 +149,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _print_plan(plan: Any, dry_run: bool) -> None:
-    if not plan.changed:
-        _print(f"{plan.path}: already up to date, nothing to change")
-    elif dry_run:
+    if plan.changed and dry_run:
         _print(plan.diff())
         _print(f"(dry run: {plan.path} not written)")
     for note in plan.notes:
@@ -159,17 +157,35 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from ctxd.agents.hookcmd import install_client
     from ctxd.cli.install import apply_plan, plan_install, plan_uninstall
 
     if args.verb == "install":
         plan = plan_install(args.agent, settings=args.settings, statusline=args.statusline)
     else:
-        plan = plan_uninstall(args.agent, settings=args.settings)
+        plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
+    if args.verb == "install" and not args.dry_run:
+        # Before the settings name it; also when they already do (the copy may be gone).
+        where = install_client(os.environ)
+    if not plan.changed:
+        if args.verb == "install":
+            _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
+        _print_plan(plan, args.dry_run)
+        return 0
+    if args.dry_run:
+        _print_plan(plan, args.dry_run)
+        return 0
+    backup = apply_plan(plan)
+    if args.verb == "install":
+        done = f"registered ctxd's hooks in {plan.path}"
+    elif args.statusline:
+        done = f"removed ctxd's statusline from {plan.path}"
+    else:
+        done = f"removed ctxd from {plan.path}"
+    _print(done + (f" (backup: {backup})" if backup else ""))
+    if args.verb == "install":
+        _print(f"the hooks run the client copied to {where}")
     _print_plan(plan, args.dry_run)
-    if plan.changed and not args.dry_run:
-        backup = apply_plan(plan)
-        done = "registered ctxd's hooks in" if args.verb == "install" else "removed ctxd from"
-        _print(f"{done} {plan.path}" + (f" (backup: {backup})" if backup else ""))
     return 0
 
 
@@ -267,14 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("agent", choices=AGENTS)
         sub.add_argument("--settings", type=Path, help="the settings file to edit")
         sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
-        if verb == "install":
-            sub.add_argument(
-                "--statusline",
-                action="store_true",
-                help="make ctxd Claude Code's statusline (replaces an existing one)",
-            )
-        else:
-            sub.set_defaults(statusline=False)
+        sub.add_argument(
+            "--statusline",
+            action="store_true",
+            help="make ctxd the agent's statusline even if one is set (Claude Code)"
+            if verb == "install"
+            else "remove only ctxd's statusline, keep its hooks (Claude Code)",
+        )
         sub.set_defaults(func=cmd_install)
 
     service = verbs.add_parser("service", help="run ctxd under systemd or launchd")
@@ -287,9 +302,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _refresh_client() -> None:
+    """Keep the hook client copied by `ctxd install` in step with this ctxd (its version, and
+    where ctxd now lives for a hook that has to start it): every run of ctxd checks, so a
+    reinstall is noticed at the next `ctxd` command or daemon start."""
+    from ctxd.agents.hookcmd import refresh_client
+
+    try:
+        refresh_client(os.environ)
+    except CtxdError as exc:  # never a reason to fail the command the user asked for
+        logger.warning("%s", exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Verb = args.func
+    _refresh_client()
     try:
         return func(args)
     except CtxdError as exc:

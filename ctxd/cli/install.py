@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxd import agents
 from ctxd.agents.hookcmd import hook_command
-from ctxd.agents.settings_file import parse, read_text, render, write_settings
+from ctxd.agents.settings_file import comments, parse, read_text, render, write_settings
 from ctxd.agents.spec import InstallRequest
 from ctxd.errors import SettingsFileError
 
@@ -76,7 +76,25 @@ def _finish(
 ) -> Plan:
     if new == old:
         return Plan(agent, path, before, before if before is not None else "", False, notes)
+    if comments(before):
+        notes = (
+            *notes,
+            f"{path} has comments: the rewritten file cannot keep them (the backup does)",
+        )
     return Plan(agent, path, before, render(new, like=before), True, notes)
+
+
+def _settings_path(agent: str, settings: Path | None, env: Mapping[str, str]) -> Path:
+    """The file to edit: `settings` (whose directory must exist: a typo must not create
+    directories), else the agent's own."""
+    if settings is None:
+        return agents.spec(agent).installer.settings_path(env)
+    if not settings.parent.is_dir():
+        raise SettingsFileError(
+            f"{settings.parent} is not a directory: check the --settings path (ctxd creates "
+            "the file, not the directories above it)"
+        )
+    return settings
 
 
 def plan_install(
@@ -93,11 +111,11 @@ def plan_install(
     `InvalidInput` for an unknown agent.
     """
     spec = agents.spec(agent)
-    path = settings if settings is not None else spec.installer.settings_path(env)
+    path = _settings_path(agent, settings, env)
     before = read_text(path)
     doc = parse(before, path)
     request = InstallRequest(
-        path=path, command=lambda event: hook_command(agent, event), statusline=statusline
+        path=path, command=lambda event: hook_command(agent, event, env), statusline=statusline
     )
     new, notes = spec.installer.install(doc, request)
     if statusline and spec.statusline is None:
@@ -109,18 +127,33 @@ def plan_uninstall(
     agent: str,
     *,
     settings: Path | None = None,
+    statusline: bool = False,
     env: Mapping[str, str] = os.environ,
 ) -> Plan:
-    """What removing ctxd's hooks (and Claude's ctxd statusLine) would do (nothing written)."""
+    """What removing ctxd's hooks and its statusline would do (nothing written).
+
+    `statusline`: remove only what ctxd set besides its hooks (Claude Code's statusLine), and
+    keep the hooks.
+    """
     spec = agents.spec(agent)
-    path = settings if settings is not None else spec.installer.settings_path(env)
+    path = _settings_path(agent, settings, env)
     before = read_text(path)
     if before is None:
         return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
     doc = parse(before, path)
-    request = InstallRequest(path=path, command=lambda event: hook_command(agent, event))
+    request = InstallRequest(path=path, command=lambda event: hook_command(agent, event, env))
     new, notes = spec.installer.uninstall(doc, request)
-    if new == doc:
+    if statusline:
+        if spec.statusline is None:
+            notes = (*notes, f"{spec.title} has no statusline: nothing to remove")
+            new = doc
+        else:
+            # Everything the full uninstall changes except the hooks, in the file's key order.
+            full = new
+            new = {k: doc[k] if k == "hooks" else full[k] for k in doc if k == "hooks" or k in full}
+            if new == doc:
+                notes = (*notes, f"no statusline of ctxd's in {path}: nothing to remove")
+    elif new == doc:
         notes = (*notes, f"no ctxd hooks in {path}: nothing to remove")
     return _finish(agent, path, before, doc, new, notes)
 

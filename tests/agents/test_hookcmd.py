@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -11,23 +12,51 @@ from pathlib import Path
 import pytest
 
 from ctxd.agents.hookcmd import (
+    base_interpreter,
     build_command,
+    client_dir,
     client_path,
+    ctxd_command,
     hook_command,
+    install_client,
     interpreter,
     is_ctxd_command,
     real_interpreter,
+    refresh_client,
 )
 
 
-def test_hook_command_imports_the_client_with_the_real_interpreter() -> None:
-    words = shlex.split(hook_command("gemini"))
+def test_hook_command_imports_the_copied_client_with_the_base_interpreter(
+    tmp_path: Path,
+) -> None:
+    env = {"HOME": str(tmp_path)}
+    words = shlex.split(hook_command("gemini", env=env))
     assert words[1:4] == ["-S", "-I", "-c"]
-    assert words[0] == interpreter() and Path(words[0]).is_absolute()
-    assert client_path().name == "ctxd_hook.py"
-    assert f'sys.path[:0]=["{client_path().parent}"];import ctxd_hook as h;h.main()' in words[4]
+    # The base Python under the venv: it outlives a moved or rebuilt venv.
+    assert words[0] == base_interpreter() and Path(words[0]).is_absolute()
+    assert not words[0].startswith(sys.prefix + "/") or sys.prefix == sys.base_prefix
+    copied = tmp_path / ".local/share/ctxd/client"
+    assert f'sys.path[:0]=["{copied}"];import ctxd_hook as h;h.main()' in words[4]
     assert words[5:] == ["gemini"]
-    assert shlex.split(hook_command("claude", "statusline"))[5:] == ["claude", "statusline"]
+    assert shlex.split(hook_command("claude", "statusline", env))[5:] == ["claude", "statusline"]
+    xdg = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    assert client_dir(xdg) == tmp_path / "data" / "ctxd" / "client"
+
+
+def test_install_client_copies_the_client_and_names_ctxd(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    assert refresh_client(env) is False  # never installed: a ctxd run creates nothing
+    assert not (tmp_path / ".local").exists()
+    directory = install_client(env)
+    assert directory == client_dir(env) and stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert (directory / "ctxd_hook.py").read_bytes() == client_path().read_bytes()
+    assert (directory / "ctxd-command").read_text().split() == ctxd_command()
+    # An older copy (another version of ctxd installed it) is replaced by the next ctxd run.
+    (directory / "ctxd_wire.py").write_text("VERSION = 0\n")
+    (directory / "ctxd-command").write_text("/gone/venv/bin/python\n-I\n-m\nctxd\n")
+    assert refresh_client(env) is True
+    assert b"VERSION = 1" in (directory / "ctxd_wire.py").read_bytes()
+    assert (directory / "ctxd-command").read_text().split() == ctxd_command()
 
 
 def test_hook_command_runs_and_stays_silent_without_a_daemon(tmp_path: Path) -> None:
@@ -38,11 +67,17 @@ def test_hook_command_runs_and_stays_silent_without_a_daemon(tmp_path: Path) -> 
         "CTXD_SOCKET": str(tmp_path / "none.sock"),
         "CTXD_NO_SPAWN": "1",
     }
+    install_client(env)
     payload = b'{"session_id": "s", "hook_event_name": "PostToolUse", "transcript_path": "/x"}'
     done = subprocess.run(
-        hook_command("claude"), shell=True, input=payload, capture_output=True, env=env, timeout=30
+        hook_command("claude", env=env),
+        shell=True,
+        input=payload,
+        capture_output=True,
+        env=env,
+        timeout=30,
     )
-    assert (done.returncode, done.stdout) == (0, b"")
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
 def test_paths_with_spaces_are_quoted() -> None:

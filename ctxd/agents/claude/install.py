@@ -52,8 +52,8 @@ def install(
 ) -> tuple[Json, tuple[str, ...]]:
     """`doc` with ctxd's hooks, and ctxd's statusLine where allowed; plus notes for the user.
 
-    The statusLine is set when none is set, or when `statusline` is true; a foreign one is
-    otherwise left alone, with a note saying how to switch.
+    The statusLine is set when none is set (with a note saying so), or when `statusline` is
+    true; a foreign one is otherwise left alone, with a note saying how to switch.
     """
     out = add_hooks(doc, hook_specs(command), is_ctxd_command)
     notes: list[str] = []
@@ -69,6 +69,10 @@ def install(
     wanted = {"type": "command", "command": statusline_command}
     if current is None:
         out["statusLine"] = wanted
+        notes.append(
+            "statusLine: none was set, so ctxd's line is now Claude Code's statusline "
+            "(`ctxd uninstall claude --statusline` removes it and keeps the hooks)"
+        )
     elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
         updated = copy.deepcopy(current)
         updated.update(wanted)

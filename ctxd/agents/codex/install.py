@@ -84,11 +84,11 @@ def trust_instructions(config_path: Path) -> str:
     return (
         "Codex runs only hooks you trusted and skips the others silently. Start `codex` in a "
         'terminal once: at "Hooks need review" choose "Review hooks" (or type /hooks), check '
-        'that the hooks run ctxd_hook.py, and trust them ("Trust all and continue", or t in '
-        f"/hooks). Codex records this in {config_path} under [hooks.state] and asks again "
-        "whenever a hook changes (e.g. after reinstalling ctxd with another Python). "
-        "`codex exec` cannot ask: trust the hooks interactively first, or run it with "
-        "--dangerously-bypass-hook-trust."
+        "that the hooks import ctxd_hook (ctxd's client, copied under ~/.local/share/ctxd), and "
+        'trust them ("Trust all and continue", or t in /hooks). Codex records this in '
+        f"{config_path} under [hooks.state] and asks again whenever a hook's command changes "
+        "(e.g. after ctxd is installed with another Python). `codex exec` cannot ask: trust the "
+        "hooks interactively first, or run it with --dangerously-bypass-hook-trust."
     )
 
 

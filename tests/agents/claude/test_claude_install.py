@@ -40,11 +40,13 @@ def test_settings_live_in_claude_config_dir(env: dict[str, str], tmp_path: Path)
 def test_statusline_is_set_when_none_is_set(env: dict[str, str]) -> None:
     path = place("claude-plain.json", env)
     plan = plan_install("claude", env=env)
-    assert plan.notes == ()
+    (note,) = plan.notes  # the user is told that their Claude Code now shows ctxd's line
+    assert "ctxd's line is now Claude Code's statusline" in note
+    assert "`ctxd uninstall claude --statusline`" in note
     apply_plan(plan)
     assert load(path)["statusLine"] == {
         "type": "command",
-        "command": hook_command("claude", "statusline"),
+        "command": hook_command("claude", "statusline", env),
     }
 
 
@@ -95,7 +97,7 @@ def test_ctxd_statusline_is_updated_and_keeps_user_tweaks(env: dict[str, str]) -
     apply_plan(plan_install("claude", env=env))
     assert load(path)["statusLine"] == {
         "type": "command",
-        "command": hook_command("claude", "statusline"),
+        "command": hook_command("claude", "statusline", env),
         "padding": 2,
     }
 
@@ -108,7 +110,7 @@ def test_hooks_use_seconds_and_match_every_tool(env: dict[str, str]) -> None:
     for event, groups in hooks.items():
         (group,) = groups
         (handler,) = group["hooks"]
-        assert handler == {"type": "command", "command": hook_command("claude"), "timeout": 10}
+        assert handler == {"type": "command", "command": hook_command("claude", env=env), "timeout": 10}
         assert group.get("matcher") == ("*" if event == "PostToolUse" else None)
 
 

@@ -47,7 +47,7 @@ def test_hooks_json_goes_to_codex_home_with_seconds(env: dict[str, str], tmp_pat
     timeouts = {}
     for event, (group,) in doc["hooks"].items():
         (handler,) = group["hooks"]
-        assert handler["command"] == hook_command("codex")
+        assert handler["command"] == hook_command("codex", env=env)
         timeouts[event] = handler["timeout"]
     assert timeouts == {
         "SessionStart": 10,

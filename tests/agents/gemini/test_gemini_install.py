@@ -37,7 +37,7 @@ def test_hooks_are_named_use_milliseconds_and_a_regex_matcher(env: dict[str, str
         assert handler == {
             "type": "command",
             "name": "ctxd",
-            "command": hook_command("gemini"),
+            "command": hook_command("gemini", env=env),
             "timeout": 10_000,
         }
         if event == "AfterTool":
