@@ -226,7 +226,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if not check.ok:
             failed += 0 if check.skipped else 1
             if check.fix:
-                _print(f"     {'fix' if not check.skipped else 'to use it'}: {check.fix}")
+                _print(f"     {'hint' if check.skipped else 'fix'}: {check.fix}")
     return 1 if failed else 0
 
 

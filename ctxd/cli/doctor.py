@@ -1,4 +1,9 @@
-"""`ctxd doctor`: one check per line, each with what to do when it fails."""
+"""`ctxd doctor`: one check per line, each with what to do when it fails.
+
+A check is ok, FAIL, or skip (not applicable: an agent you don't use, no service manager, a
+daemon that the first hook will start). Doctor exits non-zero only on a FAIL. The hook commands
+it judges are the ones really installed in each agent's settings, run as the agent runs them.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +14,59 @@ import statistics
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from importlib import resources
 from pathlib import Path
-
-import orjson
+from typing import Any
 
 from ctxd import __version__, agents, paths
+from ctxd.agents.hookcmd import (
+    CTXD_COMMAND_FILE,
+    client_dir,
+    client_path,
+    is_ctxd_command,
+)
+from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
 
-__all__ = ["Check", "run_checks"]
+__all__ = ["SLOW_MS", "Check", "installed_commands", "run_checks"]
 
-HOOK_RUNS = 5
+#: Runs of each installed command; the verdict on speed is their median.
+HOOK_RUNS = 3
+#: Slower than this (median) is a FAIL: ctxd's own command takes ~12 ms, a console script
+#: ~20 ms (docs/benchmarks.md); beyond this a shim or a wrapper is in the way.
+SLOW_MS = 100.0
+#: The agents stop waiting long before this; so does doctor.
+HOOK_TIMEOUT = 10.0
 
 
-def _daemon(env: Mapping[str, str]) -> Check:
+def _daemon(env: Mapping[str, str]) -> tuple[Check, bool]:
+    """The daemon check, and whether a daemon answered."""
     from ctxd.cli.client import request_json
+    from ctxd.errors import DaemonUnavailable
 
     try:
         info = request_json("ping", env=env)
-    except CtxdError as exc:
-        return Check(
+    except DaemonUnavailable:
+        check = Check(
             "daemon",
             False,
-            str(exc),
-            "start it: `ctxd serve`, or `ctxd service install` to run it as a service",
+            f"not running (nothing answers on {paths.socket_path(env)}); the first hook starts it",
+            "start it now with `ctxd serve`, or `ctxd service install` to run it as a service",
+            skipped=True,
         )
+        return check, False
+    except CtxdError as exc:
+        return Check("daemon", False, str(exc), "`ctxd stop`, then `ctxd serve`"), False
     same = info.get("version") == __version__
-    return Check(
+    check = Check(
         "daemon",
         same,
         f"ctxd {info.get('version')} (pid {info.get('pid')}) answers on {info.get('socket')}",
         None if same else f"restart it to run this ctxd ({__version__}): `ctxd stop`",
     )
+    return check, True
 
 
 def _runtime(env: Mapping[str, str]) -> Iterator[Check]:
@@ -86,68 +111,182 @@ def _service() -> Check:
         "service",
         enabled,
         text or "no service manager",
-        None if enabled else "`ctxd service install` (optional: hooks start ctxd)",
-        skipped=service.detect_manager() == "none",
+        None if enabled else "`ctxd service install` (optional: the first hook starts ctxd)",
+        skipped=not enabled,
     )
 
 
-def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
-    from ctxd.agents.hookcmd import is_ctxd_command
+def installed_commands(doc: Mapping[str, Any], statusline: bool) -> dict[str, list[str]]:
+    """ctxd's commands in a parsed settings document: command -> the events that run it
+    ("statusline" for the statusLine command, when the agent has one)."""
+    found: dict[str, list[str]] = {}
+    hooks = doc.get("hooks")
+    for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                command = handler.get("command") if isinstance(handler, dict) else None
+                if isinstance(command, str) and is_ctxd_command(command):
+                    found.setdefault(command, []).append(event)
+    line = doc.get("statusLine")
+    command = line.get("command") if statusline and isinstance(line, dict) else None
+    if isinstance(command, str) and is_ctxd_command(command):
+        found.setdefault(command, []).append("statusline")
+    return found
 
+
+def _probe_payload(agent: str, statusline: bool) -> bytes | None:
+    name = f"{agent}.statusline.json" if statusline else f"{agent}.json"
+    try:
+        return (resources.files("ctxd.cli") / "probes" / name).read_bytes()
+    except OSError:
+        return None
+
+
+def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
+    """Per agent: its settings, ctxd's hooks in them, and a real run of each installed command."""
     for agent in agents.AGENTS:
         spec = agents.spec(agent)
         path = spec.installer.settings_path(env)
+        name = f"{agent} hooks"
         try:
-            doc = orjson.loads(path.read_bytes())
-        except FileNotFoundError:
+            doc = parse(read_text(path), path)
+        except CtxdError as exc:
+            yield Check(name, False, str(exc), "fix the file by hand")
+            continue
+        commands = installed_commands(doc, spec.statusline is not None)
+        events = sorted({e for found in commands.values() for e in found} - {"statusline"})
+        if not events:
+            state = "does not exist" if not path.exists() else "has no ctxd hooks"
             yield Check(
-                f"{agent} hooks",
+                name,
                 False,
-                f"{path} does not exist",
+                f"{path} {state}",
                 f"`ctxd install {agent}` if you use {spec.title}",
                 skipped=True,
             )
             continue
-        except (OSError, orjson.JSONDecodeError) as exc:
-            yield Check(f"{agent} hooks", False, f"{path}: {exc}", "fix the file by hand")
-            continue
-        events = sorted(
-            event
-            for event, entries in (doc.get("hooks") or {}).items()
-            if any(is_ctxd_command(h.get("command")) for e in entries for h in e.get("hooks", []))
-        )
-        yield Check(
-            f"{agent} hooks",
-            bool(events),
-            f"{path}: {', '.join(events) or 'no ctxd hooks'}",
-            None if events else f"`ctxd install {agent}`",
-        )
+        yield Check(name, True, f"{path}: {', '.join(events)}")
         yield from spec.installer.checks(doc)
+        for command, found in commands.items():
+            yield _run_installed(agent, command, "statusline" in found, env)
 
 
-def _round_trip(env: Mapping[str, str]) -> Check:
-    from ctxd.agents.hookcmd import hook_command
+def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str, str]) -> Check:
+    """Run one installed command as the agent does (through a shell, payload on stdin), against
+    a probe socket; FAIL when it exits non-zero, prints anything but ctxd's answer, or is slow."""
+    from ctxd.cli.probe import open_probe
 
-    command = hook_command(agents.AGENTS[0])
-    probe_env = dict(env, CTXD_NO_SPAWN="1")
-    timings = []
-    for _ in range(HOOK_RUNS):
-        start = time.perf_counter()
-        subprocess.run(
-            shlex.split(command),
-            input=b"{}",
-            env=probe_env,
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-        timings.append((time.perf_counter() - start) * 1000)
+    name = f"{agent} {'statusline' if statusline else 'hook'} command"
+    payload = _probe_payload(agent, statusline)
+    if payload is None:
+        return Check(name, False, "no sample payload to run it with", skipped=True)
+    fix = f"`ctxd install {agent}` writes a working command"
+    timings: list[float] = []
+    with open_probe() as probe:
+        run_env = dict(env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
+        for run in range(HOOK_RUNS):
+            start = time.perf_counter()
+            try:
+                done = subprocess.run(
+                    command,
+                    shell=True,
+                    input=payload,
+                    env=run_env,
+                    capture_output=True,
+                    timeout=HOOK_TIMEOUT,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return Check(name, False, f"`{command}` ran over {HOOK_TIMEOUT:g} s", fix)
+            timings.append((time.perf_counter() - start) * 1000)
+            if done.returncode != 0:
+                said = done.stderr.decode(errors="replace").strip().splitlines()
+                last = f": {said[-1]}" if said else ""
+                return Check(name, False, f"`{command}` exits {done.returncode}{last}", fix)
+            if len(probe.exchanges) <= run:
+                return Check(
+                    name,
+                    False,
+                    f"`{command}` never reached ctxd (it printed {done.stdout[:80]!r})",
+                    fix,
+                )
+            exchange = probe.exchanges[run]
+            if exchange.error is not None:
+                return Check(
+                    name,
+                    False,
+                    f"ctxd refused the {_title(agent)} sample payload: {exchange.error}",
+                    "reinstall ctxd",
+                )
+            if done.stdout != exchange.answer:
+                return Check(
+                    name,
+                    False,
+                    f"`{command}` printed {done.stdout[:120]!r} instead of ctxd's answer "
+                    f"{exchange.answer[:120]!r}",
+                    fix,
+                )
     median = statistics.median(timings)
+    if median > SLOW_MS:
+        return Check(
+            name,
+            False,
+            f"slow: {median:.0f} ms median of {HOOK_RUNS} runs of `{command}` (over "
+            f"{SLOW_MS:.0f} ms)",
+            f"{fix}: it names the base interpreter, no shim or wrapper",
+        )
     return Check(
-        "hook round trip",
-        median < 50,
-        f"{median:.1f} ms median of {HOOK_RUNS} runs of `{command}`",
-        None if median < 50 else "check that the hook names the real interpreter",
+        name,
+        True,
+        f"exit 0, ctxd's answer verbatim, {median:.1f} ms median of {HOOK_RUNS} runs "
+        f"(sample {_title(agent)} payload)",
+    )
+
+
+def _title(agent: str) -> str:
+    return agents.spec(agent).title
+
+
+def _client(env: Mapping[str, str], hooks_installed: bool) -> Iterator[Check]:
+    """The copy of the hook client, and the command in it that starts ctxd."""
+    directory = client_dir(env)
+    copy = directory / client_path().name
+    if not copy.exists():
+        yield Check(
+            "hook client",
+            False,
+            f"{directory} has no client",
+            "`ctxd install AGENT` copies it",
+            skipped=not hooks_installed,
+        )
+        return
+    current = copy.read_bytes() == client_path().read_bytes()
+    yield Check(
+        "hook client",
+        current,
+        f"{directory} ({'this' if current else 'another'} ctxd's copy)",
+        None if current else f"make {directory} writable; any ctxd command refreshes it",
+    )
+    try:
+        words = (directory / CTXD_COMMAND_FILE).read_text().split("\n")
+    except OSError as exc:
+        yield Check("hook spawn", False, f"cannot read {CTXD_COMMAND_FILE}: {exc}", "run `ctxd`")
+        return
+    command = [w for w in words if w]
+    try:
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, timeout=30, check=False, env=dict(env)
+        )
+        said = done.stdout.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        said = str(exc)
+    ok = said == f"ctxd {__version__}"
+    yield Check(
+        "hook spawn",
+        ok,
+        f"a hook that finds no daemon starts `{shlex.join(command)} serve` ({said or 'no answer'})",
+        None if ok else "run any `ctxd` command from the ctxd you use: it rewrites the file",
     )
 
 
@@ -156,7 +295,13 @@ def _config(env: Mapping[str, str]) -> Check:
     try:
         load_settings(path)
     except CtxdError as exc:
-        return Check("config", False, str(exc), f"fix {path}; the daemon keeps the last good one")
+        return Check(
+            "config",
+            False,
+            str(exc),
+            f"fix {path}; until then a running daemon keeps the settings it had (the defaults if "
+            "it never read this file whole)",
+        )
     where = str(path) if path.exists() else f"{path} (absent: defaults)"
     return Check("config", True, where)
 
@@ -169,10 +314,17 @@ def _roots(env: Mapping[str, str]) -> Check:
         bool(found),
         ", ".join(found) or "no agent transcripts yet",
         None if found else "run an agent once; ctxd watches its folder when it appears",
+        skipped=not found,
     )
 
 
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
-    checks: list[Check] = [_daemon(env), *_runtime(env), _service(), *_hooks(env)]
-    checks += [_round_trip(env), _config(env), _roots(env)]
+    daemon, running = _daemon(env)
+    checks: list[Check] = [daemon]
+    if running:
+        checks += _runtime(env)
+    checks.append(_service())
+    hooks = list(_hooks(env))
+    installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
+    checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     return checks
