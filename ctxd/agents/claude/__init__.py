@@ -33,12 +33,14 @@ def _statusline_check(doc: Json) -> list[Check]:
     line = doc.get("statusLine")
     command = line.get("command") if isinstance(line, dict) else None
     ours = is_ctxd_command(command)
+    # Keeping one's own statusline is a choice, not a fault: ctxd's hooks work without it.
     return [
         Check(
             "claude statusline",
             ours,
-            f"statusLine: {command or 'none'}",
+            "ctxd's line" if ours else f"your own: `{command}`" if command else "none set",
             None if ours else "`ctxd install claude --statusline` to show ctxd's line",
+            skipped=not ours,
         )
     ]
 
