@@ -22,7 +22,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ctxd"
 LAYERS = {"core": 1, "agents": 2, "daemon": 3, "cli": 4}
 BOTTOM = {"errors", "paths", "fileio", "protocol", "__init__", "__main__"}
-AGENT_NAMES = {"claude", "gemini", "codex"}
+AGENT_NAMES = {"claude", "gemini", "codex", "qwen"}
 # What a pure module may not import: I/O, clocks, event loops, config files, the file watcher.
 IMPURE = {"os", "socket", "_socket", "anyio", "trio", "asyncio", "pathlib", "time", "tomllib"}
 IMPURE |= {"watchfiles", "subprocess", "shutil", "tempfile", "io", "logging", "fcntl", "signal"}

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ctxd.agents import claude, codex, gemini
+from ctxd.agents import claude, codex, gemini, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
 from ctxd.agents.lines import decode
 from ctxd.agents.spec import AgentSpec
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 _SPECS: Mapping[str, AgentSpec] = MappingProxyType(
-    {s.name: s for s in (claude.SPEC, gemini.SPEC, codex.SPEC)}
+    {s.name: s for s in (claude.SPEC, gemini.SPEC, codex.SPEC, qwen.SPEC)}
 )
 
 #: The agents' names, in the order ctxd lists them.
@@ -40,6 +40,11 @@ AGENTS: tuple[str, ...] = tuple(_SPECS)
 
 #: How many lines of a transcript's head are looked at before giving up.
 _HEAD_LINES = 8
+
+#: The order a transcript's head is matched in: newest agent first, since a later agent may
+#: write records an earlier one's check also accepts (Qwen Code's carry every key Claude Code's
+#: check looks for, and more).
+_DETECTION: tuple[AgentSpec, ...] = tuple(_SPECS.values())[::-1]
 
 
 def spec(name: str) -> AgentSpec:
@@ -92,11 +97,11 @@ def detect_agent(head: bytes) -> str | None:
     for line in (*complete[:_HEAD_LINES], partial):
         record = decode(line)
         if record is not None:
-            for s in _SPECS.values():
+            for s in _DETECTION:
                 if s.files.recognises(record):
                     return s.name
     if not complete:
-        for s in _SPECS.values():
+        for s in _DETECTION:
             if s.files.recognises_prefix(partial):
                 return s.name
     return None

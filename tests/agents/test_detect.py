@@ -18,6 +18,7 @@ _DIRS: dict[str, str] = {
     "claude-code-2.1.197": "claude",
     "gemini-cli-0.61.0": "gemini",
     "codex-cli-0.171.0": "codex",
+    "qwen-code-0.24.4": "qwen",
 }
 SAMPLE_FILES = sorted((path, _DIRS[path.parent.name]) for path in DATA.glob("*/*.jsonl"))
 

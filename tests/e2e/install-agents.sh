@@ -20,10 +20,12 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   CLAUDE_V="${CTXD_E2E_CLAUDE:-latest}"
   GEMINI_V="${CTXD_E2E_GEMINI:-latest}"
   CODEX_V="${CTXD_E2E_CODEX:-latest}"
+  QWEN_V="${CTXD_E2E_QWEN:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
   CODEX_V="${CTXD_E2E_CODEX:-0.171.0}"
+  QWEN_V="${CTXD_E2E_QWEN:-0.24.4}"
 fi
 
 log() { echo "[install-agents] $*" >&2; }
@@ -33,7 +35,7 @@ command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first";
 installed_version() {
   local out
   out="$("$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
-  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"
+  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4"
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
 }
 
@@ -51,6 +53,7 @@ mkdir -p "$NPMDIR"
 check claude @anthropic-ai/claude-code "$CLAUDE_V"
 check gemini @google/gemini-cli "$GEMINI_V"
 check codex @openai/codex "$CODEX_V"
+check qwen @qwen-code/qwen-code "$QWEN_V"
 
 if [ ${#want[@]} -gt 0 ]; then
   log "npm install ${want[*]} into $NPMDIR"
@@ -67,5 +70,6 @@ fi
   echo "claude $(installed_version claude)"
   echo "gemini $(installed_version gemini)"
   echo "codex $(installed_version codex)"
+  echo "qwen $(installed_version qwen)"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

@@ -1,0 +1,44 @@
+"""Qwen Code: everything ctxd knows about it, as one `AgentSpec`."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ctxd.agents.qwen import files, install
+from ctxd.agents.qwen.compaction import WINDOWS, compaction_point
+from ctxd.agents.qwen.hooks import DIALECT
+from ctxd.agents.qwen.transcript import QwenReader
+from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+
+__all__ = ["SPEC"]
+
+NAME = "qwen"
+
+
+def _open_reader(path: str | None) -> QwenReader:
+    return QwenReader()
+
+
+def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
+    return install.install(doc, request.command(None))
+
+
+def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
+    return install.uninstall(doc)
+
+
+SPEC = AgentSpec(
+    name=NAME,
+    title="Qwen Code",
+    dialect=DIALECT,
+    files=files,
+    open_reader=_open_reader,
+    compaction=compaction_point,
+    installer=Installer(
+        settings_path=install.settings_path,
+        install=_install,
+        uninstall=_uninstall,
+        checks=install.checks,
+    ),
+    windows=MappingProxyType(dict(WINDOWS)),
+)
