@@ -1,0 +1,217 @@
+"""The Qwen Code reader against real 0.24.4 transcripts: every figure it reports is a usage the
+mock API reported (tests/data/transcripts/qwen-code-0.24.4/usage.*.json), or the compression's
+own estimate; split anywhere, it reports the same."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxd.agents import detect_agent, detect_agent_from_path, spec
+from ctxd.agents.qwen import files
+from ctxd.agents.qwen.transcript import QwenReader
+from ctxd.core.events import UsageUpdate
+
+DATA = Path(__file__).parents[2] / "data" / "transcripts" / "qwen-code-0.24.4"
+SCENARIOS = ("print", "compress")
+
+
+def _updates(name: str) -> list[UsageUpdate]:
+    return QwenReader().feed((DATA / f"transcript.{name}.jsonl").read_bytes())
+
+
+def _mock_prompts(name: str, kind: str = "main") -> list[int]:
+    """The prompt_tokens the mock reported to the CLI's requests of `kind`, in order."""
+    entries = json.loads((DATA / f"usage.{name}.json").read_text())
+    return [e["usage"]["prompt_tokens"] for e in entries if e["kind"] == kind]
+
+
+def _records(name: str) -> list[dict[str, object]]:
+    lines = (DATA / f"transcript.{name}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_answer_reports_the_prompt_the_mock_api_reported(name: str) -> None:
+    answers = [u for u in _updates(name) if not u.compaction]
+    turn_ids = [r["uuid"] for r in _records(name) if r["type"] == "assistant"]
+
+    # One update per recorded answer (each is its own turn), in the order the mock answered.
+    assert [u.turn_id for u in answers] == turn_ids
+    assert [u.tokens for u in answers] == _mock_prompts(name)
+    assert {u.model for u in answers} == {"qwen3-coder-plus"}
+    assert {u.reported_window for u in answers} == {1_000_000}
+    assert all(u.at is not None for u in answers)
+
+
+def test_the_usage_recorded_is_the_usage_the_api_sent_field_for_field() -> None:
+    entries = [e for e in json.loads((DATA / "usage.compress.json").read_text())]
+    sent = [e["usage"] for e in entries if e["kind"] == "main"]
+    recorded = [r["usageMetadata"] for r in _records("compress") if r["type"] == "assistant"]
+    assert recorded == [
+        {
+            "promptTokenCount": u["prompt_tokens"],
+            "candidatesTokenCount": u["completion_tokens"],
+            "thoughtsTokenCount": 0,
+            "totalTokenCount": u["total_tokens"],
+            "cachedContentTokenCount": u["prompt_tokens_details"]["cached_tokens"],
+        }
+        for u in sent
+    ]
+
+
+def test_a_compression_reports_the_clis_own_estimate_and_the_next_answer_replaces_it() -> None:
+    updates = _updates("compress")
+    tokens = [u.tokens for u in updates]
+    assert [u.compaction for u in updates].count(True) == 1
+    at = next(i for i, u in enumerate(updates) if u.compaction)
+
+    # 900,000 >= 850,000: compressed before the next request. Qwen Code carries on with its own
+    # estimate of the compressed prompt (`newTokenCount`): the mock's 900,000 was a made-up
+    # figure for a few hundred characters, so the estimate stays near it.
+    (record,) = [r for r in _records("compress") if r.get("subtype") == "chat_compression"]
+    info = record["systemPayload"]["info"]  # type: ignore[index]
+    assert tokens[at - 1 : at + 2] == [900_000, info["newTokenCount"], 30_000]
+    assert updates[at].turn_id == record["uuid"]
+    # The compression request's own usage (3,000) is never a figure: only answers are.
+    assert _mock_prompts("compress", "compress") == [3_000]
+    assert 3_000 not in tokens
+
+
+def test_a_resumed_session_appends_to_the_same_file_and_is_read_on() -> None:
+    records = _records("compress")
+    assert len({r["sessionId"] for r in records}) == 1
+    assert [u.tokens for u in _updates("compress")][-2:] == [31_000, 31_000]
+
+
+def _line(record: dict[str, object]) -> bytes:
+    # As Qwen Code writes it: compact JSON, keys in insertion order.
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def test_a_rewind_brings_back_the_figure_in_force_before_the_turn_it_went_back_to() -> None:
+    records = _records("print")
+    first_user = records[0]
+    base = {k: first_user[k] for k in ("sessionId", "timestamp")}
+    # A second user turn after the whole first one, answered with 40,000 ...
+    last = records[-1]["uuid"]
+    user = {"uuid": "u2", "parentUuid": last, **base, "type": "user", "message": {"parts": []}}
+    answer = {
+        "uuid": "a2",
+        "parentUuid": "u2",
+        **base,
+        "type": "assistant",
+        "model": "qwen3-coder-plus",
+        "usageMetadata": {"promptTokenCount": 40_000},
+        "contextWindowSize": 1_000_000,
+    }
+    # ... then `/rewind` to that turn: the record hangs under the user turn's parent.
+    rewind = {
+        "uuid": "r1",
+        "parentUuid": last,
+        **base,
+        "type": "system",
+        "subtype": "rewind",
+        "systemPayload": {},
+    }
+    reader = QwenReader()
+    before = reader.feed(b"".join(_line(r) for r in records))
+    assert [u.tokens for u in reader.feed(_line(user) + _line(answer))] == [40_000]
+
+    (back,) = reader.feed(_line(rewind))
+    assert back.tokens == before[-1].tokens == 16_500
+    assert back.turn_id == before[-1].turn_id
+    assert not back.compaction
+
+
+def test_a_line_laid_out_otherwise_is_decoded() -> None:
+    record = {
+        "type": "assistant",
+        "uuid": "x1",
+        "parentUuid": None,
+        "sessionId": "s",
+        "usageMetadata": {"promptTokenCount": 123},
+    }
+    (update,) = QwenReader().feed(_line(record))
+    assert (update.tokens, update.turn_id) == (123, "x1")
+
+
+def test_records_without_usage_and_garbage_report_nothing() -> None:
+    reader = QwenReader()
+    assert reader.feed(b"not json\n[1]\n{}\n\n") == []
+    records = _records("print")
+    assert reader.feed(b"".join(_line(r) for r in records if r["type"] != "assistant")) == []
+
+
+def test_reset_reads_the_file_again_from_the_start() -> None:
+    data = (DATA / "transcript.print.jsonl").read_bytes()
+    reader = QwenReader()
+    first = reader.feed(data)
+    reader.reset()
+    assert reader.feed(data) == first
+    assert reader.saw_tool_use("anything")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=40))
+def test_any_split_gives_the_same_updates(name: str, cuts: list[float]) -> None:
+    data = (DATA / f"transcript.{name}.jsonl").read_bytes()
+    expected = QwenReader().feed(data)
+    points = sorted({int(cut * len(data)) for cut in cuts})
+    reader = QwenReader()
+    updates: list[UsageUpdate] = []
+    for start, end in itertools.pairwise([0, *points, len(data)]):
+        updates.extend(reader.feed(data[start:end]))
+    assert updates == expected
+
+
+# ------------------------------------------------------------------------------------ files
+def _transcript_path(name: str) -> str:
+    (path,) = {
+        json.loads(p.read_text())["transcript_path"]
+        for p in (DATA.parents[1] / "payloads" / "qwen" / "0.24.4" / name).glob("*.json")
+    }
+    return str(path)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_hooks_transcript_path_has_the_layout_and_names_the_session(name: str) -> None:
+    path = _transcript_path(name)
+    session_id = _records(name)[0]["sessionId"]
+
+    assert detect_agent_from_path(path) == "qwen"
+    assert files.is_transcript(path)
+    assert files.session_id_from_path(path) == session_id
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_head_of_a_transcript_is_qwen_codes_not_claude_codes(name: str) -> None:
+    data = (DATA / f"transcript.{name}.jsonl").read_bytes()
+    assert detect_agent(data[:4096]) == "qwen"
+    assert detect_agent(data.split(b"\n", 1)[0][:200]) == "qwen"  # a first line cut off
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/h/.qwen/projects/-h-src/subagents/s1/agent-a1.jsonl",  # a subagent's own file
+        "/h/.gemini/tmp/work/chats/session-2026-11-29T21-11-69ff20f4.jsonl",
+        "/h/.qwen/projects/-h-src/chats/notes.txt",
+    ],
+)
+def test_other_files_are_not_transcripts(path: str) -> None:
+    assert not files.has_layout(path)
+    assert detect_agent_from_path(path) != "qwen"
+
+
+def test_the_root_follows_qwen_home() -> None:
+    assert files.transcript_root({"HOME": "/h"}) == Path("/h/.qwen/projects")
+    assert files.transcript_root({"HOME": "/h", "QWEN_HOME": "/q"}) == Path("/q/projects")
+    assert files.transcript_root({"HOME": "/h", "QWEN_HOME": "~/q"}) == Path("/h/q/projects")
+    assert spec("qwen").files.transcript_root({"HOME": "/h"}) == Path("/h/.qwen/projects")
