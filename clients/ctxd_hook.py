@@ -169,7 +169,7 @@ def main(argv: "list[str] | None" = None) -> int:
         env = wire.environ()
         timeout = float(env.get("CTXD_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
         try:
-            request = wire.hook_request(agent, event, payload)
+            request = wire.hook_request(agent, event, payload, wire.hook_env())
             output = exchange(wire.socket_path(env), request, timeout)
         except OSError:
             if env.get("CTXD_NO_SPAWN") != "1":

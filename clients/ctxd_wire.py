@@ -29,9 +29,26 @@ MAX_RESPONSE = 1024 * 1024
 MAX_STATUS = 64 * MAX_RESPONSE
 #: A successful answer starts with exactly these bytes (the server writes them; keep the order).
 OK_HEADER = b'{"v":1,"ok":true}'
+#: The agent's environment variables a hook passes on (the hook runs as the agent's child, so
+#: its environment is the agent's): what the agents' compaction rules read, and where their
+#: settings live. Every agent's `AgentSpec.config_env` is a part of this list.
+HOOK_ENV = (
+    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+    "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+    "DISABLE_AUTO_COMPACT",
+    "DISABLE_COMPACT",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+)
+#: The longest value passed on; a longer one is left out.
+MAX_ENV_VALUE = 1024
+_HOOK_ENV_BYTES = tuple(name.encode() for name in HOOK_ENV)
 
 __all__ = [
     "HEADER_SIZE",
+    "HOOK_ENV",
+    "MAX_ENV_VALUE",
     "MAX_PAYLOAD",
     "MAX_REQUEST",
     "MAX_RESPONSE",
@@ -42,6 +59,7 @@ __all__ = [
     "environ",
     "frame",
     "frame_size",
+    "hook_env",
     "hook_request",
     "ok_result",
     "peer_uid",
@@ -85,12 +103,32 @@ def read_frame(sock: "_socket.socket", limit: int) -> bytes:
     return recv_exactly(sock, frame_size(recv_exactly(sock, HEADER_SIZE), limit))
 
 
-def hook_request(agent: str, event: "str | None", payload: bytes) -> bytes:
+def hook_env(environ: "Mapping[bytes, bytes] | None" = None) -> bytes:
+    """The `HOOK_ENV` variables set in `environ` (default: this process's), as the JSON object
+    text of a request header's "env". A value that would need escaping in JSON (a quote, a
+    backslash, a control or non-ASCII character) or is longer than MAX_ENV_VALUE is left out:
+    the values that matter are numbers, flags and plain paths."""
+    environ = posix.environ if environ is None else environ
+    parts = []
+    for name in _HOOK_ENV_BYTES:
+        value = environ.get(name)
+        if value is None or len(value) > MAX_ENV_VALUE or not value.isascii():
+            continue
+        if b'"' in value or b"\\" in value or any(byte < 32 or byte == 127 for byte in value):
+            continue
+        parts.append(b'"%s":"%s"' % (name, value))
+    return b"{" + b",".join(parts) + b"}"
+
+
+def hook_request(
+    agent: str, event: "str | None", payload: bytes, env: "bytes | None" = None
+) -> bytes:
     """One framed hook request. `agent` and `event` go into the header unescaped, so the caller
-    passes plain words only."""
+    passes plain words only; `env` is `hook_env()`'s object text (None: no "env" key)."""
     event_json = f'"{event}"' if event else "null"
-    header = f'{{"v":{VERSION},"op":"hook","agent":"{agent}","event":{event_json}}}\n'
-    return frame(header.encode() + payload)
+    head = f'{{"v":{VERSION},"op":"hook","agent":"{agent}","event":{event_json}'.encode()
+    env_json = b"" if env is None else b',"env":' + env
+    return frame(head + env_json + b"}\n" + payload)
 
 
 def ok_result(body: bytes) -> "bytes | None":

@@ -114,6 +114,14 @@ def _no_subagent(parent: str, agent_id: str) -> str | None:
     return None
 
 
+def _no_settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
+    return ()
+
+
+def _no_settings(data: bytes) -> dict[str, str]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     #: The short name used on command lines, in the wire header and in state ("claude").
@@ -133,3 +141,12 @@ class AgentSpec:
     #: (parent transcript, subagent id) -> the subagent's own transcript, if it exists.
     subagent_transcript: Callable[[str, str], str | None] = _no_subagent
     statusline: Statusline | None = None
+    #: The environment variables its compaction rule reads; the hook client passes them from
+    #: the agent's own environment (`ctxd_wire.HOOK_ENV` must hold them all).
+    config_env: tuple[str, ...] = ()
+    #: (environment, session cwd) -> the settings files the agent reads, lowest precedence
+    #: first; the daemon reads them (cached, re-read when they change).
+    settings_files: Callable[[Mapping[str, str], str | None], tuple[Path, ...]] = _no_settings_files
+    #: One settings file's bytes -> the flat configuration its compaction rule reads ({} when
+    #: the file is unusable; never raises).
+    read_settings: Callable[[bytes], dict[str, str]] = _no_settings

@@ -74,7 +74,10 @@ def replay(
         same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
         state = core.apply_usage(state, update, update.at or 0.0)
         fig = core.figures(state, settings, {}, rule, window_override=override)
-        row = Row(state.turns, update.at, fig, update.compaction)
+        # A compaction's first figure can come in two updates of one turn (an estimate, then
+        # the agent's own figure): the row keeps the compaction mark.
+        compaction = update.compaction or (same_turn and pending is not None and pending.compaction)
+        row = Row(state.turns, update.at, fig, compaction)
         if pending is not None and not same_turn:
             yield pending
         pending = row

@@ -50,6 +50,20 @@ def _forecast(fc: dict[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
+def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> str:
+    """Short flags after a figure: no auto-compaction, an estimated figure, a window too small."""
+    marks = [
+        text
+        for flag, text in (
+            (not auto_compaction, "no auto-compaction"),
+            (estimated, "estimate"),
+            (too_small, "window too small?"),
+        )
+        if flag
+    ]
+    return f"  ({', '.join(marks)})" if marks else ""
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     sessions = doc.get("sessions", [])
@@ -74,6 +88,11 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{bar(used)} {used_text}  {tokens_text(s.get('tokens'))} / {s['window']:,} "
             f"({s['window_source']})  {tokens_text(s.get('tokens_to_compaction'))} to compaction  "
             f"{str(s['severity']).upper()}{sub}{ended}"
+            + _marks(
+                s.get("auto_compaction", True),
+                bool(s.get("estimated")),
+                bool(s.get("window_too_small")),
+            )
         )
         lines.append(
             f"       {_short_path(s.get('cwd'))} · updated {_ago(now - s['updated_at'])} · "
@@ -86,6 +105,7 @@ def replay_row_line(row: Row) -> str:
     fig = row.figures
     at = time.strftime("%H:%M:%S", time.localtime(row.at)) if row.at else "--:--:--"
     mark = "  (compaction)" if row.compaction else ""
+    mark += _marks(fig.auto_compaction, fig.estimated, fig.over_window)
     return (
         f"{row.turn:>5}  {at}  {tokens_text(fig.tokens):>11}  "
         f"{(fig.used_pct or 0):5.1f}% of {fig.window.size:,}  "

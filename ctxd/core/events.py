@@ -89,6 +89,16 @@ class UsageUpdate:
     #: Identity of the model turn (message id / response id); a later update with the same
     #: turn id replaces the earlier one (streamed duplicates, re-appended records).
     turn_id: str | None = None
+    #: Tokens the agent counts towards its compaction point on top of `tokens` (Claude Code:
+    #: the response's output tokens, which its next request carries as input). Readers of agents
+    #: whose count is `tokens` alone leave it 0.
+    pending: int = 0
+    #: True when `tokens` is ctxd's estimate, not a figure the agent reported (a compaction
+    #: whose record states no size: the summary's length stands in until the next response).
+    estimated: bool = False
+    #: For an automatic compaction: the size the agent compacted at, when its record says
+    #: (Claude Code's `preTokens`); a clue to the window when nothing else states it.
+    compacted_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

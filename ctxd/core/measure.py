@@ -43,10 +43,15 @@ class Usage:
     compaction_at: int
     #: The statusline's used_percentage (of the whole window), authoritative when given.
     reported_used_pct: float | None = None
+    #: Tokens the agent counts towards compaction on top of `tokens` (see
+    #: `UsageUpdate.pending`); on the compaction basis the count is `tokens + pending`.
+    pending: int = 0
 
     def __post_init__(self) -> None:
-        if self.tokens < 0:
-            raise InvalidInput(f"tokens must not be negative, got {self.tokens}")
+        if self.tokens < 0 or self.pending < 0:
+            raise InvalidInput(
+                f"tokens must not be negative, got {self.tokens} (+{self.pending} pending)"
+            )
         if self.window <= 0:
             raise InvalidInput(f"window must be positive, got {self.window}")
         if self.compaction_at <= 0:
@@ -67,24 +72,26 @@ class Forecast:
     next_severity: Severity | None = None
 
 
-def _clamp(pct: float) -> float:
-    return min(100.0, max(0.0, pct))
+def _floor(pct: float) -> float:
+    # Never clamped at 100: a usage beyond the window (or the compaction point) must show as
+    # such, since it means the window assumed is wrong.
+    return max(0.0, pct)
 
 
 def used_pct(usage: Usage, basis: Basis) -> float:
-    """Percentage used, in [0, 100].
+    """Percentage used, >= 0; above 100 when the usage is beyond the window (or point).
 
     "window": the statusline's reported_used_pct when given, else 100 * tokens / window.
-    "compaction": 100 * tokens / compaction_at, the share of the room before auto-compaction
-    (what Claude Code's UI calls "context left until auto-compact"); the same threshold then
-    means the same thing on every agent, whereas on an agent that compacts at half the window a
-    "remaining % of the window" threshold would never fire.
+    "compaction": 100 * (tokens + pending) / compaction_at, the share of the room before
+    auto-compaction (what Claude Code's UI calls "context left until auto-compact"); the same
+    threshold then means the same thing on every agent, whereas on an agent that compacts at
+    half the window a "remaining % of the window" threshold would never fire.
     """
     if basis == "window":
         if usage.reported_used_pct is not None:
-            return _clamp(usage.reported_used_pct)
-        return _clamp(100.0 * usage.tokens / usage.window)
-    return _clamp(100.0 * usage.tokens / usage.compaction_at)
+            return _floor(usage.reported_used_pct)
+        return _floor(100.0 * usage.tokens / usage.window)
+    return _floor(100.0 * (usage.tokens + usage.pending) / usage.compaction_at)
 
 
 def remaining_pct(usage: Usage, basis: Basis) -> float:

@@ -42,7 +42,7 @@ def _calls(n: int) -> str:
 
 def _figures(usage: Usage, basis: Basis) -> str:
     used, left = _percentages(usage, basis)
-    room = tokens_to_compaction(usage.tokens, usage.compaction_at)
+    room = tokens_to_compaction(usage.tokens + usage.pending, usage.compaction_at)
     due = f"about {room:,} tokens before compaction is due" if room else "compaction is due"
     return (
         f"{used}% {_BASIS_PHRASE[basis]} is used, {left}% left "

@@ -99,7 +99,7 @@ def forecast(recent: tuple[int, ...], usage: Usage, t: Thresholds) -> Forecast:
         base = usage.window if t.basis == "window" else usage.compaction_at
         gap_tokens = (remaining - threshold) / 100.0 * base
         to_next = max(1, math.ceil(gap_tokens / rate))
-    to_compaction = math.ceil(max(0, usage.compaction_at - usage.tokens) / rate)
+    to_compaction = math.ceil(max(0, usage.compaction_at - usage.tokens - usage.pending) / rate)
     return Forecast(rate, to_next, to_compaction, next_severity)
 
 

@@ -19,7 +19,7 @@ from ctxd.core.events import HookEvent, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Forecast, Severity, Usage, remaining_pct, used_pct
 from ctxd.core.policy import PolicyState
 from ctxd.core.settings import Settings
-from ctxd.core.window import Window, model_key, resolve_window
+from ctxd.core.window import Window, infer_window, model_key, resolve_window
 
 __all__ = [
     "Figures",
@@ -32,6 +32,7 @@ __all__ = [
     "new_session",
     "on_hook",
     "session_key",
+    "with_agent_config",
 ]
 
 #: The agent configuration passed to a compaction rule when a session reported none.
@@ -53,6 +54,15 @@ class SessionState:
     statusline_window: int | None = None
     statusline_used_pct: float | None = None  # cleared by newer transcript usage
     compactions: int = 0
+    #: Counted towards compaction on top of `tokens` (`UsageUpdate.pending`).
+    pending: int = 0
+    #: `tokens` is ctxd's estimate (`UsageUpdate.estimated`), until the next real figure.
+    estimated: bool = False
+    #: The size of the last automatic compaction, when its record said (`infer_window`).
+    compacted_from: int | None = None
+    #: The agent's configuration as its hook reported it (the environment variables its
+    #: compaction rule reads), as sorted (name, value) pairs.
+    agent_config: tuple[tuple[str, str], ...] = ()
     turns: int = 0
     last_turn_id: str | None = None
     policy: PolicyState = PolicyState()
@@ -77,6 +87,10 @@ class Figures:
     forecast: Forecast | None
     #: False when the agent will not compact on its own (the rule said so).
     auto_compaction: bool = True
+    #: `tokens` is an estimate (see `SessionState.estimated`).
+    estimated: bool = False
+    #: The usage is above the window: the window assumed is almost certainly wrong.
+    over_window: bool = False
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -118,6 +132,11 @@ def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> Session
         agent_window=update.reported_window or state.agent_window,
         statusline_used_pct=None,
         compactions=state.compactions + (1 if update.compaction else 0),
+        pending=update.pending,
+        estimated=update.estimated,
+        compacted_from=update.compacted_from
+        if update.compacted_from is not None
+        else state.compacted_from,
         turns=state.turns + (1 if new_turn else 0),
         last_turn_id=update.turn_id if update.turn_id is not None else state.last_turn_id,
         policy=policy_state,
@@ -133,11 +152,26 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         state,
         model=report.model_id or state.model,
         tokens=report.tokens if report.tokens is not None else state.tokens,
+        estimated=state.estimated and report.tokens is None,
         statusline_window=report.window or state.statusline_window,
         statusline_used_pct=report.used_pct,
         cwd=report.cwd or state.cwd,
         updated_at=now,
     )
+
+
+def with_agent_config(state: SessionState, config: Mapping[str, str]) -> SessionState:
+    """The session with the configuration its agent's hook just reported (unchanged: itself)."""
+    pairs = tuple(sorted(config.items()))
+    return state if pairs == state.agent_config else replace(state, agent_config=pairs)
+
+
+def _config(state: SessionState, files: Mapping[str, str]) -> Mapping[str, str]:
+    # The hook's environment over the agent's settings files: the names never collide (variables
+    # are upper-case, settings keys JSON paths), so the order only matters for a user's oddity.
+    if not state.agent_config:
+        return files
+    return {**files, **dict(state.agent_config)}
 
 
 def learned_window(state: SessionState) -> tuple[str, int] | None:
@@ -155,10 +189,24 @@ def figures(
     rule: CompactionRule,
     recent: bool = True,
     window_override: Window | None = None,
+    config: Mapping[str, str] = NO_CONFIG,
 ) -> Figures:
     """What the session's numbers mean now: its window (and the source that said so), where
-    its agent compacts by `rule`, the severity on the configured basis and the forecast."""
+    its agent compacts by `rule` under its configuration (`config`: from the agent's settings
+    files; the hook's environment stored on the session is laid over it), the severity on the
+    configured basis and the forecast."""
     tokens = state.tokens
+    agent_config = _config(state, config)
+    compacted_from = state.compacted_from
+
+    def inferred() -> int | None:
+        if compacted_from is None:
+            return None
+        return infer_window(
+            compacted_from,
+            lambda size: rule(size, state.model, settings.compaction, agent_config),
+        )
+
     window = window_override or resolve_window(
         statusline=state.statusline_window,
         agent_reported=state.agent_window,
@@ -167,8 +215,9 @@ def figures(
         table=settings.windows,
         tokens=tokens or 0,
         default=settings.default_window,
+        inferred=inferred if compacted_from is not None else None,
     )
-    point = rule(window.size, state.model, settings.compaction, NO_CONFIG)
+    point = rule(window.size, state.model, settings.compaction, agent_config)
     auto = point is not None
     # Without auto-compaction the window is the only limit: the basis falls back to it.
     point = window.size if point is None else point
@@ -180,7 +229,7 @@ def figures(
         tokens=tokens,
         window=window,
         compaction_at=point,
-        tokens_to_compaction=tokens_to_compaction(tokens, point),
+        tokens_to_compaction=tokens_to_compaction(tokens + state.pending, point),
         used_pct=used_pct(usage, "window"),
         basis_used_pct=used_pct(usage, basis),
         severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds),
@@ -188,6 +237,8 @@ def figures(
         if recent
         else None,
         auto_compaction=auto,
+        estimated=state.estimated,
+        over_window=tokens > window.size,
     )
 
 
@@ -203,6 +254,8 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "compaction_at": fig.compaction_at if fig.auto_compaction else None,
         "tokens_to_compaction": fig.tokens_to_compaction if fig.auto_compaction else None,
         "auto_compaction": fig.auto_compaction,
+        "estimated": fig.estimated,
+        "window_too_small": fig.over_window,
     }
 
 
@@ -212,6 +265,7 @@ def _usage(state: SessionState, window: Window, point: int) -> Usage:
         window=window.size,
         compaction_at=point,
         reported_used_pct=state.statusline_used_pct,
+        pending=state.pending,
     )
 
 
@@ -222,8 +276,10 @@ def on_hook(
     learned: Mapping[str, int],
     rule: CompactionRule,
     now: float,
+    config: Mapping[str, str] = NO_CONFIG,
 ) -> tuple[SessionState, Reply]:
-    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
+    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping.
+    `config` is the agent's configuration from its settings files (see `figures`)."""
     if event.kind == "compaction":
         return _answered(state, event, now, policy.on_compaction(state.policy)), Reply()
     if event.kind == "session_end":
@@ -234,7 +290,7 @@ def on_hook(
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
         return _answered(state, event, now, state.policy), Reply()
     current = state if state.model or not event.model else replace(state, model=event.model)
-    fig = figures(current, settings, learned, rule, recent=False)
+    fig = figures(current, settings, learned, rule, recent=False, config=config)
     usage = _usage(state, fig.window, fig.compaction_at)
     t = settings.thresholds
     if event.kind == "stop":

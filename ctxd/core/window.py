@@ -9,14 +9,22 @@ fired 5-7x too early on 1M models for exactly that reason).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from ctxd.errors import InvalidInput
 
 WindowSource = Literal[
-    "option", "statusline", "agent", "model-id", "learned", "table", "usage", "default"
+    "option",
+    "statusline",
+    "agent",
+    "model-id",
+    "learned",
+    "compaction",
+    "table",
+    "usage",
+    "default",
 ]
 
 #: Windows real models ship with, smallest first. When usage outgrows the assumed window the
@@ -32,6 +40,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "Window",
     "WindowSource",
+    "infer_window",
     "lookup_table",
     "model_key",
     "resolve_window",
@@ -118,6 +127,28 @@ def window_for_usage(tokens: int) -> int:
     return tokens
 
 
+def infer_window(compacted_at: int, point_for: Callable[[int], int | None]) -> int | None:
+    """The window an automatic compaction at `compacted_at` tokens points to, else None.
+
+    An agent compacts on the first request whose count reaches its point, so the count it
+    compacted at lies at or just above the point of its real window. Of the common windows that
+    hold `compacted_at` and whose point (`point_for(window)`, the agent's rule) it reached, the
+    one whose point lies closest below it is taken: 170,251 -> 200,000 under Claude Code's rule
+    (point 167,000), 490,000 -> 1,000,000 when a 50 % override put the point there.
+    """
+    best: tuple[int, int] | None = None  # (distance above the point, window)
+    for size in COMMON_WINDOWS:
+        if size < compacted_at:
+            continue
+        point = point_for(size)
+        if point is None or point > compacted_at:
+            continue
+        gap = compacted_at - point
+        if best is None or gap < best[0]:
+            best = (gap, size)
+    return best[1] if best is not None else None
+
+
 def resolve_window(
     *,
     statusline: int | None,
@@ -127,6 +158,7 @@ def resolve_window(
     table: Mapping[str, int],
     tokens: int,
     default: int = DEFAULT_WINDOW,
+    inferred: Callable[[], int | None] | None = None,
 ) -> Window:
     """Pick the window by precedence; the first usable source wins.
 
@@ -134,6 +166,8 @@ def resolve_window(
     2. `agent_reported`: the agent's own report in its transcript (Codex model_context_window);
     3. a size in the model id ("[1m]");
     4. `learned[model_key(model)]`: learned earlier from an authoritative report;
+    4b. `inferred()`: a window read from an observed automatic compaction (`infer_window`),
+       source "compaction" (called only when sources 1-4 say nothing);
     5. `table`: exact id, then longest prefix (see `lookup_table`);
     6. when `tokens` exceed the table's (or the default) window: the smallest common window
        that holds them (`window_for_usage`), source "usage";
@@ -154,7 +188,9 @@ def resolve_window(
     if model and (size := _positive(learned.get(model_key(model)))) is not None:
         return Window(size, "learned")
     assumed = Window(default, "default")
-    if (size := lookup_table(model, table)) is not None:
+    if inferred is not None and (size := _positive(inferred())) is not None:
+        assumed = Window(size, "compaction")
+    elif (size := lookup_table(model, table)) is not None:
         assumed = Window(size, "table")
     if tokens > assumed.size:
         return Window(window_for_usage(tokens), "usage")

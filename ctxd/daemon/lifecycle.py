@@ -159,7 +159,10 @@ class Daemon:
         self.check_config()
         hint = request.header.get("event")
         return self.registry.handle_hook(
-            str(request.header.get("agent")), str(hint) if hint else None, request.payload
+            str(request.header.get("agent")),
+            str(hint) if hint else None,
+            request.payload,
+            request.header.get("env"),
         )
 
     def _status(self, request: Request) -> Answer:

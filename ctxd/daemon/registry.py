@@ -26,6 +26,7 @@ from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
+from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.daemon.files import TranscriptFile
 
@@ -63,6 +64,7 @@ class Registry:
         self.ids: dict[tuple[str, str], str] = {}  # (agent, session_id) -> session key
         self.dirty = False
         self.hooks_answered = 0
+        self.agent_settings = AgentSettings(os.environ)
 
     # ----------------------------------------------------------------- transcripts
 
@@ -165,7 +167,13 @@ class Registry:
 
     # ----------------------------------------------------------------- hooks
 
-    def handle_hook(self, agent: str, event_hint: str | None, payload: bytes) -> HookAnswer:
+    def handle_hook(
+        self,
+        agent: str,
+        event_hint: str | None,
+        payload: bytes,
+        env: object = None,
+    ) -> HookAnswer:
         """The answer to one hook: the exact bytes the agent's hook prints (b"" for nothing).
 
         The session is found or created from the payload and caught up with its transcript
@@ -173,6 +181,8 @@ class Registry:
         run a hook for a tool call whose model turn is not on disk yet (Claude Code after a
         fast tool); answering then would judge the previous turn's figure, one call late. Such
         a hook gets an awaitable instead, which waits for the turn (at most TOOL_CALL_WAIT).
+        `env` is the agent's environment as the hook client passed it (the request header's
+        "env": the variables its compaction rule reads); None when the client sent none.
         Raises InvalidInput for an unknown agent or a payload that is not a hook's.
         """
         spec = agents.spec(agent)
@@ -180,6 +190,12 @@ class Registry:
             return self._statusline(spec, payload)
         event = agents.parse(agent, payload, event_hint)
         key = self._session_for(event)
+        if isinstance(env, dict):
+            config = {k: v for k, v in env.items() if k in spec.config_env and isinstance(v, str)}
+            state = self.sessions[key]
+            updated = core.with_agent_config(state, config)
+            if updated is not state:
+                self._store(updated)
         if self._awaits_tool_call(event, key):
             return self._answer_once_written(event, key)
         return self._answer(event, key)
@@ -188,7 +204,13 @@ class Registry:
         state = self.sessions[key]
         rule = agents.spec(state.agent).compaction
         new_state, reply = core.on_hook(
-            state, event, self.settings, self.learned, rule, self.clock()
+            state,
+            event,
+            self.settings,
+            self.learned,
+            rule,
+            self.clock(),
+            self.agent_settings.config(state),
         )
         self._store(new_state)
         self.hooks_answered += 1
@@ -250,7 +272,8 @@ class Registry:
         state = core.apply_statusline(self.sessions[key], report, self.clock())
         self._store(state)
         self._learn(state)
-        fig = core.figures(state, self.settings, self.learned, spec.compaction)
+        config = self.agent_settings.config(state)
+        fig = core.figures(state, self.settings, self.learned, spec.compaction, config=config)
         return spec.statusline.render(state.model, fig)
 
     # ----------------------------------------------------------------- status
@@ -271,7 +294,8 @@ class Registry:
 
     def _row(self, state: SessionState, now: float) -> dict[str, Any]:
         rule = agents.spec(state.agent).compaction
-        fig = core.figures(state, self.settings, self.learned, rule)
+        config = self.agent_settings.config(state)
+        fig = core.figures(state, self.settings, self.learned, rule, config=config)
         fc = fig.forecast
         return {
             "session_id": state.session_id,
@@ -374,7 +398,7 @@ class Registry:
 
 def _usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
     """A payload's transcript path, if it names a regular file we can read (or track already)."""
-    if not path or not os.path.isabs(path) or not path.endswith(".jsonl"):
+    if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
         return None
     return path if path in known or os.path.isfile(path) else None
 

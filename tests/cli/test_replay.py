@@ -37,7 +37,9 @@ def test_claude_code_timeline_matches_the_reported_usage_and_compactions() -> No
         (275_000, False, "ok"),
         (425_000, False, "ok"),
         (575_000, False, "ok"),
-        (725_000, False, "critical"),  # 23 % of the room before compaction (937,500) left
+        # Claude Code's own point on 1M is 967,000, and it counts the reply's output too:
+        # 725,000 + output leaves just under 25.02 % of the room, above the CRITICAL line.
+        (725_000, False, "warning"),
         (875_000, False, "critical"),
         (2_723, True, "ok"),
         (8_000, False, "ok"),

@@ -44,12 +44,14 @@ def test_for_window_rejects_nonpositive_windows(bad: int) -> None:
 @pytest.mark.parametrize(
     ("agent", "window", "rules", "point"),
     [
-        # Claude Code: window - reserve (937,500 of 1M; 2.1.332 was seen at ~965-970k).
-        ("claude", 1_000_000, CompactionRules(), 937_500),
-        ("claude", 200_000, CompactionRules(), 183_616),
-        ("claude", 1_000_000, CompactionRules(claude_reserve=33_000), 967_000),
-        # Unknown agents get the Claude rule.
+        # Claude Code: its measured rule (truth tables in tests/agents/claude), unless the user
+        # set a reserve.
+        ("claude", 1_000_000, CompactionRules(), 967_000),
+        ("claude", 200_000, CompactionRules(), 167_000),
+        ("claude", 1_000_000, CompactionRules(claude_reserve=50_000), 950_000),
+        # Unknown agents get forWindow's reserve.
         ("opencode", 200_000, CompactionRules(), 183_616),
+        ("opencode", 1_000_000, CompactionRules(), 937_500),
         # Gemini CLI: half the window.
         ("gemini", 1_048_576, CompactionRules(), 524_288),
         ("gemini", 1_000_000, CompactionRules(gemini_fraction=0.7), 700_000),
@@ -57,6 +59,8 @@ def test_for_window_rejects_nonpositive_windows(bad: int) -> None:
         ("codex", 258_400, CompactionRules(), 244_800),
         ("codex", 380_000, CompactionRules(), 360_000),
         ("codex", 258_400, CompactionRules(codex_token_limit=100_000), 100_000),
+        # A limit above the 90 % point changes nothing: Codex compacts at the lower one.
+        ("codex", 258_400, CompactionRules(codex_token_limit=250_000), 244_800),
     ],
 )
 def test_compaction_point(agent: str, window: int, rules: CompactionRules, point: int) -> None:
@@ -77,9 +81,9 @@ def test_gemini_capture_compressed_above_the_point_and_not_below() -> None:
     assert 12_000 < point <= 600_000
 
 
-def test_claude_stand_in_is_early_not_late() -> None:
-    # 2.1.332 compacted between about 965,100 and 970,100 of 1M: the stand-in must not be later.
-    assert compaction_point("claude", 1_000_000) <= 965_100
+def test_claude_capture_compacted_at_the_point() -> None:
+    # 2.1.332 compacted between about 965,100 and 970,100 of 1M (input + cache + output).
+    assert 965_100 <= compaction_point("claude", 1_000_000) <= 970_100
 
 
 def test_compaction_point_is_at_least_one() -> None:

@@ -77,10 +77,15 @@ def test_severity_for_custom(remaining: float, expected: Severity) -> None:
         # Gemini: half the window used is all of the room before compression.
         (Usage(524_288, 1_048_576, 524_288), "compaction", 100.0),
         (Usage(524_288, 1_048_576, 524_288), "window", 50.0),
-        # Clamped.
-        (Usage(1_000_000, 1_000_000, 937_500), "compaction", 100.0),
-        (Usage(0, 1_000_000, 937_500, reported_used_pct=104.0), "window", 100.0),
+        # Never clamped above: a usage past the window (or the point) shows as such.
+        (Usage(1_000_000, 1_000_000, 937_500), "compaction", 100 * 1_000_000 / 937_500),
+        (Usage(213_000, 200_000, 167_000), "window", 106.5),
+        (Usage(0, 1_000_000, 937_500, reported_used_pct=104.0), "window", 104.0),
+        # ...but never below 0.
         (Usage(0, 1_000_000, 937_500, reported_used_pct=-3.0), "window", 0.0),
+        # Claude Code counts the reply's output towards its point (`pending`), not the window.
+        (Usage(150_300, 200_000, 167_000, pending=16_700), "compaction", 100.0),
+        (Usage(150_300, 200_000, 167_000, pending=16_700), "window", 75.15),
     ],
 )
 def test_used_and_remaining_pct(usage: Usage, basis: Basis, used: float) -> None:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+
 from ctxd.agents.claude import files, install
-from ctxd.agents.claude.compaction import compaction_point
+from ctxd.agents.claude.compaction import CONFIG_ENV, compaction_point, settings_config
 from ctxd.agents.claude.hooks import DIALECT
+from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.models import windows as model_windows
 from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
 
 __all__ = ["SPEC"]
@@ -17,6 +25,27 @@ NAME = "claude"
 
 def _open_reader(path: str | None) -> ClaudeReader:
     return ClaudeReader(subagent=path is not None and files.is_subagent_path(path))
+
+
+def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
+    # Claude Code's settings, lowest precedence first: user, project, local (managed settings
+    # outrank them all).
+    user = install.settings_path(env)
+    if not cwd:
+        return (user, _MANAGED)
+    project = Path(cwd) / ".claude"
+    return (user, project / "settings.json", project / "settings.local.json", _MANAGED)
+
+
+_MANAGED = Path("/etc/claude-code/managed-settings.json")
+
+
+def _read_settings(data: bytes) -> dict[str, str]:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {}
+    return settings_config(doc) if isinstance(doc, dict) else {}
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -61,4 +90,9 @@ SPEC = AgentSpec(
     parent_transcript=files.parent_transcript,
     subagent_transcript=files.subagent_transcript,
     statusline=Statusline(parse=parse_statusline, render=render_figures),
+    windows=MappingProxyType(model_windows(MODELS)),
+    # CLAUDE_CONFIG_DIR too: it says where the user's settings.json is.
+    config_env=(*CONFIG_ENV, "CLAUDE_CONFIG_DIR"),
+    settings_files=_settings_files,
+    read_settings=_read_settings,
 )

@@ -47,9 +47,10 @@ def has_layout(path: str) -> bool:
 
 
 def is_subagent_path(path: str) -> bool:
-    """`.../<session>/subagents/agent-<id>.jsonl`: a subagent's own transcript."""
-    parts = PurePath(path).parts
-    return len(parts) >= 2 and parts[-2] == "subagents" and parts[-1].startswith("agent-")
+    """A subagent's own transcript: `.../<session>/subagents/agent-<id>.jsonl` (2.1.x), or
+    `agent-<id>.jsonl` beside its session's file (2.0.x). Session files are named by their
+    session id, a UUID, so the `agent-` prefix tells them apart."""
+    return os.path.basename(path).startswith("agent-")
 
 
 def recognises(record: Mapping[str, Any]) -> bool:

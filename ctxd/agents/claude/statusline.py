@@ -48,6 +48,10 @@ class StatusView:
     tokens_to_compaction: int | None
     #: "ok" | "warning" | "critical"; anything else renders as "ok".
     severity: str
+    #: The agent never compacts on its own: the line says so instead of a distance.
+    auto_compaction: bool = True
+    #: `tokens` is an estimate (after a compaction whose record gave no size): shown with "~".
+    estimated: bool = False
 
 
 def parse_statusline(payload: bytes) -> StatuslineReport:
@@ -81,6 +85,8 @@ def render_figures(model: str | None, fig: Figures) -> bytes:
             used_pct=fig.used_pct,
             tokens_to_compaction=fig.tokens_to_compaction if fig.auto_compaction else None,
             severity=fig.severity.label,
+            auto_compaction=fig.auto_compaction,
+            estimated=fig.estimated,
         )
     )
 
@@ -107,10 +113,15 @@ def render_statusline(view: StatusView, width: int = 10) -> bytes:
         # Half up, as Claude Code's own used_percentage (92.5 % shows as 93).
         shown = f"{math.floor(pct + 0.5)}%" if pct is not None else "?%"
         parts.append(f"{model} {bar} {shown}" if model else f"{bar} {shown}")
-        parts.append(f"{_human(view.tokens)}/{window}")
+        approx = "~" if view.estimated else ""
+        parts.append(f"{approx}{_human(view.tokens)}/{window}")
+        if view.tokens > view.window:
+            parts.append("window too small?")
         if view.tokens_to_compaction is not None:
             left = view.tokens_to_compaction
             parts.append("compaction due" if left <= 0 else f"{_human(left)} to compact")
+        elif not view.auto_compaction:
+            parts.append("no auto-compaction")
     line = _MARKERS.get(view.severity, "") + _SEP.join(parts)
     return line.encode() + b"\n"
 

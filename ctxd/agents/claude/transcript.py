@@ -12,8 +12,14 @@ last main-chain assistant message: output tokens are excluded, which matches Cla
 - A streamed message can be written several times with the same `message.id`; every copy is
   reported with `turn_id` = that id, so a consumer keeps only the newest. Once the final copy (the
   one with a `stop_reason`) has been seen, later partial copies of it are ignored.
-- A `system`/`compact_boundary` line reports `compactMetadata.postTokens` (0 when missing) with
-  `compaction=True`; the next assistant message replaces it.
+- Each update carries the response's `output_tokens` as `pending`: Claude Code counts them
+  towards its compaction point (`compaction.py`), though not in its `used_percentage`.
+- A `system`/`compact_boundary` line reports `compactMetadata.postTokens` with
+  `compaction=True`; the next assistant message replaces it. An automatic one (`trigger:
+  "auto"`) also reports its `preTokens` as `compacted_from`, from which the window can be
+  inferred. Claude Code 2.1.3x writes no `postTokens`: the figure is then an estimate
+  (`estimated=True`), the session's first context (system prompt, tools, first prompt) until
+  the summary line (`isCompactSummary`) follows, then that plus the summary's length / 4.
 
 Only lines that can carry usage are decoded. Claude Code 2.1.332 writes attachment, request-shape
 and blob lines of 10-60 KB; a substring test on the raw bytes rejects them before any JSON work.
@@ -34,6 +40,9 @@ _USAGE_KEY = b'"usage"'
 #: How many recent tool calls a reader remembers (for `saw_tool_use`).
 _TOOL_USES_KEPT = 256
 _BOUNDARY = b"compact_boundary"
+_SUMMARY = b'"isCompactSummary":true'
+#: The usual rough rate for English text and code: about four characters per token.
+_CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
 
 
@@ -46,18 +55,21 @@ class ClaudeReader:
         self._final_id: str | None = None
         self._reported = Changes()
         self._tool_uses: dict[str, None] = {}  # insertion-ordered set of recent tool_use ids
+        self._baseline: int | None = None  # the first main-chain context: prompt and tools
+        self._estimating: str | None = None  # a boundary without postTokens, until its summary
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
-            if _USAGE_KEY not in line and _BOUNDARY not in line:
+            wanted = _USAGE_KEY in line or _BOUNDARY in line
+            if not wanted and (self._estimating is None or _SUMMARY not in line):
                 continue
             update = self._on_record(decode(line))
             if update is None:
                 continue
             # Streamed copies repeat the same figure for the same turn: they say nothing new.
-            key = (update.tokens, update.turn_id, update.model)
+            key = (update.tokens, update.pending, update.turn_id, update.model)
             if self._reported.is_new(key, force=update.compaction):
                 updates.append(update)
         return updates
@@ -68,6 +80,8 @@ class ClaudeReader:
         self._final_id = None
         self._reported.reset()
         self._tool_uses.clear()
+        self._baseline = None
+        self._estimating = None
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether a recent assistant message of this transcript made tool call `tool_use_id`.
@@ -95,8 +109,48 @@ class ClaudeReader:
         if kind == "assistant":
             return self._on_assistant(record)
         if kind == "system" and record.get("subtype") == "compact_boundary":
-            return _on_boundary(record)
+            return self._on_boundary(record)
+        if kind == "user" and record.get("isCompactSummary") is True:
+            return self._on_summary(record)
         return None
+
+    def _on_boundary(self, record: dict[str, Any]) -> UsageUpdate:
+        metadata = record.get("compactMetadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        post = count(metadata.get("postTokens"))
+        uuid = record.get("uuid")
+        turn_id = uuid if isinstance(uuid, str) else None
+        auto = metadata.get("trigger") == "auto"
+        self._estimating = (turn_id or "") if post is None else None
+        return UsageUpdate(
+            tokens=post if post is not None else self._baseline or 0,
+            at=epoch_seconds(record.get("timestamp")),
+            compaction=True,
+            turn_id=turn_id,
+            estimated=post is None,
+            compacted_from=count(metadata.get("preTokens")) if auto else None,
+        )
+
+    def _on_summary(self, record: dict[str, Any]) -> UsageUpdate | None:
+        if self._estimating is None:
+            return None
+        turn_id = self._estimating or None
+        self._estimating = None
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        chars = len(content) if isinstance(content, str) else 0
+        if isinstance(content, list):
+            chars = sum(
+                len(block["text"])
+                for block in content
+                if isinstance(block, dict) and isinstance(block.get("text"), str)
+            )
+        return UsageUpdate(
+            tokens=(self._baseline or 0) + chars // _CHARS_PER_TOKEN,
+            at=epoch_seconds(record.get("timestamp")),
+            turn_id=turn_id,
+            estimated=True,
+        )
 
     def _on_assistant(self, record: dict[str, Any]) -> UsageUpdate | None:
         if record.get("isApiErrorMessage") is True:
@@ -113,16 +167,22 @@ class ClaudeReader:
             return None
         message_id = message.get("id")
         turn_id = message_id if isinstance(message_id, str) else None
+        self._estimating = None
+        if self._baseline is None and not self._keep_sidechain:
+            self._baseline = tokens
         if message.get("stop_reason") is None:
             if turn_id is not None and turn_id == self._final_id:
                 return None  # a partial copy written after the final one
         else:
             self._final_id = turn_id
+        usage = message.get("usage")
+        output = count(usage.get("output_tokens")) if isinstance(usage, dict) else None
         return UsageUpdate(
             tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             model=model if isinstance(model, str) else None,
             turn_id=turn_id,
+            pending=output or 0,
         )
 
 
@@ -140,15 +200,3 @@ def context_tokens(usage: object) -> int | None:
     if all(part is None for part in parts):
         return None
     return sum(part for part in parts if part is not None)
-
-
-def _on_boundary(record: dict[str, Any]) -> UsageUpdate:
-    metadata = record.get("compactMetadata")
-    post = count(metadata.get("postTokens")) if isinstance(metadata, dict) else None
-    uuid = record.get("uuid")
-    return UsageUpdate(
-        tokens=post or 0,
-        at=epoch_seconds(record.get("timestamp")),
-        compaction=True,
-        turn_id=uuid if isinstance(uuid, str) else None,
-    )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from ctxd.agents.codex import files, install
-from ctxd.agents.codex.compaction import compaction_point
+from ctxd.agents.codex.compaction import compaction_point, settings_config
 from ctxd.agents.codex.hooks import DIALECT
+from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+from ctxd.core.compaction import share_of
 
 __all__ = ["SPEC"]
 
@@ -28,6 +32,23 @@ def _read_config(path: Path) -> Json | None:
         return {}
     except (OSError, tomllib.TOMLDecodeError):
         return None
+
+
+def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
+    return (files.codex_home(env) / "config.toml",)
+
+
+def _read_settings(data: bytes) -> dict[str, str]:
+    try:
+        doc = tomllib.loads(data.decode("utf-8", "replace"))
+    except tomllib.TOMLDecodeError:
+        return {}
+    return settings_config(doc)
+
+
+#: Codex reports 95 % of its catalog window (`CompactionRules.codex_reported_share`), and its
+#: compaction rule takes the reported window: the table holds windows as Codex reports them.
+_REPORTED_SHARE = 0.95
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -54,4 +75,10 @@ SPEC = AgentSpec(
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall
     ),
+    windows=MappingProxyType(
+        {info.prefix: share_of(info.window, _REPORTED_SHARE) for info in MODELS}
+    ),
+    config_env=("CODEX_HOME",),
+    settings_files=_settings_files,
+    read_settings=_read_settings,
 )

@@ -1,15 +1,38 @@
 """Where Codex CLI compacts: at 90 % of its catalog window, while its rollout reports 95 % of
 that window as `model_context_window` (258,400 for 272,000), or at `model_auto_compact_token_limit`
-when the user set one. Seen with 0.171.0: a response reporting 250,100 total tokens (> 244,800)
-was compacted mid-turn; one of 120,100 was not, and with the limit at 100,000 it was."""
+(config.toml) when that is lower. Measured with 0.171.0: a response reporting 250,100 total
+tokens (> 244,800) was compacted mid-turn; one of 120,100 was not, and with the limit at 100,000
+it was.
+
+The agent configuration is the flat mapping `settings_config` makes of config.toml; a limit set
+there outranks ctxd's `[compaction] codex_token_limit`, since it is what Codex itself reads.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ctxd.core.compaction import CompactionRules, at_least_one, check_window, share_of
 
-__all__ = ["compaction_point"]
+__all__ = ["LIMIT_KEY", "compaction_point", "settings_config"]
+
+LIMIT_KEY = "model_auto_compact_token_limit"
+
+
+def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The keys of a parsed config.toml the rule reads, as text."""
+    value = doc.get(LIMIT_KEY)
+    if type(value) is int:
+        return {LIMIT_KEY: str(value)}
+    return {}
+
+
+def _limit(config: Mapping[str, str], rules: CompactionRules) -> int | None:
+    text = config.get(LIMIT_KEY)
+    if text is not None and text.strip().isdigit() and int(text) > 0:
+        return int(text)
+    return rules.codex_token_limit
 
 
 def compaction_point(
@@ -17,7 +40,9 @@ def compaction_point(
 ) -> int | None:
     """`window` is the window Codex reports (258,400 -> 244,800)."""
     check_window(window)
-    if rules.codex_token_limit is not None:
-        return at_least_one(rules.codex_token_limit)
     catalog = round(window / rules.codex_reported_share)
-    return at_least_one(share_of(catalog, rules.codex_fraction))
+    point = share_of(catalog, rules.codex_fraction)
+    limit = _limit(config, rules)
+    if limit is not None:
+        point = min(point, limit)
+    return at_least_one(point)

@@ -14,9 +14,18 @@ already a part of `input_tokens` (OpenAI's convention, unlike Anthropic's) and r
 part of `output_tokens`. A `token_count` repeating the usage of the last `token_usage_record`
 carries that record's `response_id` as `turn_id`, so it never looks like a new turn.
 
-A `compacted` line marks a compaction. The `token_count` after it has zeros everywhere but an
-estimated `total_tokens` of the rebuilt history; that estimate is reported with
-`compaction=True` (or, should a response come first, that response's usage is).
+A `compacted` line marks a compaction, reported at once so that it counts when it happens
+(`compaction=True`), with ctxd's estimate (`estimated=True`): the smallest context seen
+(instructions, tools, a prompt) plus the length / 4 of the `replacement_history` (or `message`)
+it carries. The `token_count` after it has zeros everywhere but Codex's own estimate of the
+rebuilt history in `total_tokens`; that replaces ctxd's under the same turn id (still
+`estimated`), as does the next response's usage.
+
+Around a compaction Codex writes `token_count`s whose categories are all 0 but
+`total_tokens`: after the `compacted` line, its own estimate of the rebuilt history (reported
+with `estimated=True`); but also impossible ones, larger than the window itself (940,499 on
+258,400 seen in 0.104). A usage above the reported window is skipped and counted in `skipped`
+(the reader is pure; the daemon logs the count).
 `reported_window` is `model_context_window` (Codex reports 95 % of the catalog window); `model`
 comes from `turn_context` lines.
 """
@@ -24,6 +33,8 @@ comes from `turn_context` lines.
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.core.events import UsageUpdate
@@ -41,6 +52,15 @@ _EVENT_MARKERS = (b'"token_count"', b'"task_started"')
 _SKIPPED = frozenset({b"response_item", b"world_state"})
 _TYPE = b'"type":"'
 _MARKERS = (*(b'"%s"' % kind for kind in _WANTED), b'"task_started"')
+_CATEGORIES = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+#: The usual rough rate for English text and code: about four characters per token.
+_CHARS_PER_TOKEN = 4
 
 
 class CodexReader:
@@ -51,8 +71,11 @@ class CodexReader:
         self._model: str | None = None
         self._window: int | None = None
         self._response: tuple[str, int] | None = None  # newest (response_id, total_tokens)
-        self._compaction: str | None = None  # turn id of a compaction not reported yet
+        self._compaction: str | None = None  # turn id of the last compaction, until usage
         self._reported = Changes()
+        self._baseline: int | None = None  # the smallest context seen: instructions, tools
+        #: Records skipped as impossible figures (see the module docstring), since the start.
+        self.skipped = 0
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
@@ -79,6 +102,8 @@ class CodexReader:
         self._response = None
         self._compaction = None
         self._reported.reset()
+        self._baseline = None
+        self.skipped = 0
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Codex writes the response's usage before it runs the tool (see the module docstring)."""
@@ -97,11 +122,7 @@ class CodexReader:
                 self._window = count(payload.get("model_context_window")) or self._window
             return None
         if kind == "compacted":
-            window_id = payload.get("window_id")
-            self._compaction = (
-                window_id if isinstance(window_id, str) else f"compacted:{record.get('ordinal')}"
-            )
-            return None
+            return self._on_compacted(payload, record)
         if kind in ("turn_context", "session_meta"):
             model = payload.get("model")
             if isinstance(model, str) and model:
@@ -111,8 +132,9 @@ class CodexReader:
     def _on_usage_record(
         self, payload: dict[str, Any], record: dict[str, Any]
     ) -> UsageUpdate | None:
-        tokens = _total(payload.get("usage"))
-        if tokens is None:
+        usage = payload.get("usage")
+        tokens = _total(usage)
+        if tokens is None or self._impossible(usage, tokens):
             return None
         response_id = payload.get("response_id")
         turn_id = response_id if isinstance(response_id, str) else None
@@ -127,29 +149,67 @@ class CodexReader:
         if not isinstance(info, dict):
             return None  # written before the first response: no usage yet
         self._window = count(info.get("model_context_window")) or self._window
-        tokens = _total(info.get("last_token_usage"))
-        if tokens is None:
+        last = info.get("last_token_usage")
+        tokens = _total(last)
+        if tokens is None or self._impossible(last, tokens):
             return None
-        if self._compaction is None and self._response is not None and self._response[1] == tokens:
+        if self._response is not None and self._response[1] == tokens:
             turn_id: str | None = self._response[0]
         else:
             # No record for this usage (older Codex, or an estimate): the thread's running total
             # tells repeated token_count lines of one response apart from new ones.
             cumulative = _total(info.get("total_token_usage"))
             turn_id = f"token_count:{cumulative}:{tokens}"
-        return self._update(tokens, turn_id, record)
+        return self._update(tokens, turn_id, record, estimated=_only_total(last))
 
-    def _update(self, tokens: int, turn_id: str | None, record: dict[str, Any]) -> UsageUpdate:
-        compaction = self._compaction
-        self._compaction = None
+    def _impossible(self, usage: object, tokens: int) -> bool:
+        if self._window is not None and tokens > self._window:
+            self.skipped += 1
+            return True
+        return False
+
+    def _on_compacted(self, payload: dict[str, Any], record: dict[str, Any]) -> UsageUpdate:
+        window_id = payload.get("window_id")
+        turn_id = window_id if isinstance(window_id, str) else f"compacted:{record.get('ordinal')}"
+        history = payload.get("replacement_history")
+        if isinstance(history, list):
+            chars = len(orjson.dumps(history))
+        else:
+            message = payload.get("message")
+            chars = len(message) if isinstance(message, str) else 0
+        self._compaction = turn_id
         return UsageUpdate(
+            tokens=(self._baseline or 0) + chars // _CHARS_PER_TOKEN,
+            at=epoch_seconds(record.get("timestamp")),
+            model=self._model,
+            reported_window=self._window,
+            compaction=True,
+            turn_id=turn_id,
+            estimated=True,
+        )
+
+    def _update(
+        self, tokens: int, turn_id: str | None, record: dict[str, Any], estimated: bool = False
+    ) -> UsageUpdate:
+        if not estimated and (self._baseline is None or tokens < self._baseline):
+            self._baseline = tokens
+        if self._compaction is not None:
+            # The first figure after a compaction replaces ctxd's estimate under its turn id.
+            turn_id = self._compaction
+            self._compaction = None
+        return UsageUpdate(
+            estimated=estimated,
             tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             model=self._model,
             reported_window=self._window,
-            compaction=compaction is not None,
-            turn_id=compaction if compaction is not None else turn_id,
+            turn_id=turn_id,
         )
+
+
+def _only_total(usage: object) -> bool:
+    """A usage with every category 0 but `total_tokens`: Codex's estimate, not a response's."""
+    return isinstance(usage, dict) and all(not usage.get(key) for key in _CATEGORIES)
 
 
 def _first_type(line: bytes) -> bytes:

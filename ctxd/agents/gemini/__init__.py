@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
+import orjson
+
 from ctxd.agents.gemini import files, install
-from ctxd.agents.gemini.compaction import WINDOWS, compaction_point
+from ctxd.agents.gemini.compaction import compaction_point, settings_config
 from ctxd.agents.gemini.hooks import DIALECT
-from ctxd.agents.gemini.transcript import GeminiReader
+from ctxd.agents.gemini.models import MODELS
+from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
+from ctxd.agents.models import windows as model_windows
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 
 __all__ = ["SPEC"]
@@ -15,8 +21,24 @@ __all__ = ["SPEC"]
 NAME = "gemini"
 
 
-def _open_reader(path: str | None) -> GeminiReader:
+def _open_reader(path: str | None) -> GeminiReader | GeminiJsonReader:
+    if path is not None and path.endswith(".json"):
+        return GeminiJsonReader()
     return GeminiReader()
+
+
+def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
+    # User settings, then the workspace's, which outrank them.
+    user = install.settings_path(env)
+    return (user, Path(cwd) / ".gemini" / "settings.json") if cwd else (user,)
+
+
+def _read_settings(data: bytes) -> dict[str, str]:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {}
+    return settings_config(doc) if isinstance(doc, dict) else {}
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -46,5 +68,7 @@ SPEC = AgentSpec(
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall
     ),
-    windows=MappingProxyType(dict(WINDOWS)),
+    windows=MappingProxyType(model_windows(MODELS)),
+    settings_files=_settings_files,
+    read_settings=_read_settings,
 )

@@ -2,6 +2,7 @@
 
 `~/.gemini/tmp/<project>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`; line 1 is metadata
 `{sessionId, projectHash, startTime, ...}`, later lines are messages or `$set`/`$rewindTo`.
+Older versions write `session-*.json`: one object holding the metadata and the messages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ __all__ = [
 ]
 
 
+_SUFFIXES = (".jsonl", ".json")
+
+
 def transcript_root(env: Mapping[str, str]) -> Path:
     return home(env) / ".gemini" / "tmp"
 
@@ -31,7 +35,9 @@ def transcript_root(env: Mapping[str, str]) -> Path:
 def is_transcript(path: str) -> bool:
     name = os.path.basename(path)
     return (
-        name.startswith("session-") and name.endswith(".jsonl") and f"{os.sep}chats{os.sep}" in path
+        name.startswith("session-")
+        and name.endswith(_SUFFIXES)
+        and f"{os.sep}chats{os.sep}" in path
     )
 
 
@@ -42,7 +48,7 @@ def has_layout(path: str) -> bool:
         len(parts) >= 2
         and parts[-2] == "chats"
         and name.startswith("session-")
-        and name.endswith(".jsonl")
+        and name.endswith(_SUFFIXES)
     )
 
 
@@ -63,5 +69,6 @@ def recognises_prefix(prefix: bytes) -> bool:
 
 
 def session_id_from_path(path: str) -> str | None:
-    stem = os.path.basename(path).removesuffix(".jsonl")
+    name = os.path.basename(path)
+    stem = name.removesuffix(".jsonl") if name.endswith(".jsonl") else name.removesuffix(".json")
     return stem if PLAIN_TOKEN.fullmatch(stem) else None

@@ -1,4 +1,5 @@
-"""Gemini CLI chat recordings (`chats/session-*.jsonl`) -> usage updates.
+"""Gemini CLI chat recordings (`chats/session-*.jsonl`, and the older `session-*.json`) ->
+usage updates.
 
 The file is a log of edits to a message list: message lines `{id, timestamp, type, ...}` append a
 message or replace the one with the same id; `{"$rewindTo": id}` drops that message and all after
@@ -18,7 +19,15 @@ message replaces it. When a rewind leaves no gemini message with tokens, no upda
 A resume also rewrites the list, keeping the ids: that is not a compaction, and tokens already
 known for a kept id stay known.
 
+A gemini message whose `tokens` are all 0 (seen in 2025-10 recordings: a request that reported
+no usage) says nothing about the context and is passed over.
+
 Per message only its id and, for gemini messages, its usage figure are kept.
+
+Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
+startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
+parses the whole file each time it is read (`rewritten_whole`: the daemon reads it again from 0
+whenever it changes) and reports the gemini messages it has not reported yet, in order.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import orjson
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["GeminiReader"]
+__all__ = ["GeminiJsonReader", "GeminiReader"]
 
 _SNAPSHOT = "<state_snapshot>"
 _ACK = "Got it. Thanks for the additional context!"
@@ -193,7 +202,7 @@ def _figure(message: dict[str, Any]) -> _Figure | None:
     if message.get("type") != "gemini" or not isinstance(tokens, dict):
         return None
     prompt = count(tokens.get("input"))
-    if prompt is None:
+    if prompt is None or not any(tokens.values()):
         return None
     model = message.get("model")
     return _Figure(
@@ -236,3 +245,71 @@ def _estimate(messages: list[Any]) -> int:
                     # Function calls and responses: count their JSON text.
                     chars += len(orjson.dumps(part))
     return chars // _CHARS_PER_TOKEN
+
+
+class GeminiJsonReader:
+    """Reader for the older single-object recordings (`chats/session-*.json`); see the module
+    docstring. Holds the file's bytes until they parse as a whole."""
+
+    #: The file is rewritten whole: read it again from the start whenever it changes.
+    rewritten_whole = True
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._reported: set[str] = set()  # ids of the messages already reported, in any role
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; the updates once it parses as a whole."""
+        self._data += data
+        if not self._data.rstrip().endswith(b"}"):
+            return []  # mid-write, or not this format
+        try:
+            doc = orjson.loads(self._data)
+        except orjson.JSONDecodeError:
+            return []
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if not isinstance(messages, list):
+            return []
+        return self._new_updates(messages, doc.get("lastUpdated"))
+
+    def reset(self) -> None:
+        """Start the file over (it was rewritten). What was reported stays reported."""
+        self._data = bytearray()
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        """Gemini CLI records the model turn before it runs the tool."""
+        return True
+
+    def _new_updates(self, messages: list[Any], updated: object) -> list[UsageUpdate]:
+        updates: list[UsageUpdate] = []
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                continue
+            message_id: str = message["id"]
+            if message_id in self._reported:
+                continue
+            if _is_summary(message):
+                self._reported.add(message_id)
+                updates.append(
+                    UsageUpdate(
+                        tokens=_estimate(messages[index:]),
+                        at=epoch_seconds(message.get("timestamp") or updated),
+                        compaction=True,
+                        turn_id=message_id,
+                        estimated=True,
+                    )
+                )
+                continue
+            if message.get("type") != "gemini":
+                self._reported.add(message_id)
+                continue
+            figure = _figure(message)
+            if figure is None:
+                continue  # no usage yet: it may be rewritten with it
+            self._reported.add(message_id)
+            updates.append(
+                UsageUpdate(
+                    tokens=figure.tokens, at=figure.at, model=figure.model, turn_id=message_id
+                )
+            )
+        return updates

@@ -224,26 +224,78 @@ def test_blank_and_garbage_lines_are_skipped() -> None:
     assert [(u.tokens, u.compaction) for u in updates] == [(0, True), (8_000, False)]
 
 
-def test_compact_boundary_without_post_tokens_reports_zero_then_new_usage() -> None:
-    boundary = orjson.dumps(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "b-1",
-            "timestamp": "2026-11-29T20:37:13.777Z",
-            "compactMetadata": {"trigger": "auto", "preTokens": 875101},
-        }
-    )
-    after = _with_usage(_assistant_line(), message_id="msg_after", cache_read=0)
+def _boundary(uuid: str, **metadata: object) -> bytes:
+    record = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": uuid,
+        "timestamp": "2026-11-29T20:37:13.777Z",
+        "compactMetadata": metadata,
+    }
+    return orjson.dumps(record) + b"\n"
+
+
+def _summary(text: str) -> bytes:
+    # The shape Claude Code 2.1.39 writes right after the boundary (marot/spotter's fixture).
+    record = {
+        "type": "user",
+        "isSidechain": False,
+        "isVisibleInTranscriptOnly": True,
+        "isCompactSummary": True,
+        "uuid": "s-1",
+        "timestamp": "2026-11-29T20:37:13.800Z",
+        "message": {"role": "user", "content": text},
+    }
+    return orjson.dumps(record) + b"\n"
+
+
+def test_compact_boundary_without_post_tokens_reports_an_estimate_until_new_usage() -> None:
+    """2.1.3x boundaries carry preTokens only: the figure is an estimate, first the session's
+    first context (prompt, tools), then that plus the summary's length / 4."""
     reader = ClaudeReader()
+    reader.feed(_with_usage(_assistant_line(), message_id="msg_first", cache_read=17_000))
     reader.feed(_with_usage(_assistant_line(), message_id="msg_before", cache_read=872_000))
 
-    updates = reader.feed(boundary + b"\n" + after)
+    updates = reader.feed(
+        _boundary("b-1", trigger="auto", preTokens=875_101)
+        + _summary("x" * 40_000)
+        + _with_usage(_assistant_line(), message_id="msg_after", cache_read=0)
+    )
 
-    assert [(u.tokens, u.compaction, u.turn_id) for u in updates] == [
-        (0, True, "b-1"),
-        (3_000, False, "msg_after"),
+    assert [(u.tokens, u.compaction, u.estimated, u.turn_id) for u in updates] == [
+        (20_000, True, True, "b-1"),
+        (30_000, False, True, "b-1"),
+        (3_000, False, False, "msg_after"),
     ]
+    assert updates[0].compacted_from == 875_101
+
+
+def test_compact_boundary_with_post_tokens_is_exact_and_manual_ones_teach_no_window() -> None:
+    reader = ClaudeReader()
+    updates = reader.feed(
+        _boundary("b-2", trigger="manual", preTokens=120_000, postTokens=2_625)
+        + _summary("y" * 4_000)  # a summary after an exact figure changes nothing
+    )
+    assert [(u.tokens, u.compaction, u.estimated, u.compacted_from) for u in updates] == [
+        (2_625, True, False, None)
+    ]
+
+
+def test_each_update_carries_the_reply_output_as_pending() -> None:
+    line = orjson.loads(_with_usage(_assistant_line(), message_id="msg_out", cache_read=9_000))
+    line["message"]["usage"]["output_tokens"] = 777
+    (update,) = ClaudeReader().feed(orjson.dumps(line) + b"\n")
+    assert (update.tokens, update.pending) == (12_000, 777)
+
+
+def test_a_final_copy_with_more_output_is_reported_again() -> None:
+    template = orjson.loads(_with_usage(_assistant_line(), message_id="m", cache_read=1_000))
+    partial = orjson.loads(orjson.dumps(template))
+    partial["message"]["stop_reason"] = None
+    partial["message"]["usage"]["output_tokens"] = 1
+    template["message"]["usage"]["output_tokens"] = 500
+    updates = ClaudeReader().feed(orjson.dumps(partial) + b"\n" + orjson.dumps(template) + b"\n")
+    assert [(u.tokens, u.pending) for u in updates] == [(4_000, 1), (4_000, 500)]
 
 
 def test_reset_forgets_the_partial_line_and_the_last_figure() -> None:

@@ -71,27 +71,103 @@ def test_exec_figures_are_the_per_response_totals() -> None:
     ("name", "expected"),
     [
         # autocompact: 120000+100, 250000+100 (over 90 % of 272000: compaction), the compaction
-        # request's own 3000+200, Codex's estimate of the rebuilt history (token_count after
-        # `compacted`: 6884), then 9000+20.
+        # request's own 3000+200; the `compacted` line counts at once, with ctxd's estimate (the
+        # smallest context seen, 3,200, + the replacement history's length / 4); then Codex's
+        # estimate of the rebuilt history (the token_count after `compacted`: 6884) replaces
+        # it under the same turn; then 9000+20.
         (
             "rollout.autocompact.jsonl",
-            [(120_100, False), (250_100, False), (3_200, False), (6_884, True), (9_020, False)],
+            [
+                (120_100, False, False),
+                (250_100, False, False),
+                (3_200, False, False),
+                (5_115, True, True),
+                (6_884, False, True),
+                (9_020, False, False),
+            ],
         ),
         (
             "rollout.autocompact_limit.jsonl",
-            [(120_100, False), (3_200, False), (6_889, True), (9_020, False)],
+            [
+                (120_100, False, False),
+                (3_200, False, False),
+                (5_119, True, True),
+                (6_889, False, True),
+                (9_020, False, False),
+            ],
         ),
         # interactive: 20000+50, 30000+60, /compact (3000+200, estimate 7221), 6000+20.
         (
             "rollout.interactive.jsonl",
-            [(20_050, False), (30_060, False), (3_200, False), (7_221, True), (6_020, False)],
+            [
+                (20_050, False, False),
+                (30_060, False, False),
+                (3_200, False, False),
+                (5_485, True, True),
+                (7_221, False, True),
+                (6_020, False, False),
+            ],
         ),
     ],
 )
-def test_compaction_reports_codex_own_estimate(name: str, expected: list[tuple[int, bool]]) -> None:
+def test_compaction_counts_at_once_then_takes_codex_own_estimate(
+    name: str, expected: list[tuple[int, bool, bool]]
+) -> None:
     updates = _replay(_read(name))
 
-    assert [(u.tokens, u.compaction) for u in updates] == expected
+    assert [(u.tokens, u.compaction, u.estimated) for u in updates] == expected
+    estimate, codex_estimate = (u for u in updates if u.estimated)
+    assert estimate.turn_id == codex_estimate.turn_id
+
+
+def test_a_compaction_with_nothing_after_it_still_counts() -> None:
+    lines = _read("rollout.autocompact.jsonl").splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"type":"compacted"' in line) + 1
+    updates = _replay(b"".join(lines[:cut]))
+    assert (updates[-1].compaction, updates[-1].estimated) == (True, True)
+
+
+def test_impossible_token_counts_are_skipped_and_counted() -> None:
+    # Codex 0.104 (madshn/localpush's fixture) wrote every category 0 and total_tokens 940,499
+    # on a 258,400 window, before and after a `compacted` line.
+    def token_count(total: int, **usage: int) -> dict[str, object]:
+        categories = dict.fromkeys(
+            ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens"), 0
+        )
+        return {
+            "timestamp": "2026-02-23T12:54:34.000Z",
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {
+                    "last_token_usage": {**categories, **usage, "total_tokens": total},
+                    "total_token_usage": {**categories, "total_tokens": 22_545_849 + total},
+                    "model_context_window": 258_400,
+                },
+            },
+        }
+
+    compacted = {
+        "timestamp": "2026-02-23T12:54:35.000Z",
+        "type": "compacted",
+        "payload": {"message": "", "replacement_history": [{"type": "message"}]},
+    }
+    records = [
+        token_count(212_134, input_tokens=209_950, output_tokens=2_184),
+        token_count(940_499),
+        compacted,
+        token_count(940_499),
+        token_count(48_687, input_tokens=48_297, output_tokens=390),
+    ]
+    reader = CodexReader()
+    updates = reader.feed(b"".join(orjson.dumps(r) + b"\n" for r in records))
+
+    assert [(u.tokens, u.compaction) for u in updates] == [
+        (212_134, False),
+        (212_134 + len(b'[{"type":"message"}]') // 4, True),
+        (48_687, False),
+    ]
+    assert reader.skipped == 2
 
 
 def test_context_overflow_reports_codex_estimate_of_the_failed_prompt() -> None:
@@ -179,9 +255,11 @@ def test_lines_in_another_key_order_are_still_read() -> None:
 
     updates = _replay(data)
 
+    history = len(orjson.dumps(compacted["payload"]["replacement_history"]))  # type: ignore[index]
     assert [(u.tokens, u.compaction, u.turn_id) for u in updates] == [
         (1_010, False, "r1"),
-        (700, True, "w2"),
+        (1_010 + history // 4, True, "w2"),
+        (700, False, "w2"),
     ]
 
 
