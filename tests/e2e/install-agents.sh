@@ -32,9 +32,12 @@ log() { echo "[install-agents] $*" >&2; }
 command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first"; exit 1; }
 
 # installed_version BIN: the bare version a CLI reports ("" when missing or broken)
+# A CLI's first run writes its config dir (Gemini CLI: ~/.gemini) into HOME: never the user's.
+SCRATCH_HOME="$CACHE/home"
 installed_version() {
   local out
-  out="$("$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
+  mkdir -p "$SCRATCH_HOME"
+  out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
   # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4"
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
 }
