@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -379,3 +380,105 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         tmux.wait("CLAUDE-EXITED", 30)
     finally:
         tmux.kill()
+
+
+# ------------------------------------------------------------------- the real compaction point
+#: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, the point the measured rule gives)
+COMPACTION_CASES = [
+    ("claude-sonnet-4-6", 200_000, None, 167_000),  # 200k - min(64k, 20k) - 13k
+    ("claude-opus-5-5", 1_000_000, None, 967_000),  # 1M - 20k - 13k
+    ("claude-sonnet-4-6", 200_000, "50", 90_000),  # min(floor(180,000 * 0.5), 167,000)
+    ("claude-opus-5-5", 1_000_000, "50", 490_000),  # min(floor(980,000 * 0.5), 967,000)
+]
+#: The count Claude Code compares with its point: input + cache + output of the last reply.
+#: claude_usage(c) reports input 1,000 + cache creation 4,000 + cache_read c + output 50.
+OUTPUT = 50
+
+
+def _counts(point: int) -> list[int]:
+    """The count after each tool call: through ctxd's default thresholds on the compaction basis
+    (WARNING at 35 % of the room left, CRITICAL at 25 %), then 1,000 short of the point, then
+    just past it (Claude Code also counts a few tokens it estimates for what came since)."""
+    warning, critical = round(point * 0.65), round(point * 0.75)
+    return [
+        point // 3,  # 0: ok
+        warning - 600,  # 1: ok, just above the WARNING line
+        warning + 600,  # 2: WARNING
+        critical - 600,  # 3: still WARNING (debounced: nothing said)
+        critical + 600,  # 4: CRITICAL (escalation: said at once)
+        point - 1_000,  # 5: CRITICAL, 1,000 tokens before the point: no compaction
+        point + 100,  # 6: past the point: Claude Code compacts before its next request
+    ]
+
+
+@pytest.mark.parametrize(("model", "window", "pct", "point"), COMPACTION_CASES)
+def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
+    make_rig: Callable[..., Rig],
+    tmp_path: Path,
+    model: str,
+    window: int,
+    pct: str | None,
+    point: int,
+) -> None:
+    """The real CLI's auto-compaction, against ctxd's figures at every tool call: each tool
+    asks `ctxd status` (after the reply is on disk) what ctxd thinks at that very turn."""
+    counts = _counts(point)
+    status_dir = tmp_path / "status"
+    status_dir.mkdir()
+    steps: list[Json] = []
+    ctl = f"{shlex.quote(sys.executable)} -m ctxd status --json"
+    for i, count in enumerate(counts):
+        out = shlex.quote(str(status_dir / f"{i}.json"))
+        command = f"sleep {TOOL_SECONDS}; {ctl} > {out} 2>&1"
+        steps.append(
+            {
+                "tool_use": {
+                    "name": "Bash",
+                    "input": {"command": command, "description": f"Ask ctxd {i}"},
+                },
+                "usage": claude_usage(count - 5_000 - OUTPUT),
+            }
+        )
+    # After the compaction: one more call, small again, then the answer.
+    steps.append({**claude_tool_steps(1, [20_000], TOOL_SECONDS)[0]})
+    steps.append({"text": "Done.", "usage": claude_usage(21_000)})
+    rig = make_rig(steps, "", counter=True)  # ctxd's default config: the compaction basis
+
+    env = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": pct} if pct else {}
+    res = rig.claude("Run the steps", "--model", model, **env)
+
+    # Claude Code compacted once, right after the reply of call 6 (before its 8th main request).
+    kinds = [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()]
+    loop = [k for k in kinds if k in ("main", "compact")]
+    assert loop.count("compact") == 1, loop
+    assert loop.index("compact") == len(counts), loop
+
+    sid = session_id(res)
+    rows = []
+    # From call 1 on: during call 0 of a fresh session Claude Code has not created the
+    # transcript yet (it writes lazily), so ctxd knows the session from its hooks only.
+    for i in range(1, len(counts)):
+        doc = json.loads((status_dir / f"{i}.json").read_text())
+        (row,) = [s for s in doc["sessions"] if s["session_id"] == sid]
+        rows.append(row)
+    counts = counts[1:]
+    assert [r["tokens"] for r in rows] == [c - OUTPUT for c in counts]
+    assert {(r["window"], r["window_source"]) for r in rows} == {(window, "table")}
+    assert {r["compaction_at"] for r in rows} == {point}
+    assert [r["tokens_to_compaction"] for r in rows] == [max(0, point - c) for c in counts]
+    assert rows[-2]["tokens_to_compaction"] == 1_000 and rows[-1]["tokens_to_compaction"] == 0
+    assert [r["severity"] for r in rows] == [
+        "ok",
+        "warning",
+        "warning",
+        "critical",
+        "critical",
+        "critical",
+    ]
+    main = rig.main()
+    assert at_calls(main, WARNING) == [2], [m["answer"] for m in main]
+    assert at_calls(main, CRITICAL) == [4]
+
+    after = rig.ctxd.session(sid)
+    assert after["compactions"] == 1
+    assert after["severity"] == "ok"
