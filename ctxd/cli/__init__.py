@@ -37,19 +37,27 @@ def _print_json(value: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ctxd.daemon.lifecycle import AlreadyRunning, serve
+    from ctxd.fileio import open_append
 
     os.umask(0o077)  # everything the daemon writes (state, log, lock) is for this user only
     handler: logging.Handler
+    replaced = None
     if args.spawned:
-        # Started by a hook client with stdio on /dev/null: log to the state dir instead.
-        log_dir = paths.state_dir()
-        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log_dir.chmod(0o700)
-        handler = logging.FileHandler(log_dir / "ctxd.log")
+        # Started by a hook client with stdio on /dev/null: log to the state dir instead, a
+        # directory checked private first, to a file of our own (never through a link there).
+        log_path = paths.state_dir() / "ctxd.log"
+        paths.ensure_private_dir(log_path.parent)
+        try:
+            fd, replaced = open_append(log_path)
+        except OSError as exc:
+            raise CtxdError(f"cannot open the log {log_path}: {exc.strerror or exc}") from None
+        handler = logging.StreamHandler(open(fd, "a", buffering=1, encoding="utf-8"))  # noqa: SIM115
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), handlers=[handler])
+    if replaced is not None:
+        logger.warning("the log's path held %s; replaced it with a new log file", replaced)
     try:
         serve(os.environ)
     except AlreadyRunning:
