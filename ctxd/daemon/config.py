@@ -23,11 +23,16 @@ idle_minutes = 360    # a session with no activity this long counts as ended
 ended_minutes = 15    # an ended session stays listed this long
 ```
 
-Unknown keys are errors: a typo that silently does nothing is worse than a clear message.
+Unknown keys are errors: a typo that silently does nothing is worse than a clear message, and so
+is a value the core refuses (its own checks are config errors here, never a crash later). Only
+a regular file of at most MAX_CONFIG_BYTES is read, without blocking on what is not one (a FIFO);
+`[windows]` holds at most MAX_WINDOWS entries, since every hook may look a model up in it.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,9 +43,19 @@ from ctxd.agents import builtin_windows
 from ctxd.core.compaction import CompactionRules
 from ctxd.core.settings import HandoffSettings, SessionSettings, Settings, Thresholds
 from ctxd.core.window import DEFAULT_WINDOW
-from ctxd.errors import ConfigError
+from ctxd.errors import ConfigError, InvalidInput
 
-__all__ = ["DEFAULT_WINDOWS", "default_settings", "load_settings", "parse_settings"]
+__all__ = [
+    "DEFAULT_WINDOWS",
+    "MAX_CONFIG_BYTES",
+    "MAX_WINDOWS",
+    "default_settings",
+    "load_settings",
+    "parse_settings",
+]
+
+MAX_CONFIG_BYTES = 256 * 1024
+MAX_WINDOWS = 1000
 
 #: The agents' built-in model table (model id prefix -> window), under the user's [windows].
 DEFAULT_WINDOWS: Mapping[str, int] = MappingProxyType(builtin_windows())
@@ -119,6 +134,8 @@ def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
 
 def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
     table = _table(doc, "windows", set())
+    if len(table) > MAX_WINDOWS:
+        raise ConfigError(f"[windows] has {len(table):,} entries; at most {MAX_WINDOWS:,} are read")
     user = {model: _integer(table, model, "windows", 1) for model in table}
     return MappingProxyType({**DEFAULT_WINDOWS, **user})
 
@@ -171,27 +188,56 @@ def parse_settings(text: str) -> Settings:
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
     window = _table(doc, "window", {"default"})
-    return Settings(
-        thresholds=_thresholds(doc),
-        handoff=_handoff(doc),
-        windows=_windows(doc),
-        default_window=_integer(window, "default", "window", 1)
-        if "default" in window
-        else DEFAULT_WINDOW,
-        compaction=_compaction(doc),
-        sessions=_sessions(doc),
-    )
+    try:
+        return Settings(
+            thresholds=_thresholds(doc),
+            handoff=_handoff(doc),
+            windows=_windows(doc),
+            default_window=_integer(window, "default", "window", 1)
+            if "default" in window
+            else DEFAULT_WINDOW,
+            compaction=_compaction(doc),
+            sessions=_sessions(doc),
+        )
+    except InvalidInput as exc:  # the core's own checks, for what the ones above let through
+        raise ConfigError(str(exc)) from exc
 
 
 def load_settings(path: Path) -> Settings:
     """Settings from `path`; defaults when it does not exist; ConfigError naming the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = _read_config(path)
     except FileNotFoundError:
         return default_settings()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc}") from exc
     try:
         return parse_settings(text)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _read_config(path: Path) -> bytes:
+    """The bytes of the config file; ConfigError when it is not a regular file or too big."""
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file ({stat.filemode(info.st_mode)})")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path}: {info.st_size:,} bytes; a config file is at most {MAX_CONFIG_BYTES:,}"
+            )
+        data = b""
+        while len(data) <= MAX_CONFIG_BYTES and (chunk := os.read(fd, 65536)):
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: grew past {MAX_CONFIG_BYTES:,} bytes while being read")
+    return data
