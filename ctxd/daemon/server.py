@@ -11,13 +11,30 @@ not fully arrived, whose handler must wait, or whose answer does not fit the soc
 a task of its own, with the request deadline around it. Connections are plain non-blocking
 sockets awaited with `anyio.wait_readable`/`wait_writable` rather than anyio streams, whose
 per-connection machinery cost more than the request itself (bench/daemon_load.py).
+
+What clients can make the daemon hold is bounded, so that no mix of slow, idle, big or numerous
+connections costs other clients their answers or the daemon its memory:
+
+- open connections: at most `max_connections` (MAX_CONNECTIONS, fewer under a low descriptor
+  limit). When all are taken, the one that has waited longest for its request is dropped for the
+  newcomer: an idle connection can hold a place only until someone needs it, so hooks, which
+  send at once, are never locked out by connections that send nothing.
+- request bytes: a frame's announced size is reserved from BUFFER_BUDGET before it is read; a
+  frame that does not fit is answered "busy" at once. Buffers are filled in place, not grown, so
+  the memory held for requests is at most BUFFER_BUDGET plus a few KiB per connection.
+- accept() failing for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is logged,
+  the longest-waiting connection dropped to free a descriptor, and accepting resumes after
+  ACCEPT_BACKOFF (as trio's `serve_listeners` does); other accept errors are logged and retried.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
@@ -31,16 +48,35 @@ from ctxd import protocol
 from ctxd.errors import CtxdError, ProtocolError
 from ctxd.protocol import Request
 
-__all__ = ["REQUEST_DEADLINE", "Answer", "Handler", "Server", "json_result"]
+__all__ = [
+    "BUFFER_BUDGET",
+    "MAX_CONNECTIONS",
+    "REQUEST_DEADLINE",
+    "Answer",
+    "Handler",
+    "Server",
+    "json_result",
+]
 
 logger = logging.getLogger(__name__)
 
 REQUEST_DEADLINE = 5.0
-MAX_CONCURRENT = 256
+MAX_CONNECTIONS = 1024
+# Request bytes being read, across all connections. Frames up to SMALL_FRAME (every ordinary
+# hook) and bigger ones draw on separate parts of it, so that big ones cannot crowd hooks out:
+# two requests of the largest size at once, beside a thousand hooks of 8 KiB.
+SMALL_FRAME = 65536
+LARGE_BUDGET = 2 * wire.MAX_REQUEST
+SMALL_BUDGET = 8 * 1024 * 1024
+BUFFER_BUDGET = LARGE_BUDGET + SMALL_BUDGET
 # Connections served on the spot before the accept loop lets other tasks run (the watcher,
 # signals, connections that wait): a flood of hooks must not starve them.
 INLINE_BURST = 32
 RECEIVE_SIZE = 65536
+ACCEPT_BACKOFF = 0.1
+ACCEPT_LOG_EVERY = 10.0  # seconds between log lines about the same accept() failure
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_LISTENER_GONE = {errno.EBADF, errno.EINVAL, errno.ENOTSOCK}
 
 # A handler returns its result (the bytes after the answer's header line) at once or, when it
 # must wait for something, as an awaitable; the server frames it. Errors it raises are answers.
@@ -58,7 +94,7 @@ def _frame_size(prefix: bytes, limit: int) -> int:
 
 
 class Connection:
-    """One accepted, non-blocking socket with the two awaits a request needs."""
+    """One accepted, non-blocking socket with the awaits a request needs."""
 
     __slots__ = ("sock",)
 
@@ -76,6 +112,18 @@ class Connection:
             if not data:
                 raise anyio.EndOfStream
             return data
+
+    async def receive_into(self, view: memoryview) -> int:
+        """Fill some of `view`; how many bytes. `anyio.EndOfStream` when the peer closed."""
+        while True:
+            try:
+                size = self.sock.recv_into(view)
+            except BlockingIOError:
+                await anyio.wait_readable(self.sock)
+                continue
+            if not size:
+                raise anyio.EndOfStream
+            return size
 
     async def send(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
@@ -101,32 +149,53 @@ def _complete_frame(data: bytes, limit: int) -> bytes | None:
     return data[wire.HEADER_SIZE :]
 
 
-async def _receive_frame(conn: Connection, received: bytes, limit: int) -> bytes:
-    """One frame's body, starting from the bytes `received` already."""
-    while len(received) < wire.HEADER_SIZE:
-        received += await conn.receive(RECEIVE_SIZE)
-    size = _frame_size(received[: wire.HEADER_SIZE], limit)
-    chunks = [received[wire.HEADER_SIZE :]]
-    have = len(chunks[0])
-    while have < size:
-        chunk = await conn.receive(min(size - have, 1 << 20))
-        chunks.append(chunk)
-        have += len(chunk)
-    body = b"".join(chunks)
-    if len(body) > size:
-        raise ProtocolError("more bytes than the frame announced")
-    return body
+class _Incomplete:
+    """A request not all there yet: the bytes received so far."""
+
+    __slots__ = ("received",)
+
+    def __init__(self, received: bytes) -> None:
+        self.received = received
+
+
+class _Busy(Exception):
+    """No room to buffer this request now; the message is the answer."""
+
+
+class _Slot:
+    """A connection with a task of its own, as the server tracks it to bound and evict it."""
+
+    __slots__ = ("counted", "large", "reserved", "scope", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.scope: anyio.CancelScope | None = None  # while waiting for its request
+        self.reserved = 0  # request bytes it holds from the budget
+        self.large = False
+        self.counted = True  # still counted in `in_flight`
 
 
 class Server:
     """Serves `handlers[op]` on a listener until cancelled."""
 
-    def __init__(self, handlers: dict[str, Handler], uid: int | None = None) -> None:
+    def __init__(
+        self,
+        handlers: dict[str, Handler],
+        uid: int | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         self.handlers = handlers
         self.uid = os.getuid() if uid is None else uid
+        self.max_connections = max_connections
         self.requests = 0
         self.refused = 0
+        self.evicted = 0  # connections dropped, while waiting for their request, for newer ones
+        self.accept_errors = 0
         self.in_flight = 0  # connections with a task of their own
+        self.buffered = 0  # request bytes reserved, at most BUFFER_BUDGET
+        self._large = 0  # of which frames over SMALL_FRAME, at most LARGE_BUDGET
+        self._waiting: dict[_Slot, None] = {}  # still reading their request, oldest first
+        self._accept_logged: dict[int | None, float] = {}
 
     async def serve(self, listener: socket.socket, stopping: anyio.Event) -> None:
         """Accept on the listening socket until `stopping` is set; then let the connections
@@ -150,44 +219,79 @@ class Server:
                             served = 0
                             await anyio.wait_readable(listener)
                             continue
+                        except OSError as exc:
+                            if exc.errno in _LISTENER_GONE:
+                                raise
+                            self._accept_failed(exc)
+                            await anyio.sleep(ACCEPT_BACKOFF)
+                            continue
                         self._accepted(sock, connections)
                         served += 1
                         if served >= INLINE_BURST:
                             served = 0
                             await anyio.lowlevel.checkpoint()
 
+    def _accept_failed(self, exc: OSError) -> None:
+        self.accept_errors += 1
+        if exc.errno in _OUT_OF_RESOURCES:
+            self._evict_oldest()  # its descriptor is free for the next accept
+        now = time.monotonic()
+        if now - self._accept_logged.get(exc.errno, -ACCEPT_LOG_EVERY) >= ACCEPT_LOG_EVERY:
+            self._accept_logged[exc.errno] = now
+            logger.error(
+                "accept() failed (%s); %d connections open; accepting again in %g s",
+                exc.strerror or exc,
+                self.in_flight,
+                ACCEPT_BACKOFF,
+            )
+
     def _accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
         """Serve `sock` on the spot when its request is all there and needs no waiting;
         otherwise hand what is left to a task of its own."""
         try:
             sock.setblocking(False)
-            answer = self._answer_now(sock)
-            if answer is None:
+            work = self._answer_now(sock)
+            if work is None:
                 sock.close()  # connected and went away
                 return
-            if isinstance(answer, bytes):
-                sent = _send_some(sock, answer)
-                if sent == len(answer):
+            if isinstance(work, bytes):
+                sent = _send_some(sock, work)
+                if sent == len(work):
                     sock.close()
                     return
-                answer = answer[sent:]  # a large `status`: a task sends the rest
-            elif self.in_flight >= MAX_CONCURRENT:
-                # Bounded by a counter: a CapacityLimiter's checkpoints cost each request two
-                # trips through the event loop. A hook told "busy" prints nothing.
+                work = work[sent:]  # a large `status`: a task sends the rest
+            if self.in_flight >= self.max_connections and not self._evict_oldest():
+                # Every place is taken by a connection that is being answered. A hook told
+                # "busy" prints nothing.
                 self.refused += 1
-                _close_awaitable(answer)
-                sock.send(protocol.encode_error("busy: too many requests in flight"))
+                if not isinstance(work, bytes | _Incomplete):
+                    _close_awaitable(work)
+                sock.send(protocol.encode_error("busy: too many connections"))
                 sock.close()
                 return
         except OSError:  # the client went away, or will not take a few bytes
             sock.close()
             return
         self.in_flight += 1
-        connections.start_soon(self._finish, sock, answer)
+        connections.start_soon(self._connection, _Slot(sock), work)
 
-    def _answer_now(self, sock: socket.socket) -> _Framed | None:
-        """The answer to what `sock` sent, or an awaitable that reads the rest of the request
-        or waits for the handler; None when the client closed without a word."""
+    def _evict_oldest(self) -> bool:
+        """Drop the connection that has waited longest for its request; False if none waits."""
+        slot = next(iter(self._waiting), None)
+        if slot is None:
+            return False
+        del self._waiting[slot]
+        assert slot.scope is not None
+        slot.scope.cancel()
+        self.evicted += 1
+        if slot.counted:
+            slot.counted = False
+            self.in_flight -= 1
+        return True
+
+    def _answer_now(self, sock: socket.socket) -> _Framed | _Incomplete | None:
+        """The answer to what `sock` sent, an awaitable when the handler must wait, or what was
+        received of a request not complete yet; None when the client closed without a word."""
         uid = wire.peer_uid(sock)
         if uid is not None and uid != self.uid:
             self.refused += 1
@@ -206,13 +310,108 @@ class Server:
             self.refused += 1
             return protocol.encode_error(str(exc))
         if body is None:
-            return self._receive_and_answer(Connection(sock), received)
+            return _Incomplete(received)
         return self._handle(body)
 
-    async def _receive_and_answer(self, conn: Connection, received: bytes) -> bytes:
-        body = await _receive_frame(conn, received, wire.MAX_REQUEST)
+    async def _connection(self, slot: _Slot, work: _Framed | _Incomplete) -> None:
+        """A connection's task: read the rest of its request if need be, await its answer and
+        send it, all within the request deadline."""
+        sock = slot.sock
+        conn = Connection(sock)
+        try:
+            with sock:
+                with anyio.move_on_after(REQUEST_DEADLINE) as deadline:
+                    if isinstance(work, _Incomplete):
+                        answer = await self._receive_and_handle(slot, conn, work.received)
+                        if answer is None:
+                            return  # evicted
+                        work = answer
+                    if not isinstance(work, bytes):
+                        try:
+                            work = await work
+                        except (anyio.EndOfStream, OSError):
+                            raise
+                        except Exception as exc:
+                            work = self._error_answer(exc, "request")
+                    await conn.send(work)
+                if deadline.cancelled_caught:
+                    self.refused += 1
+                    error = protocol.encode_error(
+                        f"request not complete within {REQUEST_DEADLINE:g} s"
+                    )
+                    sock.send(error)  # best effort: a client this slow may not read it
+        except (anyio.EndOfStream, OSError):
+            pass  # the client went away; nothing to answer
+        except Exception:
+            logger.exception("connection failed")
+        finally:
+            self._waiting.pop(slot, None)
+            self._release(slot)
+            if slot.counted:
+                slot.counted = False
+                self.in_flight -= 1
+
+    async def _receive_and_handle(
+        self, slot: _Slot, conn: Connection, received: bytes
+    ) -> _Framed | None:
+        """Read the rest of the request and hand it to its handler; None when the connection
+        was dropped for a newer one meanwhile."""
+        with anyio.CancelScope() as slot.scope:
+            self._waiting[slot] = None
+            try:
+                body = await self._receive_frame(slot, conn, received)
+            except ProtocolError as exc:
+                self.refused += 1
+                return protocol.encode_error(str(exc))
+            except _Busy as exc:
+                self.refused += 1
+                return protocol.encode_error(str(exc))
+            finally:
+                self._waiting.pop(slot, None)
+        if slot.scope.cancelled_caught:
+            with contextlib.suppress(OSError):
+                slot.sock.send(protocol.encode_error("busy: dropped for a newer connection"))
+            return None
         answer = self._handle(body)
-        return answer if isinstance(answer, bytes) else await answer
+        del body
+        self._release(slot)
+        return answer
+
+    async def _receive_frame(self, slot: _Slot, conn: Connection, received: bytes) -> bytes:
+        """One frame's body, starting from the bytes `received` already, read into a buffer of
+        its announced size once that is reserved from the budget."""
+        while len(received) < wire.HEADER_SIZE:
+            received += await conn.receive(RECEIVE_SIZE)
+        size = _frame_size(received[: wire.HEADER_SIZE], wire.MAX_REQUEST)
+        have = len(received) - wire.HEADER_SIZE
+        if have > size:
+            raise ProtocolError("more bytes than the frame announced")
+        self._reserve(slot, size)
+        buffer = bytearray(size)
+        view = memoryview(buffer)
+        view[:have] = received[wire.HEADER_SIZE :]
+        del received
+        while have < size:
+            have += await conn.receive_into(view[have:])
+        view.release()
+        return bytes(buffer)
+
+    def _reserve(self, slot: _Slot, size: int) -> None:
+        large = size > SMALL_FRAME
+        if large and self._large + size > LARGE_BUDGET:
+            raise _Busy(f"busy: {self._large:,} bytes of large requests are being read")
+        if self.buffered + size > BUFFER_BUDGET:
+            raise _Busy(f"busy: {self.buffered:,} bytes of requests are being read")
+        slot.reserved, slot.large = size, large
+        self.buffered += size
+        if large:
+            self._large += size
+
+    def _release(self, slot: _Slot) -> None:
+        self.buffered -= slot.reserved
+        if slot.large:
+            self._large -= slot.reserved
+        slot.reserved, slot.large = 0, False
 
     def _handle(self, body: bytes) -> _Framed:
         """The framed answer to a complete request body; errors are answers."""
@@ -229,33 +428,6 @@ class Server:
         if isinstance(result, bytes):
             return protocol.encode_ok(result)
         return _FramedAnswer(result)
-
-    async def _finish(self, sock: socket.socket, answer: _Framed) -> None:
-        """A connection's task: await its answer and send it, within the request deadline."""
-        conn = Connection(sock)
-        with sock:
-            try:
-                with anyio.move_on_after(REQUEST_DEADLINE) as scope:
-                    if not isinstance(answer, bytes):
-                        try:
-                            answer = await answer
-                        except (anyio.EndOfStream, OSError):
-                            raise
-                        except Exception as exc:
-                            answer = self._error_answer(exc, "request")
-                    await conn.send(answer)
-                if scope.cancelled_caught:
-                    self.refused += 1
-                    error = protocol.encode_error(
-                        f"request not complete within {REQUEST_DEADLINE:g} s"
-                    )
-                    sock.send(error)  # best effort: a client this slow may not read it
-            except (anyio.EndOfStream, OSError):
-                pass  # the client went away; nothing to answer
-            except Exception:
-                logger.exception("connection failed")
-            finally:
-                self.in_flight -= 1
 
     def _error_answer(self, exc: Exception, op: str) -> bytes:
         if isinstance(exc, ProtocolError):
