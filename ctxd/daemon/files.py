@@ -1,20 +1,34 @@
 """One transcript file, read incrementally: only the bytes appended since the last read.
 
-`TranscriptFile` remembers a read offset and the file's identity; `read_appended` reads only
-what was appended since, and starts over when the file got shorter or was replaced (new inode).
+`TranscriptFile` remembers a read offset, the file's identity (device, inode) and a fingerprint:
+the last FINGERPRINT bytes before the offset. `read_appended` reads only what was appended since
+and starts over when the file was replaced (new identity), got shorter, or was rewritten in
+place. Size and mtime cannot tell a copy-truncate rewrite that grew past the offset before we
+looked from an append; the fingerprint can: after an append the bytes before the offset are the
+ones read, after a rewrite they are not. Checking it costs one `pread` of FINGERPRINT bytes, and
+only when the file changed.
+
+Reads come in slices of CHUNK bytes, and a caller gives a deadline: `read_appended` stops after
+the slice that crosses it (it always reads one, so repeated calls finish any file). `behind` is
+what is known to be left; the caller decides when to come back for it, so no one holds the event
+loop for a whole big file.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import time
+from typing import Any
 
 from ctxd.agents import spec
 from ctxd.agents.reader import TranscriptReader
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["CHUNK", "TranscriptFile"]
+__all__ = ["CHUNK", "FINGERPRINT", "TranscriptFile"]
 
 CHUNK = 1024 * 1024
+FINGERPRINT = 64
 
 
 class TranscriptFile:
@@ -26,35 +40,127 @@ class TranscriptFile:
         self.reader: TranscriptReader = spec(agent).open_reader(path)
         self.offset = 0
         self.identity: tuple[int, int] | None = None
+        #: The file's size when last looked at (what `behind` is measured against).
+        self.size = 0
+        self._mtime_ns = -1
+        self._tail = b""  # the FINGERPRINT bytes before `offset`
+        # Restored from a snapshot: the session already holds what the bytes before `_skip_to`
+        # say; they are read again only to rebuild the reader's own state, their updates dropped.
+        self._skip_to = 0
+        self._skip_tail = b""
 
-    def read_appended(self, limit: int | None = None) -> list[UsageUpdate]:
-        """Usage updates from the bytes appended since the last call (at most `limit` bytes).
+    @classmethod
+    def resume(cls, path: str, agent: str, saved: dict[str, Any]) -> TranscriptFile:
+        """A file read up to a saved `position()` before a restart. When it is still the same
+        file (identity, size, and the fingerprint before the offset all agree), the bytes up to
+        the offset are read again by later calls, their updates dropped; otherwise it is read
+        from the start like a new file."""
+        tracked = cls(path, agent)
+        identity = saved.get("identity")
+        offset = int(saved.get("offset", 0))
+        tail = bytes.fromhex(str(saved.get("tail", "")))
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return tracked  # gone: the next read says so
+        try:
+            info = os.fstat(fd)
+            same = (
+                identity is not None
+                and (info.st_dev, info.st_ino) == tuple(identity)
+                and info.st_size >= offset >= len(tail)
+                and (not tail or os.pread(fd, len(tail), offset - len(tail)) == tail)
+            )
+        except OSError:
+            same = False
+        finally:
+            os.close(fd)
+        if same:
+            tracked.identity = (info.st_dev, info.st_ino)
+            tracked.size = info.st_size
+            tracked._skip_to, tracked._skip_tail = offset, tail
+        return tracked
+
+    @property
+    def behind(self) -> int:
+        """Bytes known to be unread (as of the last look at the file)."""
+        return max(0, self.size - self.offset, self._skip_to - self.offset)
+
+    def position(self) -> dict[str, Any]:
+        """Where reading stands, for a snapshot (`resume` takes it back)."""
+        if self.offset < self._skip_to:  # still rebuilding: the session stands at the old spot
+            offset, tail = self._skip_to, self._skip_tail
+        else:
+            offset, tail = self.offset, self._tail
+        return {"offset": offset, "identity": self.identity, "tail": tail.hex()}
+
+    def read_appended(self, until: float | None = None) -> list[UsageUpdate]:
+        """Usage updates from the bytes appended since the last call, read slice by slice until
+        the end or until `time.monotonic()` passes `until` (None: to the end).
 
         Raises FileNotFoundError when the file is gone, OSError when it cannot be read.
         """
         # One stat decides; the file is opened only when there is something to read, which
         # also spares the watcher the open/close events every hook would otherwise cause.
         info = os.stat(self.path)
-        identity = (info.st_dev, info.st_ino)
-        if identity == self.identity and info.st_size == self.offset:
+        if (
+            (info.st_dev, info.st_ino) == self.identity
+            and info.st_size == self.offset
+            and info.st_mtime_ns == self._mtime_ns
+            and self.offset >= self._skip_to
+        ):
+            self.size = info.st_size
             return []
-        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{self.path} is not a regular file")
             identity = (info.st_dev, info.st_ino)
-            if identity != self.identity or info.st_size < self.offset:
-                # Replaced or truncated (rotation, rewrite): what we knew is void.
-                self.reader.reset()
-                self.offset = 0
-                self.identity = identity
-            updates: list[UsageUpdate] = []
-            end = info.st_size if limit is None else min(info.st_size, self.offset + limit)
-            while self.offset < end:
-                chunk = os.pread(fd, min(CHUNK, end - self.offset), self.offset)
-                if not chunk:
-                    break
-                self.offset += len(chunk)
-                updates.extend(self.reader.feed(chunk))
-            return updates
+            if (
+                identity != self.identity
+                or info.st_size < max(self.offset, self._skip_to)
+                or not self._same_before_offset(fd)
+            ):
+                # Replaced, truncated or rewritten (rotation, copy-truncate): what we knew is void.
+                self._start_over(identity)
+            self.size = info.st_size
+            self._mtime_ns = info.st_mtime_ns
+            return self._read(fd, until)
         finally:
             os.close(fd)
+
+    def _read(self, fd: int, until: float | None) -> list[UsageUpdate]:
+        updates: list[UsageUpdate] = []
+        while self.offset < self.size:
+            end = min(self.size, self.offset + CHUNK)
+            skipping = self.offset < self._skip_to
+            if skipping:
+                end = min(end, self._skip_to)
+            chunk = os.pread(fd, end - self.offset, self.offset)
+            if not chunk:
+                break
+            self.offset += len(chunk)
+            self._tail = (
+                chunk[-FINGERPRINT:]
+                if len(chunk) >= FINGERPRINT
+                else (self._tail + chunk)[-FINGERPRINT:]
+            )
+            fed = self.reader.feed(chunk)
+            if not skipping:
+                updates.extend(fed)
+            if until is not None and time.monotonic() >= until:
+                break
+        return updates
+
+    def _same_before_offset(self, fd: int) -> bool:
+        if self.offset == 0 or not self._tail:
+            return True
+        return os.pread(fd, len(self._tail), self.offset - len(self._tail)) == self._tail
+
+    def _start_over(self, identity: tuple[int, int]) -> None:
+        self.reader.reset()
+        self.offset = 0
+        self.identity = identity
+        self._tail = b""
+        self._skip_to, self._skip_tail = 0, b""

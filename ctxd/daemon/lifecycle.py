@@ -1,18 +1,25 @@
 """`ctxd serve`: lock, socket, one task group that owns everything, signals, snapshot, shutdown.
 
-Start-up order matters: the private runtime dir is checked, then an exclusive lock is taken
-*before* the socket is bound (binding replaces a stale socket file left by a crashed daemon; only
-the lock makes sure it is never a live daemon's), and readiness is reported only once the socket
-listens. Shutdown is cancellation: SIGTERM/SIGINT stop accepting,
-in-flight requests get a moment to finish, state is saved, the socket removed.
+Start-up order matters: the private runtime and state dirs are checked (refused, not fixed up,
+when another user could write there), then an exclusive lock is taken *before* the socket is
+bound (binding replaces a stale socket file left by a crashed daemon; only the lock makes sure it
+is never a live daemon's), the state is restored (snapshot, then journal) and saved again, which
+starts a new journal, and readiness is reported only once the socket listens. Shutdown is
+cancellation: SIGTERM/SIGINT stop accepting, in-flight requests get a moment to finish, state is
+saved, the socket removed.
+
+The config file is read in a worker thread, never on the event loop (a FIFO, a slow or huge
+file must not stall hooks); a hook that notices a change waits briefly for the new settings.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
@@ -23,12 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
 from ctxd.daemon import snapshot, watcher
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.registry import Registry
-from ctxd.daemon.server import Answer, Server, json_result
+from ctxd.daemon.server import MAX_CONNECTIONS, Answer, Server, json_result
 from ctxd.errors import ConfigError, CtxdError
 from ctxd.protocol import Request
 
@@ -47,7 +56,13 @@ DISCOVERY_INTERVAL = 300.0  # new directories are scanned at once; this is the n
 # A request checks the config file if it was last checked this long ago, so an edit applies to
 # the next hook even while housekeeping sleeps.
 CONFIG_CHECK_INTERVAL = 1.0
+# How long a request waits for a config being read (in a worker thread) before it goes on with
+# the settings in force; a read still running after this is not waited for again.
+CONFIG_WAIT = 0.5
 SHUTDOWN_GRACE = 2.0
+# Descriptors kept for everything but connections: listener, lock, log, journal, watcher, event
+# loop, transcripts being read, worker threads' files.
+RESERVED_FDS = 64
 SD_LISTEN_FDS_START = 3
 
 
@@ -62,6 +77,7 @@ class DaemonPaths:
     lock: Path
     state: Path
     config: Path
+    journal: Path
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DaemonPaths:
@@ -73,13 +89,15 @@ class DaemonPaths:
             run / "ctxd.lock",
             state / "state.json",
             paths.config_path(env),
+            state / "state.journal",
         )
 
 
 @contextmanager
 def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold `path` locked for the daemon's lifetime; AlreadyRunning if another daemon holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    """Hold `path` locked for the daemon's lifetime; AlreadyRunning if another daemon holds it,
+    CtxdError (one line) when the path holds something other than a lock file of ours."""
+    fd = _open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -91,6 +109,32 @@ def exclusive_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file: reopened when it is a regular file of ours, created `O_EXCL|O_NOFOLLOW`
+    when missing. A link there is refused, not followed: it is not ours to remove."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):  # another daemon may create it between our two opens
+        try:
+            try:
+                fd = os.open(path, flags)
+            except FileNotFoundError:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CtxdError(
+                    f"{path} is a symbolic link, not ctxd's lock file; remove it"
+                ) from None
+            raise CtxdError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+            return fd
+        os.close(fd)
+        raise CtxdError(f"{path} is not ctxd's lock file (not a regular file of yours); remove it")
+    raise CtxdError(f"cannot create the lock file {path}: it keeps appearing and vanishing")
 
 
 def systemd_socket(env: Mapping[str, str]) -> socket.socket | None:
@@ -147,16 +191,25 @@ class Daemon:
         self.server = Server(
             {"hook": self._hook, "status": self._status, "stop": self._stop, "ping": self._ping}
         )
+        self.journal = snapshot.Journal(self.paths.journal)
         self.started_at = time.time()
         self._stopping = anyio.Event()
-        self._config_seen: tuple[float, int, int] | None = None
+        self._config_seen: tuple[int, ...] | None = None
         self._config_checked = -CONFIG_CHECK_INTERVAL  # monotonic time of the last check
+        self._config_reading: anyio.Event | None = None  # set when the read under way is done
+        self._config_read_started = 0.0
+        self._tasks: TaskGroup | None = None  # the root task group, once running
         self._watcher = watcher.RootsWatcher([], self._on_changes)  # replaced when running
 
     # -------------------------------------------------------------- handlers
 
     def _hook(self, request: Request) -> Answer:
-        self.check_config()
+        reading = self.check_config()
+        if reading is not None:
+            return _after(reading, lambda: self._answer_hook(request))
+        return self._answer_hook(request)
+
+    def _answer_hook(self, request: Request) -> Answer:
         hint = request.header.get("event")
         return self.registry.handle_hook(
             str(request.header.get("agent")),
@@ -166,7 +219,12 @@ class Daemon:
         )
 
     def _status(self, request: Request) -> Answer:
-        self.check_config()
+        reading = self.check_config()
+        if reading is not None:
+            return _after(reading, lambda: self._answer_status(request))
+        return self._answer_status(request)
+
+    def _answer_status(self, request: Request) -> bytes:
         if self._watcher.quiet:
             # A quiet watcher reports a first change up to two of its slow steps late; a stat per
             # recent transcript costs less than a status that lags (and is nothing when it does
@@ -195,34 +253,62 @@ class Daemon:
             "sessions": len(self.registry.sessions),
             "requests": self.server.requests,
             "refused": self.server.refused,
+            "connections": self.server.in_flight,
+            "evicted": self.server.evicted,
+            "accept_errors": self.server.accept_errors,
+            "catching_up": len(self.registry.backlog),
         }
 
     # -------------------------------------------------------------- config
 
-    def check_config(self) -> None:
-        """`reload_config`, at most once per CONFIG_CHECK_INTERVAL."""
+    def check_config(self) -> anyio.Event | None:
+        """Look at the config file (one stat) at most once per CONFIG_CHECK_INTERVAL and start
+        reading it again when it changed. Returns an event to wait on (CONFIG_WAIT at most)
+        while a read started moments ago is under way, else None."""
         now = time.monotonic()
-        if now - self._config_checked >= CONFIG_CHECK_INTERVAL:
+        if self._config_reading is None and now - self._config_checked >= CONFIG_CHECK_INTERVAL:
             self._config_checked = now
-            self.reload_config()
+            seen = self._config_identity()
+            if seen != self._config_seen and self._tasks is not None:
+                self._config_seen = seen
+                self._config_reading = anyio.Event()
+                self._config_read_started = now
+                self._tasks.start_soon(self._reread_config, self._config_reading)
+        if self._config_reading is not None and now - self._config_read_started < CONFIG_WAIT:
+            return self._config_reading
+        return None
 
-    def reload_config(self) -> None:
-        """Read the config if it changed; a broken file keeps the last good settings."""
+    def _config_identity(self) -> tuple[int, ...] | None:
         try:
             info = self.paths.config.stat()
-            seen: tuple[float, int, int] | None = (info.st_mtime, info.st_size, info.st_ino)
         except OSError:
-            seen = None
-        if seen == self._config_seen:
-            return
-        self._config_seen = seen
+            return None
+        return (info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev, info.st_mode)
+
+    async def _reread_config(self, done: anyio.Event) -> None:
         try:
-            self.registry.settings = load_settings(self.paths.config)
-            self.registry.config_error = None
-            logger.info("config loaded from %s", self.paths.config)
+            await self.load_config()
+        finally:
+            self._config_reading = None
+            done.set()
+
+    async def load_config(self) -> None:
+        """Read the config in a worker thread and apply it; a broken file (or one the core
+        rejects) keeps the last good settings and is reported in `config_error`."""
+        path = self.paths.config
+        try:
+            settings = await anyio.to_thread.run_sync(load_settings, path, abandon_on_cancel=True)
         except ConfigError as exc:
             self.registry.config_error = str(exc)
             logger.error("config not applied, keeping the last good one: %s", exc)
+            return
+        except Exception as exc:  # a bug in reading it must not take the daemon down
+            self.registry.config_error = f"{path}: cannot use it: {exc}"
+            logger.exception("config not applied, keeping the last good one")
+            return
+        self.registry.settings = settings
+        self.registry.config_error = None
+        logger.info("config loaded from %s", path)
 
     # -------------------------------------------------------------- run
 
@@ -234,10 +320,18 @@ class Daemon:
             paths.ensure_private_dir(self.paths.runtime_dir)
         else:
             self.paths.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        paths.ensure_private_dir(self.paths.state.parent)
+        self.server.max_connections = connection_limit()
         with exclusive_lock(self.paths.lock):
-            self.reload_config()
-            restored = snapshot.restore(self.registry, self.paths.state)
+            self._config_seen = self._config_identity()
+            self._config_checked = time.monotonic()
+            await self.load_config()
+            restored = snapshot.restore(self.registry, self.paths.state, self.journal)
             logger.info("restored %d sessions", restored)
+            # A snapshot of what was restored, then a new journal: the old one is not needed
+            # once the snapshot holds its lines (and stays as it is when it could not be saved).
+            self._save()
+            self.registry.persist_now = self._persist
             listener = adopted if adopted is not None else open_listener(self.paths.socket)
             # Every hook allocates short-lived tasks and frames; with the default thresholds the
             # collector runs every few hundred requests and its pauses make the latency tail.
@@ -248,16 +342,20 @@ class Daemon:
                 await self._serve(listener, ready)
             finally:
                 with anyio.CancelScope(shield=True):
+                    self.registry.persist_now = None
                     self._save()
+                    self.journal.close()
                     if adopted is None:
                         self.paths.socket.unlink(missing_ok=True)
                 logger.info("ctxd stopped")
 
     async def _serve(self, listener: socket.socket, ready: Callable[[], None] | None) -> None:
         async with anyio.create_task_group() as tg:
+            self._tasks = tg
             tg.start_soon(self._signals)
             tg.start_soon(self._watch)
             tg.start_soon(self._housekeeping)
+            tg.start_soon(self.registry.drain_backlog)
             async with anyio.create_task_group() as serving:
                 serving.start_soon(self.server.serve, listener, self._stopping)
                 logger.info(
@@ -298,35 +396,117 @@ class Daemon:
         return [root for root in self.registry.roots.values() if root.is_dir()]
 
     async def _housekeeping(self) -> None:
-        last_snapshot = last_discovery = last_sweep = time.monotonic()
-        sweeps = 0
+        ticks = _Ticks(time.monotonic())
         while True:
             await anyio.sleep(QUIET_TICK if self._watcher.quiet else TICK)
-            self.check_config()
-            if self._existing_roots() != self._watcher.roots:
-                self._watcher.stop()
-            if time.monotonic() - last_sweep >= SWEEP_INTERVAL:
-                sweeps += 1
-                if sweeps % FULL_SWEEP_EVERY == 0:
-                    self.registry.sweep(everything=True)
-                elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
-                    self.registry.sweep(everything=False)
-                last_sweep = time.monotonic()
-            if time.monotonic() - last_discovery > DISCOVERY_INTERVAL:
-                # inotify misses files created in a directory made the same instant.
-                self.registry.discover(self._existing_roots())
-                last_discovery = time.monotonic()
-            if self.registry.dirty and time.monotonic() - last_snapshot >= SNAPSHOT_INTERVAL:
-                self._save()
-                last_snapshot = time.monotonic()
+            try:
+                self._housekeep(ticks)
+            except Exception:  # one bad tick must not end the daemon; the next one retries
+                logger.exception("housekeeping failed")
 
-    def _save(self) -> None:
+    def _housekeep(self, ticks: _Ticks) -> None:
+        self.check_config()
+        if self._existing_roots() != self._watcher.roots:
+            self._watcher.stop()
+        if time.monotonic() - ticks.sweep >= SWEEP_INTERVAL:
+            ticks.sweeps += 1
+            if ticks.sweeps % FULL_SWEEP_EVERY == 0:
+                self.registry.sweep(everything=True)
+            elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
+                self.registry.sweep(everything=False)
+            ticks.sweep = time.monotonic()
+        if time.monotonic() - ticks.discovery > DISCOVERY_INTERVAL:
+            # inotify misses files created in a directory made the same instant.
+            self.registry.discover(self._existing_roots())
+            ticks.discovery = time.monotonic()
+        if self.registry.dirty and time.monotonic() - ticks.snapshot >= SNAPSHOT_INTERVAL:
+            self._save()
+            ticks.snapshot = time.monotonic()
+
+    def _save(self) -> bool:
+        """Write a snapshot and, once it is on disk, start a new journal; False (logged) when
+        the snapshot could not be written: the old snapshot and journal then stay as they are."""
         try:
-            snapshot.save(self.registry, self.paths.state)
-        except OSError as exc:
+            snapshot.save(self.registry, self.paths.state, self.journal.seq)
+        except (OSError, CtxdError) as exc:
             logger.error("cannot save state to %s: %s", self.paths.state, exc)
+            return False
+        try:
+            self.journal.start()
+        except (OSError, CtxdError) as exc:  # the old journal goes on; its lines are numbered
+            logger.error("cannot start a new journal at %s: %s", self.journal.path, exc)
+        return True
+
+    def _persist(self, key: str) -> None:
+        """Journal session `key` before the answer that depends on it leaves."""
+        state, position = self.registry.export_session(key)
+        try:
+            self.journal.append(state, position)
+        except OSError as exc:
+            logger.error(
+                "cannot journal %s to %s (%s): a crash before the next snapshot may repeat its "
+                "last answer",
+                key,
+                self.journal.path,
+                exc,
+            )
+
+
+class _Ticks:
+    """When housekeeping last did each of its jobs (monotonic seconds)."""
+
+    def __init__(self, now: float) -> None:
+        self.sweep = self.discovery = self.snapshot = now
+        self.sweeps = 0
+
+
+async def _after(reading: anyio.Event, answer: Callable[[], Answer]) -> bytes:
+    """`answer()`, once the config being read is applied (or CONFIG_WAIT has passed)."""
+    with anyio.move_on_after(CONFIG_WAIT):
+        await reading.wait()
+    result = answer()
+    return result if isinstance(result, bytes) else await result
+
+
+def connection_limit() -> int:
+    """How many connections the server may hold open: MAX_CONNECTIONS, or fewer when the
+    descriptor limit (raised to its hard maximum first) leaves less room than that."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = MAX_CONNECTIONS + RESERVED_FDS
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, soft - RESERVED_FDS))
+
+
+def return_freed_memory() -> None:
+    """Make glibc give big freed buffers back to the system.
+
+    A request of megabytes is buffered, parsed and freed. glibc serves such sizes with mmap and
+    unmaps them when freed, but after each such free it raises its mmap threshold (up to 32 MiB),
+    so later big buffers come from the heap, which keeps freed memory: a burst of big requests
+    stayed resident. Setting the threshold fixes it and turns the adjustment off.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+M_MMAP_THRESHOLD = -3  # from malloc.h
+MMAP_THRESHOLD = 256 * 1024
 
 
 def serve(env: Mapping[str, str], ready: Callable[[], None] | None = None) -> None:
+    return_freed_memory()
     daemon = Daemon(env)
     anyio.run(daemon.run, ready)

@@ -5,6 +5,12 @@ The registry is the thin shell around the pure core: it owns the `SessionState` 
 hook events through `ctxd.core.session`, and keeps the result. It does no socket I/O; the server
 calls it, and it reads transcript files only through `TranscriptFile`. It sees agents only
 through the agent registry (`ctxd.agents`).
+
+No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
+STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
+reads a step at a time in the background. A session whose transcript is in the backlog is
+"catching up": its hooks are recorded but not judged (figures from part of a file would be
+wrong), and their answer says so.
 """
 
 from __future__ import annotations
@@ -30,13 +36,17 @@ from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.daemon.files import TranscriptFile
 
-__all__ = ["HOOK_CATCH_UP_LIMIT", "QUIET_AFTER", "TOOL_CALL_WAIT", "Registry"]
+__all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "TOOL_CALL_WAIT", "Registry"]
 
 logger = logging.getLogger(__name__)
 
-# Catching up more than this inside a hook would make the agent wait; the rest is read in the
-# background by the sweep.
-HOOK_CATCH_UP_LIMIT = 64 * 1024 * 1024
+# Seconds of transcript reading a hook may spend before answering (a first look at a big
+# transcript would otherwise make the agent wait for all of it); the rest is read in the
+# background.
+HOOK_BUDGET = 0.02
+# Seconds of reading per step of everything else (watcher batches, sweeps, scans, the backlog)
+# before the event loop gets a turn: how long a hook may have to wait behind it.
+STEP_BUDGET = 0.01
 # A transcript with no new usage for this long is swept every few minutes only (see `sweep`).
 QUIET_AFTER = 600.0
 # How long a tool-call hook may wait for the agent to write the turn behind it.
@@ -65,6 +75,13 @@ class Registry:
         self.dirty = False
         self.hooks_answered = 0
         self.agent_settings = AgentSettings(os.environ)
+        #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
+        self.backlog: dict[str, None] = {}
+        self._backlog_added: anyio.Event | None = None
+        self._announced: set[str] = set()  # sessions told they are catching up, this time
+        #: Called with a session's key before an answer that depends on its new state leaves
+        #: (a warning given, a handoff asked): the daemon makes that state durable there.
+        self.persist_now: Callable[[str], None] | None = None
 
     # ----------------------------------------------------------------- transcripts
 
@@ -76,8 +93,10 @@ class Registry:
         *,
         cwd: str | None = None,
         parent: str | None = None,
+        until: float | None = None,
     ) -> SessionState:
-        """The session behind transcript `path`, created (and read from the start) if new."""
+        """The session behind transcript `path`, created (and read from the start, until the
+        deadline `until` at most: see `catch_up`) if new."""
         existing = self.sessions.get(path)
         if existing is not None:
             if session_id and existing.session_id != session_id:
@@ -88,57 +107,105 @@ class Registry:
         state = core.new_session(agent, sid, path, self.clock(), cwd=cwd, parent=parent)
         self._store(self._adopt_registered(state))
         self.files[path] = TranscriptFile(path, agent)
-        self.catch_up(path)
+        self.catch_up(path, until)
         return self.sessions[path]
 
-    def catch_up(self, path: str, limit: int | None = None) -> None:
-        """Fold the bytes appended to `path` since the last read into its session."""
+    def catch_up(self, path: str, until: float | None = None) -> bool:
+        """Fold the bytes appended to `path` since the last read into its session, reading
+        until the deadline `until` (`time.monotonic()`; default STEP_BUDGET from now) at most.
+        True when it is caught up; otherwise the rest is left to the backlog. A deadline that
+        has already passed reads nothing and leaves it all to the backlog."""
         tracked = self.files.get(path)
         state = self.sessions.get(path)
         if tracked is None or state is None:
-            return
+            self.backlog.pop(path, None)
+            return True
+        if until is None:
+            until = time.monotonic() + STEP_BUDGET
+        elif time.monotonic() >= until:
+            self._defer(path)
+            return False
         try:
-            updates = tracked.read_appended(limit)
-        except FileNotFoundError:
-            self._end(path, "transcript deleted")
-            return
+            updates = tracked.read_appended(until)
         except OSError as exc:
-            logger.warning("cannot read %s: %s", path, exc)
-            return
-        if not updates:
-            return
-        now = self.clock()
-        for update in updates:
-            state = core.apply_usage(state, update, now)
-        self._store(state)
-        self._learn(state)
+            if isinstance(exc, FileNotFoundError):
+                self._end(path, "transcript deleted")
+            else:
+                logger.warning("cannot read %s: %s", path, exc)
+            self.backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
+            self._announced.discard(path)
+            return True
+        if updates:
+            now = self.clock()
+            for update in updates:
+                state = core.apply_usage(state, update, now)
+            self._store(state)
+            self._learn(state)
+        if tracked.behind and path in self.files:
+            self._defer(path)
+            return False
+        self.backlog.pop(path, None)
+        self._announced.discard(path)
+        return True
+
+    def catching_up(self, key: str) -> dict[str, int] | None:
+        """How far reading the transcript of session `key` stands while it is in the backlog
+        (bytes read, file size); None when it is caught up."""
+        tracked = self.files.get(key)
+        if tracked is None or key not in self.backlog:
+            return None
+        return {"read": tracked.size - tracked.behind, "size": tracked.size}
+
+    async def drain_backlog(self) -> None:
+        """Read the backlog in the background, forever: steps of STEP_BUDGET, each transcript
+        in turn (a huge one does not hold up the others), the event loop free between steps."""
+        while True:
+            if not self.backlog:
+                self._backlog_added = anyio.Event()
+                await self._backlog_added.wait()
+                self._backlog_added = None
+            until = time.monotonic() + STEP_BUDGET
+            while self.backlog and time.monotonic() < until:
+                path = next(iter(self.backlog))
+                del self.backlog[path]  # `catch_up` puts it back at the end if not done
+                self.catch_up(path, until)
+            await anyio.sleep(0)
+
+    def _defer(self, path: str) -> None:
+        self.backlog[path] = None
+        if self._backlog_added is not None:
+            self._backlog_added.set()
 
     def on_file_changes(self, batch: list[tuple[str, bool]]) -> None:
         """A watcher batch: (path, deleted) pairs under the agents' roots."""
+        until = time.monotonic() + STEP_BUDGET
         for path, deleted in batch:
             if path in self.files:
                 if deleted and not os.path.exists(path):
                     self._end(path, "transcript deleted")
                 else:
-                    self.catch_up(path)
+                    self.catch_up(path, until)
             elif not deleted and os.path.isdir(path):
-                self.discover([Path(path)])
+                self.discover([Path(path)], until)
             elif not deleted and os.path.isfile(path):
-                self._track_found(path)
+                self._track_found(path, until)
 
-    def _track_found(self, path: str) -> bool:
+    def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
         if agent is None:
             return False
-        self.track(path, agent, parent=agents.spec(agent).parent_transcript(path))
+        self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
         return True
 
-    def discover(self, roots: list[Path]) -> int:
-        """Track transcripts under `roots` that are recent and not tracked yet; how many."""
+    def discover(self, roots: list[Path], until: float | None = None) -> int:
+        """Track transcripts under `roots` that are recent and not tracked yet; how many. What
+        the deadline (default STEP_BUDGET from now) leaves unread goes to the backlog."""
         since = self.clock() - self.settings.sessions.idle_seconds
+        if until is None:
+            until = time.monotonic() + STEP_BUDGET
         found = 0
         for path in watcher.find_transcripts(roots, since):
-            if path not in self.files and self._track_found(path):
+            if path not in self.files and self._track_found(path, until):
                 found += 1
         return found
 
@@ -150,13 +217,14 @@ class Registry:
         daemon's CPU.
         """
         now = self.clock()
+        until = time.monotonic() + STEP_BUDGET
         for path in list(self.files):
             state = self.sessions.get(path)
             if state is None or state.ended_at is not None:
                 continue
             last_heard = state.usage_at or state.updated_at  # the transcript's own clock first
             if everything or now - last_heard < QUIET_AFTER:
-                self.catch_up(path)  # one stat when nothing changed
+                self.catch_up(path, until)  # one stat when nothing changed
         keep = self.settings.sessions.ended_keep_seconds
         idle = self.settings.sessions.idle_seconds
         for key, state in list(self.sessions.items()):
@@ -189,13 +257,15 @@ class Registry:
         if event_hint == "statusline" and spec.statusline is not None:
             return self._statusline(spec, payload)
         event = agents.parse(agent, payload, event_hint)
-        key = self._session_for(event)
+        key = self._session_for(event, time.monotonic() + HOOK_BUDGET)
         if isinstance(env, dict):
             config = {k: v for k, v in env.items() if k in spec.config_env and isinstance(v, str)}
             state = self.sessions[key]
             updated = core.with_agent_config(state, config)
             if updated is not state:
                 self._store(updated)
+        if key in self.backlog:
+            return self._answer_catching_up(event, key)
         if self._awaits_tool_call(event, key):
             return self._answer_once_written(event, key)
         return self._answer(event, key)
@@ -214,7 +284,38 @@ class Registry:
         )
         self._store(new_state)
         self.hooks_answered += 1
+        if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
+            self.persist_now(key)
         return agents.render(event, reply) if reply != Reply() else b""
+
+    def _answer_catching_up(self, event: HookEvent, key: str) -> bytes:
+        """A hook of a session whose transcript is still being read: the event is recorded
+        (times, cwd, a compaction's reset, a session's end) but not judged, since a warning or
+        a handoff decided on part of the transcript could be wrong either way. The first such
+        answer tells the user so (where the agent shows hooks' messages to the user)."""
+        state = self.sessions[key]
+        # Without a figure the core records an event and judges nothing: until its transcript
+        # is read the session counts as not measured yet.
+        recorded, _ = core.on_hook(
+            replace(state, tokens=None),
+            event,
+            self.settings,
+            self.learned,
+            agents.spec(state.agent).compaction,
+            self.clock(),
+            self.agent_settings.config(state),
+        )
+        self._store(replace(recorded, tokens=state.tokens))
+        self.hooks_answered += 1
+        progress = self.catching_up(key)
+        if progress is None or key in self._announced:
+            return b""
+        self._announced.add(key)
+        text = (
+            f"ctxd is still reading this session's transcript ({_mb(progress['read'])} of "
+            f"{_mb(progress['size'])} MB); context warnings resume once it has caught up."
+        )
+        return agents.render(event, Reply(user_message=text))
 
     def _awaits_tool_call(self, event: HookEvent, key: str) -> bool:
         if event.kind != "tool_call" or event.agent_id or event.tool_use_id is None:
@@ -227,16 +328,18 @@ class Registry:
             while self._awaits_tool_call(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 self.catch_up(key)
+        if key in self.backlog:
+            return self._answer_catching_up(event, key)
         return self._answer(event, key)
 
-    def _session_for(self, event: HookEvent) -> str:
+    def _session_for(self, event: HookEvent, until: float) -> str:
         path = _usable_transcript(event.transcript_path, self.files)
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
             if sub is not None:
-                self.track(path, event.agent, event.session_id, cwd=event.cwd)
-                self.track(sub, event.agent, parent=path, cwd=event.cwd)
-                self.catch_up(sub, HOOK_CATCH_UP_LIMIT)
+                self.track(path, event.agent, event.session_id, cwd=event.cwd, until=until)
+                self.track(sub, event.agent, parent=path, cwd=event.cwd, until=until)
+                self.catch_up(sub, until)
                 return sub
         if path is not None:
             known = self.ids.get((event.agent, event.session_id))
@@ -244,8 +347,8 @@ class Registry:
             if earlier is not None and earlier.transcript_path is not None:
                 # Codex and Gemini start a new file on resume; the id moves with it.
                 self._end(earlier.key, "transcript replaced")
-            state = self.track(path, event.agent, event.session_id, cwd=event.cwd)
-            self.catch_up(path, HOOK_CATCH_UP_LIMIT)
+            state = self.track(path, event.agent, event.session_id, cwd=event.cwd, until=until)
+            self.catch_up(path, until)
             return state.key
         key = self.ids.get((event.agent, event.session_id))
         if key is None or key not in self.sessions:
@@ -261,8 +364,9 @@ class Registry:
         report = spec.statusline.parse(payload)
         path = _usable_transcript(report.transcript_path, self.files)
         if path is not None:
-            key = self.track(path, spec.name, report.session_id, cwd=report.cwd).key
-            self.catch_up(path, HOOK_CATCH_UP_LIMIT)
+            until = time.monotonic() + HOOK_BUDGET
+            key = self.track(path, spec.name, report.session_id, cwd=report.cwd, until=until).key
+            self.catch_up(path, until)
         else:
             key = self.ids.get((spec.name, report.session_id)) or ""
             if key not in self.sessions:
@@ -322,6 +426,7 @@ class Registry:
             "ended_at": state.ended_at,
             "ended_reason": state.ended_reason,
             "age_s": round(now - state.updated_at, 1),
+            "catching_up": self.catching_up(state.key),
         }
 
     # ----------------------------------------------------------------- snapshot
@@ -331,12 +436,14 @@ class Registry:
         the windows learned. `restore` takes it back."""
         return {
             "sessions": list(self.sessions.values()),
-            "files": {
-                path: {"offset": tracked.offset, "identity": tracked.identity}
-                for path, tracked in self.files.items()
-            },
+            "files": {path: tracked.position() for path, tracked in self.files.items()},
             "learned": dict(self.learned),
         }
+
+    def export_session(self, key: str) -> tuple[SessionState, dict[str, Any] | None]:
+        """One session as `export` gives it, with its transcript's read position (if any)."""
+        tracked = self.files.get(key)
+        return self.sessions[key], None if tracked is None else tracked.position()
 
     def restore(
         self,
@@ -345,14 +452,16 @@ class Registry:
         learned: Mapping[str, int],
     ) -> None:
         """Take back what `export` gave, into an empty registry. A transcript still the same
-        file is read again up to its saved offset, its updates discarded (they are already
-        folded into the saved session), so its reader's own state is rebuilt."""
+        file is read again up to its saved offset, in the background (the backlog), its updates
+        discarded (they are already folded into the saved session), so its reader's own state
+        is rebuilt; until then its session is catching up."""
         self.learned.update(learned)
         for state in sessions:
             self._store(state)
             saved = files.get(state.key)
             if saved and state.transcript_path:
-                self.files[state.key] = _reopen(state, saved)
+                self.files[state.key] = TranscriptFile.resume(state.key, state.agent, dict(saved))
+                self._defer(state.key)
         self.dirty = False
 
     # ----------------------------------------------------------------- internals
@@ -391,6 +500,8 @@ class Registry:
     def _drop(self, key: str) -> None:
         state = self.sessions.pop(key, None)
         self.files.pop(key, None)
+        self.backlog.pop(key, None)
+        self._announced.discard(key)
         if state is not None and self.ids.get((state.agent, state.session_id)) == key:
             del self.ids[(state.agent, state.session_id)]
         self.dirty = True
@@ -403,14 +514,16 @@ def _usable_transcript(path: str | None, known: Container[str] = ()) -> str | No
     return path if path in known or os.path.isfile(path) else None
 
 
-def _reopen(state: SessionState, saved: Mapping[str, Any]) -> TranscriptFile:
-    tracked = TranscriptFile(state.key, state.agent)
-    identity = saved.get("identity")
-    offset = int(saved.get("offset", 0))
-    try:
-        info = os.stat(state.key)
-    except OSError:
-        return tracked  # gone: the next catch-up ends the session
-    if identity and (info.st_dev, info.st_ino) == tuple(identity) and info.st_size >= offset:
-        tracked.read_appended(limit=offset)
-    return tracked
+def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool:
+    """Whether an answer depends on state that must survive a crash: something was said (a
+    restart that forgot it would say it again), or what was said so far changed (a warning
+    level, a handoff asked, a compaction's reset of both)."""
+    return (
+        reply != Reply()
+        or after.warned != before.warned
+        or after.handoff_asked != before.handoff_asked
+    )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:,.1f}"

@@ -1,38 +1,56 @@
 """The daemon's state on disk, so that a restart neither repeats a handoff nor forgets a warning.
 
-Written whole or not at all (`ctxd.fileio.write_atomic`) and restored at start. Readers'
-internal state is not serialised: `Registry.restore` re-reads each transcript up to its saved
-offset instead.
+Two files in the private state dir:
+
+- the snapshot (`state.json`): every session, each transcript's read position, the windows
+  learned. Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while
+  something changed, and at shutdown.
+- the journal (`state.journal`): one line per answer that depends on state that must not
+  repeat (a warning given, a handoff asked), appended and flushed to disk (`fdatasync`) before
+  that answer leaves the daemon. A crash between two snapshots loses nothing of that kind.
+  Each line holds the whole session, numbered; the snapshot records the last number it
+  includes, so a restart applies only the lines written after it. Each snapshot written starts
+  a new, empty journal; until one is, the old journal stays as it is and nothing is appended.
+
+Readers' internal state is not serialised: `Registry.restore` re-reads each transcript up to its
+saved offset instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import stat
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ctxd import paths
 from ctxd.core.measure import Severity
 from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
 from ctxd.daemon.registry import Registry
-from ctxd.fileio import write_atomic
+from ctxd.fileio import create_fresh, write_atomic
 
-__all__ = ["FORMAT", "restore", "save", "snapshot"]
+__all__ = ["FORMAT", "Journal", "restore", "save", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
+#: A journal holds a few seconds of answers; one far bigger than this is not ours to trust.
+MAX_JOURNAL = 64 * 1024 * 1024
 _SESSION_FIELDS = {f.name for f in fields(SessionState)}
 _POLICY_FIELDS = {f.name for f in fields(PolicyState)}
 
 
-def snapshot(registry: Registry) -> bytes:
+def snapshot(registry: Registry, journal_seq: int = 0) -> bytes:
     exported = registry.export()
     doc = {
         "format": FORMAT,
+        "journal": journal_seq,
         "sessions": [asdict(state) for state in exported["sessions"]],
         "files": exported["files"],
         "learned": exported["learned"],
@@ -40,11 +58,56 @@ def snapshot(registry: Registry) -> bytes:
     return orjson.dumps(doc)
 
 
-def save(registry: Registry, path: Path) -> None:
-    """Write the registry's state to `path` (OSError when it cannot be written whole)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(path, snapshot(registry))
+def save(registry: Registry, path: Path, journal_seq: int = 0) -> None:
+    """Write the registry's state to `path`, in a directory checked private (OSError when it
+    cannot be written whole, UnsafeRuntimeDir when the directory is not private)."""
+    paths.ensure_private_dir(path.parent)
+    write_atomic(path, snapshot(registry, journal_seq))
     registry.dirty = False
+
+
+class Journal:
+    """The append-only journal (see the module docstring). `seq` is the number of the last line
+    written (or restored)."""
+
+    def __init__(self, path: Path, seq: int = 0) -> None:
+        self.path = path
+        self.seq = seq
+        self._fd: int | None = None
+        self._size = 0
+
+    def append(self, state: SessionState, position: dict[str, Any] | None) -> None:
+        """Write one session's line and flush it to disk; OSError when it cannot be written
+        whole (nothing of it is left behind then) or no journal was started."""
+        if self._fd is None:
+            raise OSError("no journal started (no snapshot could be written yet)")
+        seq = self.seq + 1
+        line = orjson.dumps({"seq": seq, "session": asdict(state), "file": position}) + b"\n"
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fdatasync(self._fd)
+        except OSError:
+            # A partial line would glue itself to the next one: cut it off.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise
+        self._size += len(line)
+        self.seq = seq
+
+    def start(self) -> None:
+        """Begin a new, empty journal; only right after a snapshot that holds everything the
+        old one did."""
+        paths.ensure_private_dir(self.path.parent)
+        fd = create_fresh(self.path)
+        self.close()
+        self._fd, self._size = fd, 0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _session(raw: dict[str, Any]) -> SessionState:
@@ -58,24 +121,81 @@ def _session(raw: dict[str, Any]) -> SessionState:
     return SessionState(**values)
 
 
-def restore(registry: Registry, path: Path) -> int:
-    """Load a snapshot into an empty registry; returns how many sessions came back."""
+def _read_private(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file of ours (None when there is none); OSError otherwise."""
     try:
-        doc = orjson.loads(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return 0
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise OSError(f"{path} is not a regular file of this user's")
+        if info.st_size > limit:
+            raise OSError(f"{path} is {info.st_size:,} bytes, over the limit of {limit:,}")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _journal_lines(data: bytes, after: int) -> list[dict[str, Any]]:
+    """The journal's whole lines numbered after `after`, in order. A torn last line (a crash in
+    the middle of a write, which was then never flushed, so never answered on) is skipped."""
+    entries = []
+    for line in data.split(b"\n"):
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and entry["seq"] > after:
+            entries.append(entry)
+    return entries
+
+
+def restore(registry: Registry, path: Path, journal: Journal | None = None) -> int:
+    """Load the snapshot at `path` and then the journal's later lines into an empty registry;
+    returns how many sessions came back. `journal.seq` is set to the last number seen, so that
+    new lines continue the count."""
+    doc: Any = {}
+    try:
+        data = _read_private(path, 1 << 30)
+        doc = {} if data is None else orjson.loads(data)
     except (OSError, orjson.JSONDecodeError) as exc:
         logger.warning("ignoring unreadable snapshot %s: %s", path, exc)
-        return 0
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format", FORMAT) != FORMAT:
         logger.warning("ignoring snapshot %s: unknown format", path)
-        return 0
-    sessions = []
-    for raw in doc.get("sessions", []):
+        doc = {}
+    seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
+    sessions: dict[str, SessionState] = {}
+    files: dict[str, Any] = dict(doc.get("files", {}))
+    raws: list[tuple[Any, Any]] = [(raw, None) for raw in doc.get("sessions", [])]
+    if journal is not None:
         try:
-            sessions.append(_session(raw))
-        except (TypeError, ValueError) as exc:
-            logger.warning("skipping a snapshot session: %s", exc)
+            data = _read_private(journal.path, MAX_JOURNAL)
+        except OSError as exc:
+            logger.warning("ignoring unreadable journal %s: %s", journal.path, exc)
+            data = None
+        entries = _journal_lines(data or b"", seq)
+        raws += [(entry.get("session"), entry) for entry in entries]
+        journal.seq = max([seq] + [entry["seq"] for entry in entries])
+        if entries:
+            logger.info("%d answers restored from the journal", len(entries))
+    for raw, entry in raws:
+        try:
+            state = _session(raw)
+        except (TypeError, ValueError, AttributeError) as exc:
+            logger.warning("skipping a saved session: %s", exc)
+            continue
+        sessions[state.key] = state  # a journal line is newer than the snapshot's row
+        if entry is not None:
+            files.pop(state.key, None)
+            if isinstance(entry.get("file"), dict):
+                files[state.key] = entry["file"]
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
-    registry.restore(sessions, doc.get("files", {}), learned)
+    registry.restore(list(sessions.values()), files, learned)
+    if journal is not None and len(raws) > len(doc.get("sessions", [])):
+        registry.dirty = True  # the next snapshot takes the journal's lines in
     return len(sessions)
