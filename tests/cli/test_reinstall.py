@@ -11,12 +11,15 @@ links to those packages only, never to ctxd itself.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +47,17 @@ THIRD_PARTY = (
     "trove_classifiers",
 )
 SITE = f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+
+
+@pytest.fixture
+def started() -> Iterator[list[int]]:
+    """The pids of the daemons the hooks started (a console script's command line does not
+    show `ctxd` as a word, so `World.close` would not find them): killed if still running."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +90,10 @@ class Venv:
     def pip_install(self, *args: str) -> None:
         """pip (this interpreter's) installing the checkout into this venv, as a user would."""
         subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(self.python), "install", "-q"]
-            + ["--disable-pip-version-check", "--no-deps", "--no-build-isolation", *args],
+            [
+                *(sys.executable, "-m", "pip", "--python", str(self.python), "install", "-q"),
+                *("--disable-pip-version-check", "--no-deps", "--no-build-isolation", *args),
+            ],
             check=True,
             capture_output=True,
         )
@@ -121,12 +137,14 @@ def run(world: World, command: str, payload: dict[str, Any]) -> subprocess.Compl
     )
 
 
-def daemon_cmdline(world: World) -> list[str]:
-    (pid,) = world.wait_for(world.daemon_pids, 10, "the spawned daemon")
+def daemon_cmdline(world: World, started: list[int]) -> list[str]:
+    """The command line of the daemon answering in `world` (its pid noted for the clean-up)."""
+    pid = world.wait_ready()["pid"]
+    started.append(pid)
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
-def spawn_then_answer(world: World, commands: dict[str, str]) -> list[str]:
+def spawn_then_answer(world: World, commands: dict[str, str], started: list[int]) -> list[str]:
     """With no daemon: the installed hook starts one; then the hook and the statusline get the
     daemon's answers. Returns the spawned daemon's command line."""
     assert world.ping() is None
@@ -134,8 +152,7 @@ def spawn_then_answer(world: World, commands: dict[str, str]) -> list[str]:
     first.assistant(900_000)
     done = run(world, commands["hook"], first.payload("PostToolUse"))
     assert (done.returncode, done.stderr) == (0, b""), done
-    world.wait_ready()
-    cmdline = daemon_cmdline(world)
+    cmdline = daemon_cmdline(world, started)
 
     t = world.claude()
     t.assistant(900_000)  # 96 % of the room before compaction: a warning is due
@@ -149,16 +166,16 @@ def spawn_then_answer(world: World, commands: dict[str, str]) -> list[str]:
     return cmdline
 
 
-def stop(world: World, venv: Venv) -> None:
+def stop(world: World, venv: Venv, started: list[int]) -> None:
     assert venv.ctxd(world, "stop").returncode == 0
-    world.wait_for(lambda: not world.daemon_pids(), 10, "the daemon to exit")
+    world.wait_for(lambda: not Path(f"/proc/{started[-1]}").exists(), 10, "the daemon to exit")
     # The next step is a reinstall, minutes later for a user: past the hooks' spawn back-off.
     lock = world.runtime_dir / "spawn.lock"
     os.utime(lock, (lock.stat().st_atime - 60, lock.stat().st_mtime - 60))
 
 
 def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
-    world: World, deps: Path, tmp_path: Path
+    world: World, deps: Path, tmp_path: Path, started: list[int]
 ) -> None:
     repo = str(world.repo)
     world.env.pop("CTXD_NO_SPAWN")  # a real user's hooks start the daemon
@@ -172,17 +189,17 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
     # Nothing that a reinstall moves: not the venv, not its site-packages, not the checkout.
     for command in commands.values():
         assert str(venv.path) not in command and repo not in command
-    assert spawn_then_answer(world, commands)[0] == str(venv.python)
+    assert spawn_then_answer(world, commands, started)[0] == str(venv.python)
 
     doctor = venv.ctxd(world, "doctor")
     assert doctor.returncode == 0, doctor.stdout
-    stop(world, venv)
+    stop(world, venv, started)
 
     for how in (["-e", repo], ["--force-reinstall", repo]):
         venv.pip_install(*how)
         assert installed(world) == commands  # the settings were not touched
-        assert spawn_then_answer(world, commands)[0] == str(venv.python), how
-        stop(world, venv)
+        assert spawn_then_answer(world, commands, started)[0] == str(venv.python), how
+        stop(world, venv, started)
 
     # The venv moves; ctxd is reinstalled into it. The hook's spawn file still names the old
     # place until a ctxd command runs: the hook falls back to the `ctxd` on PATH.
@@ -190,7 +207,10 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
     venv.move(tmp_path / "moved")
     venv.pip_install("--force-reinstall", repo)
     world.env["PATH"] = f"{venv.path / 'bin'}:/usr/bin:/bin"
-    assert spawn_then_answer(world, commands)[:2] == [str(venv.python), str(venv.path / "bin/ctxd")]
+    assert spawn_then_answer(world, commands, started)[:2] == [
+        str(venv.python),
+        str(venv.path / "bin/ctxd"),
+    ]
     doctor = venv.ctxd(world, "doctor")  # a ctxd run: the spawn file now names the moved venv
     assert doctor.returncode == 0, doctor.stdout
     spawn_file = world.home / ".local/share/ctxd/client/ctxd-command"
@@ -199,9 +219,11 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
     # What issue 12 saw: a command naming a site-packages that a reinstall moved away.
     broken = commands["hook"].replace(str(spawn_file.parent), str(old / SITE))
     settings = world.claude_dir / "settings.json"
-    settings.write_text(settings.read_text().replace(commands["hook"], broken))
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = broken
+    settings.write_text(json.dumps(doc))
     assert run(world, broken, world.claude().payload("PostToolUse")).returncode != 0
     doctor = venv.ctxd(world, "doctor")
     assert doctor.returncode == 1, doctor.stdout
     assert "FAIL claude hook command:" in doctor.stdout and "ModuleNotFoundError" in doctor.stdout
-    stop(world, venv)
+    stop(world, venv, started)
