@@ -8,9 +8,10 @@ daemon's answer verbatim. It runs on every tool call of every agent, so it is bu
 cost: stdlib only, and only modules that are built in or nearly free (`_socket`, not `socket`;
 no `json`, no `subprocess`). Hooks installed by ctxd run it as `python -S -I ctxd_hook.py AGENT`.
 
-Its contract with the agent: exit 0, always; print only a complete answer from the daemon; when
-no daemon answers within a short bound, print nothing and start one in the background (unless
-CTXD_NO_SPAWN=1) so that the next hook finds it.
+Its contract with the agent: exit 0, always; print only a complete answer from the daemon. When
+no daemon listens, it starts one in the background (unless CTXD_NO_SPAWN=1) and, if it was this
+hook that started it, gives it SPAWN_WAIT to come up and answer this hook too (otherwise the
+event that started the daemon would be lost); when nothing answers in time it prints nothing.
 
 The wire format and the socket's place come from `ctxd_wire`, the stdlib-only module installed
 beside this one and shared with the daemon. This client must not import `ctxd` itself: that
@@ -38,6 +39,8 @@ if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
 
 DEFAULT_TIMEOUT = 2.0
 SPAWN_BACKOFF = 5.0
+SPAWN_WAIT = 2.0
+SPAWN_POLL = 0.01
 
 
 def _is_word(text: str) -> bool:
@@ -111,8 +114,9 @@ def serve_argv(env: "Mapping[str, str]") -> "list[str] | None":
     return [*command, "serve", "--spawned"]
 
 
-def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
-    """Start `ctxd serve` detached, at most once per back-off period across concurrent hooks."""
+def spawn_daemon(env: "Mapping[str, str] | None" = None) -> "int | None":
+    """Start `ctxd serve` detached, at most once per back-off period across concurrent hooks;
+    the new process's pid, None when this call started nothing."""
     import fcntl  # only on this rare path
     import os
     import time
@@ -130,16 +134,16 @@ def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            return  # another hook is spawning right now
+            return None  # another hook is spawning right now
         if time.time() - os.fstat(fd).st_mtime < SPAWN_BACKOFF and os.fstat(fd).st_size:
-            return  # spawned moments ago; it may still be starting
+            return None  # spawned moments ago; it may still be starting
         os.ftruncate(fd, 0)
         os.write(fd, b"%d\n" % os.getpid())
         argv = serve_argv(env)
         if argv is None:
-            return  # ctxd is gone from where it was and not on PATH: nothing to start
+            return None  # ctxd is gone from where it was and not on PATH: nothing to start
         devnull = os.devnull
-        os.posix_spawn(
+        return os.posix_spawn(
             argv[0],
             argv,
             dict(env),
@@ -152,6 +156,43 @@ def spawn_daemon(env: "Mapping[str, str] | None" = None) -> None:
         )
     finally:
         os.close(fd)
+
+
+def answer_once_up(path: str, request: bytes, pid: int, timeout: float) -> "bytes | None":
+    """The answer to `request` from the daemon this hook just started (process `pid`): wait
+    until it listens (a connect every SPAWN_POLL s), then send the request once. None when it
+    exited first (another daemon won the start; one last try), or `timeout` passed."""
+    import os  # only on this rare path
+    import time
+
+    deadline = time.monotonic() + timeout
+    exited = False
+    while not _listening(path):
+        if exited or time.monotonic() >= deadline:
+            return None
+        try:
+            exited = os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            exited = True
+        if not exited:
+            time.sleep(SPAWN_POLL)
+    try:
+        # Sent once only: a request that timed out may still be answered, and a second copy
+        # would count its event twice.
+        return exchange(path, request, DEFAULT_TIMEOUT)
+    except OSError:
+        return None
+
+
+def _listening(path: str) -> bool:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -172,9 +213,12 @@ def main(argv: "list[str] | None" = None) -> int:
             request = wire.hook_request(agent, event, payload, wire.hook_env())
             output = exchange(wire.socket_path(env), request, timeout)
         except OSError:
-            if env.get("CTXD_NO_SPAWN") != "1":
-                spawn_daemon(env)
-            return 0
+            if env.get("CTXD_NO_SPAWN") == "1":
+                return 0
+            pid = spawn_daemon(env)
+            if pid is None:
+                return 0
+            output = answer_once_up(wire.socket_path(env), request, pid, SPAWN_WAIT)
         if output:
             sys.stdout.buffer.write(output)
             sys.stdout.buffer.flush()
