@@ -69,15 +69,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _select(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`doc` with only the sessions whose id starts with `prefix` (one session: its main row and
+    its subagents'); InvalidInput when none or several sessions match."""
+    rows = [s for s in doc["sessions"] if str(s["session_id"]).startswith(prefix)]
+    ids = sorted({str(s["session_id"]) for s in rows})
+    if not ids:
+        raise InvalidInput(f"no tracked session id starts with {prefix!r} (see `ctxd status`)")
+    if len(ids) > 1:
+        raise InvalidInput(f"{prefix!r} is the start of {len(ids)} session ids: {', '.join(ids)}")
+    return {**doc, "sessions": rows}
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from ctxd.cli.client import request_json
-    from ctxd.cli.report import status_lines
+    from ctxd.cli.report import session_lines, status_lines
 
-    doc = request_json("status", session=args.session)
-    if args.session and not doc["sessions"]:
-        raise InvalidInput(f"no session {args.session!r} is tracked")
+    doc = request_json("status")
+    # The daemon's own statistics repeat the config error reported at the top.
+    if isinstance(doc.get("daemon"), dict):
+        doc["daemon"].pop("config_error", None)
+    if args.session:
+        doc = _select(doc, args.session)
     if args.json:
         _print_json(doc)
+    elif args.session:
+        for i, row in enumerate(doc["sessions"]):
+            if i:
+                _print()
+            for line in session_lines(row):
+                _print(line)
     else:
         for line in status_lines(doc):
             _print(line)
@@ -127,24 +148,34 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ctxd import agents
     from ctxd.cli.replay import Row, replay
-    from ctxd.cli.report import replay_final_json, replay_row_json, replay_row_line
+    from ctxd.cli.report import (
+        REPLAY_HEADER,
+        replay_final_json,
+        replay_final_line,
+        replay_row_json,
+        replay_row_line,
+    )
     from ctxd.core.session import SessionState
+    from ctxd.errors import TranscriptError
 
     last: Row | None = None
     for item in replay(args.path, args.agent, args.window):
         if isinstance(item, SessionState):
-            final = replay_final_json(item, last, args.window)
             if args.json:
-                _print_json(final)
-            else:
-                _print(
-                    f"final: {final['tokens'] if final['tokens'] is not None else '-'} tokens of "
-                    f"{final['window']:,} ({final['window_source']}), "
-                    f"{final['used_pct'] if final['used_pct'] is not None else '-'}% used, "
-                    f"{final['severity']}, {item.compactions} compaction(s), {item.turns} turn(s)"
+                _print_json(replay_final_json(item, last, args.window))
+            elif last is not None:
+                _print(replay_final_line(item, last))
+            if last is None:
+                title = agents.spec(item.agent).title
+                raise TranscriptError(
+                    f"{args.path}: a {title} transcript with no usage in it yet (no model turn "
+                    "has finished): nothing to replay"
                 )
         else:
+            if last is None and not args.json:
+                _print(REPLAY_HEADER)
             last = item
             if args.json:
                 _print_json(replay_row_json(item))
@@ -212,7 +243,8 @@ def cmd_service(args: argparse.Namespace) -> int:
     if plan.manager == "none":
         for note in plan.notes:  # says exactly what it would do with a service manager
             _print(note)
-        return 0
+        # Nothing was installed: a script that goes on as if it had been must be told.
+        return 1 if args.action == "install" and not args.dry_run else 0
     if args.dry_run:
         for line in plan.describe():
             _print(line)
@@ -264,31 +296,55 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = verbs.add_parser("serve", help="run the daemon in the foreground")
     serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning"],
+        help="how much the daemon logs to stderr (default: info)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     status = verbs.add_parser("status", help="every tracked session's context usage")
-    status.add_argument("session", nargs="?", help="only this session id")
+    status.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="only this session, in full: its id or any unique start of it",
+    )
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(func=cmd_status)
 
     watch = verbs.add_parser("watch", help="redraw the status live")
-    watch.add_argument("--interval", type=float, default=1.0)
+    watch.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between redraws (default: 1)",
+    )
     watch.set_defaults(func=cmd_watch)
 
     stop = verbs.add_parser("stop", help="stop the daemon")
     stop.set_defaults(func=cmd_stop)
 
     replay = verbs.add_parser("replay", help="the usage timeline of a transcript")
-    replay.add_argument("path")
-    replay.add_argument("--agent", choices=AGENTS)
+    replay.add_argument(
+        "path", metavar="PATH", help="a transcript file (JSONL) that an agent wrote"
+    )
+    replay.add_argument(
+        "--agent",
+        choices=AGENTS,
+        help="the agent that wrote it (default: told from the file; a mismatch is refused)",
+    )
     replay.add_argument("--window", type=_positive_int, help="measure against this window")
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
     replay.set_defaults(func=cmd_replay)
 
     for verb, text in (("install", "register ctxd's hooks"), ("uninstall", "remove them")):
         sub = verbs.add_parser(verb, help=f"{text} in an agent's settings")
-        sub.add_argument("agent", choices=AGENTS)
+        sub.add_argument(
+            "agent", choices=AGENTS, metavar="AGENT", help=f"one of: {', '.join(AGENTS)}"
+        )
         sub.add_argument("--settings", type=Path, help="the settings file to edit")
         sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
         sub.add_argument(
@@ -302,7 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     service = verbs.add_parser("service", help="run ctxd under systemd or launchd")
     service.add_argument("action", choices=["install", "uninstall", "status"])
-    service.add_argument("--dry-run", action="store_true")
+    service.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the files and commands install/uninstall would write and run; do nothing",
+    )
     service.set_defaults(func=cmd_service)
 
     doctor = verbs.add_parser("doctor", help="check the setup, one line per check")

@@ -29,13 +29,27 @@ class Row:
     compaction: bool
 
 
-def detect(path: str) -> str:
+def _detected(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             head = f.read(HEAD)
     except OSError as exc:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    agent = agents.detect_agent(head) or agents.detect_agent_from_path(path)
+    return agents.detect_agent(head) or agents.detect_agent_from_path(path)
+
+
+def detect(path: str, claimed: str | None = None) -> str:
+    """The agent whose transcript `path` is. `claimed` (`--agent`) is taken for a file that
+    cannot be told, and refused for one that is plainly another agent's."""
+    agent = _detected(path)
+    if claimed is not None:
+        agents.spec(claimed)  # an unknown name is InvalidInput
+        if agent is not None and agent != claimed:
+            raise InvalidInput(
+                f"{path} is a {agents.spec(agent).title} transcript, not a "
+                f"{agents.spec(claimed).title} one: leave out --agent, or pass --agent {agent}"
+            )
+        return claimed
     if agent is None:
         known = ", ".join(agents.spec(name).title for name in agents.AGENTS)
         raise TranscriptError(f"{path} is not a transcript of any agent ctxd knows ({known})")
@@ -61,7 +75,7 @@ def replay(
     """Yield a `Row` per assistant turn (a streamed turn once, as finally reported), then the
     final `SessionState`. `window` overrides every other source of the window size."""
     settings = settings or default_settings()
-    agent = agent or detect(path)
+    agent = detect(path, agent)
     rule = agents.spec(agent).compaction
     if not os.path.isfile(path):
         raise TranscriptError(f"cannot read {path}: not a regular file")

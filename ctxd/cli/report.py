@@ -50,9 +50,9 @@ def _forecast(fc: dict[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
-def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> str:
-    """Short flags after a figure: no auto-compaction, an estimated figure, a window too small."""
-    marks = [
+def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> list[str]:
+    """Short flags about a figure: no auto-compaction, an estimated figure, a window too small."""
+    return [
         text
         for flag, text in (
             (not auto_compaction, "no auto-compaction"),
@@ -61,57 +61,188 @@ def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> str:
         )
         if flag
     ]
-    return f"  ({', '.join(marks)})" if marks else ""
+
+
+#: Text lines stay within this many columns (a detail line wraps at its " · " separators).
+WIDTH = 100
+INDENT = " " * 8
+
+
+def status_header(session_width: int) -> str:
+    return (
+        f"{'AGENT':<6}  {'SESSION':<{session_width}}  {'MODEL':<16}  {'USED':<17}  "
+        f"{'TOKENS / WINDOW':>21}  {'TO COMPACT':>10}  STATE"
+    )
+
+
+def plural(count: int, word: str) -> str:
+    """`1 request`, `2 requests`."""
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def pct_text(used: float | None, reported: bool = False) -> str:
+    """A used percentage: one decimal when ctxd measured it; as reported (an integer) when it
+    comes from the agent's statusline, so that it does not look more exact than it is."""
+    if used is None:
+        return "-"
+    if reported and used == int(used):
+        return f"{used:.0f}%"
+    return f"{used:.1f}%"
+
+
+def short_ids(ids: list[str], least: int = 8) -> dict[str, str]:
+    """Each id's shortest prefix (at least `least` characters) that no other id shares; what
+    `ctxd status PREFIX` accepts."""
+    out = {}
+    for sid in ids:
+        n = least
+        while n < len(sid) and any(o != sid and o.startswith(sid[:n]) for o in ids):
+            n += 1
+        out[sid] = sid[:n]
+    return out
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _wrap(parts: list[str], indent: str = INDENT, width: int = WIDTH) -> list[str]:
+    """`parts` joined by " · " on indented lines of at most `width` columns."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        part = _clip(part, width - len(indent))
+        candidate = f"{line} · {part}" if line else part
+        if line and len(indent) + len(candidate) > width:
+            lines.append(indent + line)
+            candidate = part
+        line = candidate
+    if line:
+        lines.append(indent + line)
+    return lines
 
 
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
+    """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
     sessions = doc.get("sessions", [])
     lines: list[str] = []
     daemon = doc.get("daemon") or {}
     if daemon:
         lines.append(
-            f"ctxd {daemon.get('version')} (pid {daemon.get('pid')}), "
-            f"{len(sessions)} session(s), {daemon.get('requests', 0)} requests served"
+            f"ctxd {daemon.get('version')} (pid {daemon.get('pid')}) · "
+            f"{plural(len(sessions), 'session')} · "
+            f"{plural(daemon.get('requests', 0), 'request')} served"
         )
     if doc.get("config_error"):
-        lines.append(f"config error (last good config in force): {doc['config_error']}")
+        lines.append(
+            f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
+            "defaults)"
+        )
     if not sessions:
         lines.append("no sessions tracked yet")
+        return lines
+    ids = short_ids(sorted({s["session_id"] for s in sessions}))
+    width = max(len(short) for short in ids.values())
+    lines.append(status_header(width))
     for s in sessions:
         used = s.get("used_pct")
-        used_text = "   -  " if used is None else f"{used:5.1f}%"
-        ended = f" ended ({s.get('ended_reason')})" if s.get("ended_at") else ""
-        sub = " subagent" if s.get("parent") else ""
+        reported = s.get("window_source") == "statusline"
+        figures = f"{tokens_text(s.get('tokens'))} / {s['window']:,}"
         lines.append(
-            f"{s['agent']:<6} {s['session_id'][:12]:<12} {str(s.get('model') or '-')[:28]:<28} "
-            f"{bar(used)} {used_text}  {tokens_text(s.get('tokens'))} / {s['window']:,} "
-            f"({s['window_source']})  {tokens_text(s.get('tokens_to_compaction'))} to compaction  "
-            f"{str(s['severity']).upper()}{sub}{ended}"
-            + _marks(
+            f"{s['agent']:<6}  {ids[s['session_id']]:<{width}}  "
+            f"{_clip(str(s.get('model') or '-'), 16):<16}  "
+            f"{bar(used)} {pct_text(used, reported):>6}  {figures:>21}  "
+            f"{tokens_text(s.get('tokens_to_compaction')):>10}  {str(s['severity']).upper()}"
+        )
+        details = [
+            f"window: {s['window_source']}",
+            _short_path(s.get("cwd")),
+            f"updated {_ago(now - s['updated_at'])}",
+            plural(s.get("compactions", 0), "compaction"),
+            _forecast(s.get("forecast")),
+            *_marks(
                 s.get("auto_compaction", True),
                 bool(s.get("estimated")),
                 bool(s.get("window_too_small")),
-            )
-        )
-        lines.append(
-            f"       {_short_path(s.get('cwd'))} · updated {_ago(now - s['updated_at'])} · "
-            f"{s.get('compactions', 0)} compaction(s) · {_forecast(s.get('forecast'))}"
-        )
+            ),
+        ]
+        if s.get("parent"):
+            details.append("subagent")
+        if s.get("ended_at"):
+            details.append(f"ended ({s.get('ended_reason')})")
+        lines += _wrap(details)
     return lines
 
 
-def replay_row_line(row: Row) -> str:
-    fig = row.figures
-    at = time.strftime("%H:%M:%S", time.localtime(row.at)) if row.at else "--:--:--"
-    mark = "  (compaction)" if row.compaction else ""
-    mark += _marks(fig.auto_compaction, fig.estimated, fig.over_window)
-    return (
-        f"{row.turn:>5}  {at}  {tokens_text(fig.tokens):>11}  "
-        f"{(fig.used_pct or 0):5.1f}% of {fig.window.size:,}  "
-        f"{tokens_text(fig.tokens_to_compaction):>11} to compaction  "
-        f"{fig.severity.label}{mark}"
+def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
+    """One session in full (`ctxd status ID`): every field a person needs, one per line."""
+    now = time.time() if now is None else now
+    used = row.get("used_pct")
+    fields = [
+        ("session", row["session_id"]),
+        ("agent", row["agent"]),
+        ("model", row.get("model") or "-"),
+        ("used", f"{pct_text(used, row.get('window_source') == 'statusline')} of the window"),
+        ("tokens", f"{tokens_text(row.get('tokens'))} of {row['window']:,}"),
+        ("window from", row["window_source"]),
+        ("compaction at", tokens_text(row.get("compaction_at"))),
+        ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
+        ("severity", str(row["severity"]).upper()),
+        ("compactions", f"{row.get('compactions', 0)}"),
+        ("forecast", _forecast(row.get("forecast"))),
+        ("transcript", _short_path(row.get("transcript_path"))),
+        ("cwd", _short_path(row.get("cwd"))),
+        ("updated", _ago(now - row["updated_at"])),
+    ]
+    marks = _marks(
+        row.get("auto_compaction", True),
+        bool(row.get("estimated")),
+        bool(row.get("window_too_small")),
     )
+    if marks:
+        fields.append(("note", ", ".join(marks)))
+    if row.get("parent"):
+        fields.append(("subagent of", _short_path(row["parent"])))
+    if row.get("ended_at"):
+        fields.append(("ended", str(row.get("ended_reason"))))
+    return [f"{name + ':':<15}{value}" for name, value in fields]
+
+
+REPLAY_HEADER = (
+    f"{'TURN':>5}  {'TIME':<8}  {'TOKENS':>11}  {'USED':>6}  {'WINDOW':>11}  "
+    f"{'TO COMPACTION':>13}  STATE"
+)
+
+
+def _replay_line(turn: str, at: float | None, fig: Any, marks: list[str]) -> str:
+    when = time.strftime("%H:%M:%S", time.localtime(at)) if at else "--:--:--"
+    line = (
+        f"{turn:>5}  {when:<8}  {tokens_text(fig.tokens):>11}  {pct_text(fig.used_pct):>6}  "
+        f"{fig.window.size:>11,}  {tokens_text(fig.tokens_to_compaction):>13}  "
+        f"{fig.severity.label}"
+    )
+    return line + (f"  ({', '.join(marks)})" if marks else "")
+
+
+def replay_row_line(row: Row) -> str:
+    """One turn, under REPLAY_HEADER."""
+    fig = row.figures
+    marks = ["compaction"] if row.compaction else []
+    marks += _marks(fig.auto_compaction, fig.estimated, fig.over_window)
+    return _replay_line(str(row.turn), row.at, fig, marks)
+
+
+def replay_final_line(state: SessionState, last: Row) -> str:
+    """The last turn's figures again, under REPLAY_HEADER, with the totals after them."""
+    fig = last.figures
+    totals = [
+        plural(state.turns, "turn"),
+        plural(state.compactions, "compaction"),
+        f"window: {fig.window.source}",
+        *_marks(fig.auto_compaction, fig.estimated, fig.over_window),
+    ]
+    return _replay_line("final", last.at, fig, totals)
 
 
 def replay_row_json(row: Row) -> dict[str, Any]:

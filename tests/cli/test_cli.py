@@ -86,7 +86,7 @@ def test_status_text_lists_sessions(ctxd: World) -> None:
     ctxd.hook_out("claude", t.payload("PostToolUse"))
     result = ctxd.cli("status")
     assert result.returncode == 0, result.stderr
-    line = next(x for x in result.stdout.splitlines() if t.session_id[:12] in x)
+    line = next(x for x in result.stdout.splitlines() if t.session_id[:8] in x)
     assert "claude" in line and "710,000" in line and "CRITICAL" in line
 
 
@@ -194,7 +194,7 @@ def test_replay_text(world: World) -> None:
     t.assistant(700_000)
     result = world.cli("replay", str(t.path))
     assert result.returncode == 0, result.stderr
-    assert "700,000" in result.stdout and result.stdout.splitlines()[-1].startswith("final:")
+    assert "700,000" in result.stdout and result.stdout.splitlines()[-1].startswith("final ")
 
 
 def test_python_m_ctxd_and_the_console_script_agree(world: World) -> None:
@@ -243,4 +243,4 @@ def test_watch_redraws_the_status_until_interrupted(ctxd: World) -> None:
     assert proc.returncode == 0, err
     frames = out.decode().split("\x1b[H\x1b[2J")[1:]
     assert len(frames) >= 3  # redrawn, not printed once
-    assert all(t.session_id[:12] in frame and "250,000" in frame for frame in frames)
+    assert all(t.session_id[:8] in frame and "250,000" in frame for frame in frames)
