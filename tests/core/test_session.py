@@ -11,11 +11,14 @@ from ctxd.core.session import (
     apply_statusline,
     apply_usage,
     figures,
+    figures_row,
     learned_window,
     new_session,
     on_hook,
+    with_agent_config,
 )
 from ctxd.core.settings import HandoffSettings, Settings, Thresholds
+from ctxd.core.window import Window
 
 WINDOW_BASIS = Settings(thresholds=Thresholds(basis="window"))
 #: The core is agent-agnostic: its tests use the generic rule (each agent's is tested with it).
@@ -136,3 +139,88 @@ def test_compaction_events_reset_and_session_end_marks_the_session() -> None:
         state, _event("session_end", "SessionEnd", source="other"), WINDOW_BASIS, {}, RULE, 4.0
     )
     assert state.ended_at == 4.0
+
+
+# ------------------------------------------------------- issue 10: fidelity of the figures
+
+
+def _point_rule(window: int, model: str | None, rules: object, config: object) -> int | None:
+    """A rule shaped like Claude Code's: window - 33,000, off when the config says so, 50 %
+    of that with PCT=50 (the rule itself is tested in tests/agents/claude)."""
+    cfg = dict(config)  # type: ignore[call-overload]
+    if cfg.get("OFF") == "1":
+        return None
+    point = window - 33_000
+    return point // 2 if cfg.get("PCT") == "50" else point
+
+
+def test_pending_output_counts_towards_the_point_but_not_the_window() -> None:
+    state = new_session("claude", "s1", "/t/s1.jsonl", now=0.0)
+    state = apply_usage(state, UsageUpdate(tokens=166_900, pending=100, turn_id="m"), 1.0)
+    fig = figures(state, Settings(default_window=200_000), {}, _point_rule)
+    assert (fig.window.size, fig.compaction_at) == (200_000, 167_000)
+    assert fig.tokens_to_compaction == 0
+    assert fig.used_pct == 166_900 / 2_000
+    assert fig.basis_used_pct == 100.0
+
+
+def test_usage_beyond_the_window_is_not_clamped_and_is_flagged() -> None:
+    state = _session(213_000)
+    fig = figures(state, WINDOW_BASIS, {}, RULE, window_override=Window(200_000, "option"))
+    assert fig.used_pct == 106.5 and fig.over_window
+    row = figures_row(fig)
+    assert row["used_pct"] == 106.5 and row["window_too_small"] is True
+
+
+def test_estimated_figures_stay_marked_until_a_real_one() -> None:
+    state = _session(100_000)
+    state = apply_usage(
+        state, UsageUpdate(tokens=20_000, compaction=True, estimated=True, turn_id="b"), 2.0
+    )
+    assert figures_row(figures(state, Settings(), {}, RULE))["estimated"] is True
+    assert state.compactions == 1
+    state = apply_usage(state, UsageUpdate(tokens=30_000, estimated=True, turn_id="b"), 3.0)
+    assert (state.compactions, state.turns) == (1, 1)
+    state = apply_usage(state, UsageUpdate(tokens=35_000, turn_id="m2"), 4.0)
+    assert figures_row(figures(state, Settings(), {}, RULE))["estimated"] is False
+
+
+def test_a_rule_without_auto_compaction_falls_back_to_the_window() -> None:
+    state = with_agent_config(_session(150_000), {"OFF": "1"})
+    fig = figures(state, Settings(default_window=200_000), {}, _point_rule)
+    assert not fig.auto_compaction and fig.compaction_at == 200_000
+    row = figures_row(fig)
+    assert (row["compaction_at"], row["tokens_to_compaction"]) == (None, None)
+
+
+def test_the_hook_config_is_laid_over_the_settings_files() -> None:
+    state = _session(100_000)
+    settings = Settings()
+    assert figures(state, settings, {}, _point_rule).compaction_at == 967_000
+    assert figures(state, settings, {}, _point_rule, config={"PCT": "50"}).compaction_at == 483_500
+    hooked = with_agent_config(state, {"PCT": "50"})
+    assert hooked.agent_config == (("PCT", "50"),)
+    assert with_agent_config(hooked, {"PCT": "50"}) is hooked
+    assert figures(hooked, settings, {}, _point_rule).compaction_at == 483_500
+    assert figures(hooked, settings, {}, _point_rule, config={"OFF": "1"}).auto_compaction is False
+
+
+def test_an_automatic_compaction_teaches_the_window() -> None:
+    # A model the table puts at 1M, which compacted at 170,251: its window is 200k.
+    state = _session(150_000, model="some-model")
+    state = apply_usage(
+        state,
+        UsageUpdate(tokens=30_000, compaction=True, compacted_from=170_251, turn_id="b"),
+        2.0,
+    )
+    settings = Settings(windows={"some-model": 1_000_000})
+    fig = figures(state, settings, {}, _point_rule)
+    assert fig.window == Window(200_000, "compaction")
+    # An authoritative source still outranks it.
+    assert figures(state, settings, {"some-model": 1_000_000}, _point_rule).window.source == (
+        "learned"
+    )
+    # Under the agent's 50 % override the points halve: 170,251 is below 400k's (183,500) and
+    # 1M's (483,500), past 272k's (119,500): the closest point below it names the window.
+    halved = with_agent_config(state, {"PCT": "50"})
+    assert figures(halved, settings, {}, _point_rule).window == Window(272_000, "compaction")

@@ -8,6 +8,7 @@ import pytest
 
 from ctxd.core.window import (
     Window,
+    infer_window,
     lookup_table,
     model_key,
     resolve_window,
@@ -209,3 +210,48 @@ def test_nonpositive_table_entries_fall_through_to_the_default() -> None:
 def test_nonpositive_default_is_invalid(bad: int) -> None:
     with pytest.raises(InvalidInput, match="positive"):
         resolve(default=bad)
+
+
+# ------------------------------------------------------- a window from an observed compaction
+
+
+def _claude_like(window: int) -> int:
+    return window - 33_000
+
+
+@pytest.mark.parametrize(
+    ("compacted_at", "window"),
+    [
+        (167_000, 200_000),
+        (170_251, 200_000),  # marot/spotter's 2.1.39 session: preTokens 170,251
+        (967_100, 1_000_000),
+        (239_000, 272_000),
+        (150_000, None),  # below every point: no window would have compacted there
+        (5_000_000, None),  # beyond every common window
+    ],
+)
+def test_infer_window(compacted_at: int, window: int | None) -> None:
+    assert infer_window(compacted_at, _claude_like) == window
+
+
+def test_infer_window_takes_the_closest_point_below() -> None:
+    # With a 50 % override every point halves: 490,100 is just past 1M's (483,500), far past
+    # 400k's (183,500).
+    assert infer_window(490_100, lambda w: (w - 33_000) // 2) == 1_000_000
+    # A rule that never compacts teaches nothing.
+    assert infer_window(170_000, lambda w: None) is None
+
+
+def test_resolve_window_ranks_an_inferred_window_below_learned_above_table() -> None:
+    kwargs = {"statusline": None, "agent_reported": None, "model": "m", "tokens": 0}
+    table = {"m": 1_000_000}
+    assert resolve_window(learned={}, table=table, inferred=lambda: 200_000, **kwargs) == (
+        Window(200_000, "compaction")
+    )
+    learned = resolve_window(
+        learned={"m": 400_000}, table=table, inferred=lambda: 200_000, **kwargs
+    )
+    assert learned == Window(400_000, "learned")
+    assert resolve_window(learned={}, table=table, inferred=lambda: None, **kwargs) == Window(
+        1_000_000, "table"
+    )

@@ -64,7 +64,6 @@ MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo("claude-sonnet-4", 200_000, 64_000, _LEGACY),
     ModelInfo("claude-3-7-sonnet", 200_000, 64_000, _LEGACY),
-    ModelInfo("claude-3-5-haiku", 200_000, 8_192, _LEGACY),
     ModelInfo("claude-haiku-5-5", 1_000_000, 128_000, _PAGE.format("haiku-5-5")),
     ModelInfo("claude-haiku-4-5", 200_000, 64_000, _OVERVIEW),
 )

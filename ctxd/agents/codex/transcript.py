@@ -72,6 +72,8 @@ class CodexReader:
         self._window: int | None = None
         self._response: tuple[str, int] | None = None  # newest (response_id, total_tokens)
         self._compaction: str | None = None  # turn id of the last compaction, until usage
+        # (the turn id a figure had, the compaction's it was reported under): its repeats too
+        self._renamed: tuple[str | None, str] | None = None
         self._reported = Changes()
         self._baseline: int | None = None  # the smallest context seen: instructions, tools
         #: Records skipped as impossible figures (see the module docstring), since the start.
@@ -101,6 +103,7 @@ class CodexReader:
         self._window = None
         self._response = None
         self._compaction = None
+        self._renamed = None
         self._reported.reset()
         self._baseline = None
         self.skipped = 0
@@ -194,9 +197,12 @@ class CodexReader:
         if not estimated and (self._baseline is None or tokens < self._baseline):
             self._baseline = tokens
         if self._compaction is not None:
-            # The first figure after a compaction replaces ctxd's estimate under its turn id.
-            turn_id = self._compaction
+            # The first figure after a compaction replaces ctxd's estimate under its turn id,
+            # and so do the repeats of that figure (a token_count written twice).
+            self._renamed = (turn_id, self._compaction)
             self._compaction = None
+        if self._renamed is not None and turn_id is not None and turn_id == self._renamed[0]:
+            turn_id = self._renamed[1]
         return UsageUpdate(
             estimated=estimated,
             tokens=tokens,

@@ -1,0 +1,61 @@
+"""Truth table for Gemini CLI's compression point: a share of the window, from
+`model.compressionThreshold` in its settings.json (0.5 by default, measured with 0.61.0)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from ctxd.agents import spec
+from ctxd.agents.gemini.compaction import compaction_point, settings_config
+from ctxd.core.compaction import CompactionRules
+
+W = 1_048_576
+
+
+@pytest.mark.parametrize(
+    ("settings", "rules", "expected"),
+    [
+        ({}, CompactionRules(), 524_288),  # measured: 600,000 compressed, 12,000 not
+        ({"model": {"compressionThreshold": 0.7}}, CompactionRules(), 734_003),
+        ({"model": {"compressionThreshold": 1}}, CompactionRules(), W),
+        # Older versions' key, and the newer one winning over it.
+        ({"chatCompression": {"contextPercentageThreshold": 0.3}}, CompactionRules(), 314_572),
+        (
+            {
+                "model": {"compressionThreshold": 0.6},
+                "chatCompression": {"contextPercentageThreshold": 0.3},
+            },
+            CompactionRules(),
+            629_145,
+        ),
+        # Unusable values are ignored, as the CLI would not use them.
+        ({"model": {"compressionThreshold": 0}}, CompactionRules(), 524_288),
+        ({"model": {"compressionThreshold": 1.5}}, CompactionRules(), 524_288),
+        ({"model": {"compressionThreshold": "0.7"}}, CompactionRules(), 524_288),
+        ({"model": {"compressionThreshold": True}}, CompactionRules(), 524_288),
+        ({"model": "gemini-2.5-pro"}, CompactionRules(), 524_288),
+        # What the CLI reads outranks ctxd's own [compaction] gemini_fraction...
+        ({"model": {"compressionThreshold": 0.7}}, CompactionRules(gemini_fraction=0.4), 734_003),
+        # ...which applies when the settings say nothing.
+        ({}, CompactionRules(gemini_fraction=0.4), 419_430),
+    ],
+)
+def test_compression_point(
+    settings: dict[str, object], rules: CompactionRules, expected: int
+) -> None:
+    config = settings_config(settings)
+    assert compaction_point(W, "gemini-2.5-pro", rules, config) == expected
+    # The same through the agent's spec, from the file's bytes.
+    read = spec("gemini").read_settings(orjson.dumps(settings))
+    assert spec("gemini").compaction(W, None, rules, read) == expected
+
+
+def test_unreadable_settings_are_no_configuration() -> None:
+    assert spec("gemini").read_settings(b"{not json") == {}
+    assert spec("gemini").read_settings(b"[1, 2]") == {}
+
+
+def test_settings_files_user_then_workspace() -> None:
+    files = spec("gemini").settings_files({"HOME": "/h"}, "/w")
+    assert [str(p) for p in files] == ["/h/.gemini/settings.json", "/w/.gemini/settings.json"]

@@ -1,0 +1,81 @@
+"""Real transcripts nobody here wrote (tests/data/public/, sources and licences in its README),
+replayed by ctxd and compared with an independent, naive computation
+(tests/public_reference.py): every assistant turn's figure, the final figure, the window a
+transcript states, and the compactions it records."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+import public_reference as reference
+
+from ctxd.cli.replay import Row, replay
+from ctxd.core.session import SessionState
+
+FILES = reference.all_files()
+ROOT = Path(__file__).parents[2]
+
+#: Compactions each file records (the reference does not count them).
+COMPACTIONS = {"codex/rollout-codex0.104-desktop-compacted.jsonl": 1}
+
+
+def _name(path: str) -> str:
+    return os.path.relpath(path, reference.DATA_DIR)
+
+
+def test_the_public_set_is_all_here() -> None:
+    assert len(FILES) == 23
+    for agent in ("claude", "codex", "gemini"):
+        assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
+
+
+@pytest.mark.parametrize("path", FILES, ids=_name)
+def test_replay_matches_the_reference(path: str) -> None:
+    expected = reference.expected(path)
+    items = list(replay(path))
+    rows = [item for item in items if isinstance(item, Row)]
+    final = items[-1]
+    assert isinstance(final, SessionState)
+
+    assert final.agent == expected["agent"]
+    # One row per turn; a compaction's estimate is ctxd's own figure, not the agent's.
+    measured = [row.figures.tokens for row in rows if not row.figures.estimated]
+    assert measured == expected["turn_tokens"]
+    assert final.tokens == expected["final_tokens"]
+    if expected["window"] is not None:
+        assert rows[-1].figures.window.size == expected["window"]
+        assert rows[-1].figures.window.source == "agent"
+    assert final.compactions == COMPACTIONS.get(_name(path), 0)
+    # No figure on these files is above its window: nothing is flagged.
+    assert not any(row.figures.over_window for row in rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gemini/chats/session-2026-03-kind.json",  # a single-object recording
+        "claude/agent-c8d9b115.jsonl",  # a 2.0.x subagent beside its session
+    ],
+)
+def test_the_cli_replays_what_it_used_to_refuse(name: str) -> None:
+    path = os.path.join(reference.DATA_DIR, name)
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", path],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
+    final = lines[-1]
+    assert final["final"] is True
+    assert final["tokens"] == reference.expected(path)["final_tokens"]
+    assert [line["tokens"] for line in lines[:-1]] == reference.expected(path)["turn_tokens"]

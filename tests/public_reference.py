@@ -1,0 +1,261 @@
+"""Independent reference figures for the public transcripts under tests/data/public/.
+
+Deliberately simple and self-contained: plain `json`, no ctxd imports, whole-file reads.
+It states, per file, the context-token timeline ctxd *should* report, so a test can compare
+`ctxd replay` against numbers computed by a second, naive implementation of the same rules.
+
+    expected(path) -> {"agent": "claude"|"codex"|"gemini",
+                       "final_tokens": int | None,   # context size after the last turn
+                       "turn_tokens": [int, ...],    # one figure per assistant turn, in order
+                       "window": int | None}         # window the transcript itself states
+
+Every rule below carries the reason it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "public")
+
+
+def _records(path: str) -> list[dict[str, Any]]:
+    """Every JSON object in a JSON-lines file, in order.
+
+    Blank or unparsable lines are skipped: a live transcript can end in a half-written line,
+    and none of the saved public files has a bad line, so skipping changes no figure."""
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def _int(value: Any) -> int:
+    # Usage fields are absent on some older records; absent counts as 0, never as an error.
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+
+def _is_claude_subagent_file(path: str) -> bool:
+    # Subagent transcripts are named agent-<id>.jsonl, both in the 2.0.x layout (beside the
+    # session file) and the 2.1.x layout (<session>/subagents/agent-<id>.jsonl). Every line in
+    # them has isSidechain: true, so for such a file the sidechain IS the conversation.
+    return os.path.basename(path).startswith("agent-")
+
+
+def _claude(path: str) -> dict[str, Any]:
+    subagent = _is_claude_subagent_file(path)
+    order: list[str] = []  # message ids in order of first appearance
+    by_id: dict[str, int] = {}
+    anonymous = 0
+    for rec in _records(path):
+        # Only top-level `assistant` records are API responses of this conversation. In 2.1.x,
+        # `progress` records (data.type == "agent_progress") embed a running subagent's
+        # assistant messages *with usage*; those are the subagent's context, not ours.
+        if rec.get("type") != "assistant":
+            continue
+        # Sidechain lines in a main session file are a subagent's (Task tool, 1.0.x) turns and
+        # measure the subagent's own context, not the main conversation's.
+        if rec.get("isSidechain") is True and not subagent:
+            continue
+        # API error placeholders carry zero/fake usage; they are not a measurement.
+        if rec.get("isApiErrorMessage") is True:
+            continue
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            continue
+        # `<synthetic>` messages are written by Claude Code itself (e.g. "No response
+        # requested."), with all-zero usage: no request was made, the context did not change.
+        if msg.get("model") == "<synthetic>":
+            continue
+        usage = msg.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        # Context = everything the model read for this request: fresh input plus the cached
+        # prefix (written this turn or read from cache). output_tokens is excluded: it becomes
+        # input of the *next* request and is counted there.
+        tokens = (
+            _int(usage.get("input_tokens"))
+            + _int(usage.get("cache_creation_input_tokens"))
+            + _int(usage.get("cache_read_input_tokens"))
+        )
+        mid = msg.get("id")
+        if not isinstance(mid, str) or not mid:
+            anonymous += 1
+            mid = f"\0anonymous-{anonymous}"
+        # One API response is written as several lines (one per content block: thinking, text,
+        # tool_use), all with the same message.id and a usage that may grow as it streams. It
+        # is one turn; the last copy holds the final usage.
+        if mid not in by_id:
+            order.append(mid)
+        by_id[mid] = tokens
+    turns = [by_id[m] for m in order]
+    # The transcript never states Claude's window (it depends on model and plan), so None.
+    return {
+        "agent": "claude",
+        "final_tokens": turns[-1] if turns else None,
+        "turn_tokens": turns,
+        "window": None,
+    }
+
+
+# --------------------------------------------------------------------------- Codex CLI
+
+_CODEX_CATEGORIES = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+
+
+def _codex(path: str) -> dict[str, Any]:
+    turns: list[int] = []
+    final: int | None = None
+    window: int | None = None
+    previous_total_usage: Any = None
+    for rec in _records(path):
+        payload = rec.get("payload")
+        if rec.get("type") != "event_msg" or not isinstance(payload, dict):
+            continue
+        if payload.get("type") != "token_count":
+            continue
+        info = payload.get("info")
+        # info is null on the first token_count of a session (rate limits only): no figure.
+        if not isinstance(info, dict):
+            continue
+        last = info.get("last_token_usage")
+        if not isinstance(last, dict):
+            continue
+        total = last.get("total_tokens")
+        if not isinstance(total, int):
+            continue
+        win = info.get("model_context_window")
+        win = win if isinstance(win, int) and win > 0 else None
+        # Around a compaction Codex writes impossible figures: a usage whose every category but
+        # total_tokens is 0, or a total larger than the window itself. Neither is a context size.
+        if all(_int(last.get(k)) == 0 for k in _CODEX_CATEGORIES):
+            continue
+        if win is not None and total > win:
+            continue
+        # last_token_usage is the usage of the latest request alone (total_token_usage is the
+        # session's running sum, which grows past the window and is no context size); its
+        # total_tokens = input (cached included) + output is what that request left in context.
+        final = total
+        # model_context_window is stated on every token_count (null in old versions, e.g.
+        # 0.39 via the VS Code extension): take it from the same record as the final figure.
+        window = win
+        # Codex re-emits an identical token_count (same cumulative total_token_usage) when only
+        # rate limits changed; that is the same turn again, not a new one.
+        total_usage = info.get("total_token_usage")
+        if total_usage is not None and total_usage == previous_total_usage:
+            continue
+        previous_total_usage = total_usage
+        turns.append(total)
+    return {"agent": "codex", "final_tokens": final, "turn_tokens": turns, "window": window}
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+
+def _gemini_messages(path: str) -> list[dict[str, Any]]:
+    if path.endswith(".json"):
+        # Older recordings (chats/session-*.json): one object rewritten in place, with the
+        # conversation in `messages`.
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        msgs = doc.get("messages") if isinstance(doc, dict) else None
+        return [m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else []
+    # Newer recordings (chats/session-*.jsonl): line 1 is session metadata, `{"$set": ...}`
+    # lines update metadata; message records are the lines with a `type`. A message is
+    # re-appended whole when it changes (same id), so the last copy of an id wins, in the
+    # position of its first appearance.
+    order: list[str] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for n, rec in enumerate(_records(path)):
+        if "type" not in rec:
+            continue
+        mid = rec.get("id")
+        key = mid if isinstance(mid, str) and mid else f"\0line-{n}"
+        if key not in by_id:
+            order.append(key)
+        by_id[key] = rec
+    return [by_id[k] for k in order]
+
+
+def _gemini(path: str) -> dict[str, Any]:
+    turns: list[int] = []
+    for msg in _gemini_messages(path):
+        if msg.get("type") != "gemini":
+            continue
+        tokens = msg.get("tokens")
+        if not isinstance(tokens, dict):
+            continue
+        # An all-zero `tokens` (seen in 2025-10 recordings) is a request that reported no usage
+        # (cancelled/failed); it says nothing about the context, so it is not a turn.
+        if all(_int(v) == 0 for v in tokens.values()):
+            continue
+        # tokens.input is the prompt size of that request (it already includes `cached`, which
+        # is the cached part of the input), i.e. the context the model saw.
+        turns.append(_int(tokens.get("input")))
+    # The recording does not state the model's window, so None.
+    return {
+        "agent": "gemini",
+        "final_tokens": turns[-1] if turns else None,
+        "turn_tokens": turns,
+        "window": None,
+    }
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def agent_of(path: str) -> str:
+    """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
+    rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
+    top = rel.split(os.sep, 1)[0]
+    if top not in ("claude", "codex", "gemini"):
+        raise ValueError(f"{path} is not under {DATA_DIR}/<claude|codex|gemini>/")
+    return top
+
+
+def expected(path: str) -> dict[str, Any]:
+    agent = agent_of(path)
+    if agent == "claude":
+        return _claude(path)
+    if agent == "codex":
+        return _codex(path)
+    return _gemini(path)
+
+
+def all_files() -> list[str]:
+    """Every saved public transcript (README.md excluded), sorted."""
+    out = []
+    for root, _dirs, files in os.walk(DATA_DIR):
+        for name in files:
+            if name.endswith((".jsonl", ".json")):
+                out.append(os.path.join(root, name))
+    return sorted(out)
+
+
+if __name__ == "__main__":
+    for p in all_files():
+        e = expected(p)
+        print(
+            f"{os.path.relpath(p, DATA_DIR):48} final={e['final_tokens']} "
+            f"window={e['window']} turns={len(e['turn_tokens'])}"
+        )
