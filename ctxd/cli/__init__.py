@@ -160,7 +160,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ctxd.core.session import SessionState
     from ctxd.errors import TranscriptError
 
+    if args.plot is not None and args.plot.suffix.lower() != ".svg":
+        raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
     last: Row | None = None
+    rows: list[Row] = []
     for item in replay(args.path, args.agent, args.window):
         if isinstance(item, SessionState):
             if args.json:
@@ -173,15 +176,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     f"{args.path}: a {title} transcript with no usage in it yet (no model turn "
                     "has finished): nothing to replay"
                 )
+            if args.plot is not None:
+                _write_plot(args.plot, rows, item, args.path)
         else:
             if last is None and not args.json:
                 _print(REPLAY_HEADER)
             last = item
+            rows.append(item)
             if args.json:
                 _print_json(replay_row_json(item))
             else:
                 _print(replay_row_line(item))
     return 0
+
+
+def _write_plot(path: Any, rows: list[Any], state: Any, transcript: str) -> None:
+    from ctxd import agents
+    from ctxd.cli.plot import svg
+    from ctxd.daemon.config import default_settings
+    from ctxd.fileio import write_atomic
+
+    title = f"{agents.spec(state.agent).title} · {state.model or 'model unknown'} · " + (
+        os.path.basename(transcript)
+    )
+    text = svg(rows, default_settings().thresholds, title)
+    try:
+        write_atomic(path, text.encode(), 0o644)
+    except OSError as exc:
+        raise CtxdError(f"cannot write {path}: {exc.strerror or exc}") from None
+    sys.stderr.write(f"plot written to {path}\n")
 
 
 # ---------------------------------------------------------------------- install & service
@@ -338,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--window", type=_positive_int, help="measure against this window")
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
+    replay.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.svg",
+        help="also draw the context over the turns, with the warning, critical and compaction "
+        "levels and each compaction, into this SVG file",
+    )
     replay.set_defaults(func=cmd_replay)
 
     for verb, text in (("install", "register ctxd's hooks"), ("uninstall", "remove them")):
