@@ -1,7 +1,8 @@
 """Replay benchmark for the incremental transcript readers.
 
 Builds large transcripts from the real line shapes in tests/data/transcripts (Claude Code 2.1.332
-with its 38-57 KB request-shape and prompt-snapshot lines, Codex CLI 0.171.0, Gemini CLI 0.61.0),
+with its 38-57 KB request-shape and prompt-snapshot lines, Codex CLI 0.171.0) and
+tests/data/public (a Gemini CLI recording with 2-55 KB message lines),
 with usage that grows from turn to turn, in a temporary directory. Each file is then replayed by a
 fresh child process that reads it in 1 MiB chunks, as the daemon does, and reports throughput
 and peak RSS. Peak RSS is compared across file sizes: it is bounded by the largest line and the
@@ -31,11 +32,11 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxd.agents import AGENTS  # noqa: E402
 from ctxd.agents import spec as agent_spec  # noqa: E402
 from ctxd.core.events import UsageUpdate  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "transcripts"
+PUBLIC = ROOT / "tests" / "data" / "public"
 MB = 1_000_000
 CHUNK = 1 << 20
 
@@ -74,13 +75,17 @@ def _codex_rounds() -> Iterator[list[bytes]]:
 
 
 def _gemini_rounds() -> Iterator[list[bytes]]:
-    """Rounds of a Gemini CLI 0.61.0 chat recording (print + resume sample), unique ids."""
-    lines = (DATA / "gemini-cli-0.61.0" / "transcript.print.1.jsonl").read_bytes().splitlines()
+    """Rounds of a real Gemini CLI chat recording (tests/data/public: 134 KB, gemini message lines
+    of 2-55 KB with thoughts and tool calls, `$set` and info lines), unique ids per round."""
+    lines = (PUBLIC / "gemini" / "chats" / "session-2026-04-23-jsonl.jsonl").read_bytes()
     round_no = 0
     while True:
         tag = f'"id":"r{round_no}-'.encode()
         rewind = f'"$rewindTo":"r{round_no}-'.encode()
-        yield [line.replace(b'"id":"', tag).replace(b'"$rewindTo":"', rewind) for line in lines]
+        yield [
+            line.replace(b'"id":"', tag).replace(b'"$rewindTo":"', rewind)
+            for line in lines.splitlines()
+        ]
         round_no += 1
 
 
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
+    parser.add_argument("--agents", nargs="+", choices=list(GENERATORS), default=list(GENERATORS))
     parser.add_argument("--sizes", nargs="+", type=int, default=[100, 400], help="MB per file")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="bytes per read (1 MiB)")
     parser.add_argument(

@@ -75,6 +75,7 @@ class Registry:
         self.dirty = False
         self.hooks_answered = 0
         self.agent_settings = AgentSettings(os.environ)
+        self.skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
         #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
         self.backlog: dict[str, None] = {}
         self._backlog_added: anyio.Event | None = None
@@ -141,6 +142,7 @@ class Registry:
                 state = core.apply_usage(state, update, now)
             self._store(state)
             self._learn(state)
+        self._log_skipped(path, tracked)
         if tracked.behind and path in self.files:
             self._defer(path)
             return False
@@ -232,6 +234,17 @@ class Registry:
                 self._end(key, "idle")
             elif state.ended_at is not None and now - state.ended_at > keep:
                 self._drop(key)
+
+    def _log_skipped(self, path: str, tracked: TranscriptFile) -> None:
+        # Readers are pure: one that passes over impossible records (Codex's token counts above
+        # the window) counts them in `skipped`, and the shell says so.
+        skipped = getattr(tracked.reader, "skipped", 0)
+        if not isinstance(skipped, int) or skipped == self.skipped.get(path, 0):
+            return
+        if skipped > self.skipped.get(path, 0):
+            count = skipped - self.skipped.get(path, 0)
+            logger.debug("%s: %d record(s) with impossible figures ignored", path, count)
+        self.skipped[path] = skipped
 
     # ----------------------------------------------------------------- hooks
 

@@ -22,7 +22,10 @@ known for a kept id stay known.
 A gemini message whose `tokens` are all 0 (seen in 2025-10 recordings: a request that reported
 no usage) says nothing about the context and is passed over.
 
-Per message only its id and, for gemini messages, its usage figure are kept.
+Per message only its id and, for gemini messages, its usage figure are kept. A gemini message
+line (2-14 KB in real recordings: thoughts, tool calls and their results) is not decoded whole
+when Gemini CLI's own key order shows where its few fields are (`_gemini_line`); anything else
+is decoded.
 
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
@@ -51,6 +54,14 @@ _SET_PREFIX = b'{"$set":'
 _MESSAGES_KEY = b'"messages"'
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
+# Gemini CLI writes a message's keys in this order: id, timestamp, type, content, thoughts,
+# tokens, model, toolCalls. Quotes inside JSON strings are escaped, so these byte sequences
+# can only be keys; "tokens" must occur once, so that no nested object can be mistaken for it.
+_TIMESTAMP = b'","timestamp":"'
+_GEMINI_TYPE = b'","type":"gemini",'
+_TOKENS_OBJECT = b'"tokens":{'
+_TOKENS = b'"tokens":'
+_MODEL_NEXT = b',"model":"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +131,18 @@ class GeminiReader:
         """Apply one line to the message list; return an update only for a compression."""
         if line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line:
             return None  # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines
-        if line.startswith(_MESSAGE_PREFIX) and line.endswith(b"}") and _TOKENS_KEY not in line:
-            # User and info messages matter only by id (a rewind names one): skip the decode.
-            end = line.find(b'"', len(_MESSAGE_PREFIX))
-            if end > 0 and line.find(b"\\", 0, end) < 0:
-                self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
-                return None
+        if line.startswith(_MESSAGE_PREFIX) and line.endswith(b"}"):
+            if _TOKENS_KEY not in line:
+                # User and info messages matter only by id (a rewind names one): no decode.
+                end = line.find(b'"', len(_MESSAGE_PREFIX))
+                if end > 0 and line.find(b"\\", 0, end) < 0:
+                    self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
+                    return None
+            else:
+                fast = _gemini_line(line)
+                if fast is not None:
+                    self._put(*fast)
+                    return None
         record = decode(line)
         if record is None:
             return None
@@ -208,6 +225,47 @@ def _figure(message: dict[str, Any]) -> _Figure | None:
     return _Figure(
         prompt, epoch_seconds(message.get("timestamp")), model if isinstance(model, str) else None
     )
+
+
+def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
+    """(id, figure) of a gemini message line in Gemini CLI's own key order, found without
+    decoding the whole line; None when the line is not in that shape (decode it instead)."""
+    start = len(_MESSAGE_PREFIX)
+    id_end = line.find(b'"', start)
+    if id_end < 0 or line.find(b"\\", start, id_end) >= 0:
+        return None
+    if not line.startswith(_TIMESTAMP, id_end):
+        return None
+    at_start = id_end + len(_TIMESTAMP)
+    at_end = line.find(b'"', at_start)
+    if at_end < 0 or not line.startswith(_GEMINI_TYPE, at_end):
+        return None
+    tokens_at = line.find(_TOKENS_OBJECT, at_end)
+    if tokens_at < 0 or line.find(_TOKENS, tokens_at + len(_TOKENS)) >= 0:
+        return None
+    body = tokens_at + len(_TOKENS)
+    close = line.find(b"}", body)
+    if (
+        close < 0
+        or line.find(b"{", body + 1, close) >= 0
+        or not line.startswith(_MODEL_NEXT, close + 1)
+    ):
+        return None
+    model_start = close + 1 + len(_MODEL_NEXT)
+    model_end = line.find(b'"', model_start)
+    if model_end < 0 or line.find(b"\\", model_start, model_end) >= 0:
+        return None
+    try:
+        tokens = orjson.loads(line[body : close + 1])
+    except orjson.JSONDecodeError:
+        return None
+    message = {
+        "type": "gemini",
+        "tokens": tokens,
+        "timestamp": line[at_start:at_end].decode("utf-8", "replace"),
+        "model": line[model_start:model_end].decode("utf-8", "replace"),
+    }
+    return line[start:id_end].decode("utf-8", "replace"), _figure(message)
 
 
 def _texts(message: dict[str, Any]) -> list[str]:

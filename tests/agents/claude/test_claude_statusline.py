@@ -227,3 +227,18 @@ def test_hostile_model_name_stays_on_one_line() -> None:
 
 def test_no_model_name() -> None:
     assert render_statusline(_view(model=None)).startswith("▓▓▓▓░░░░░░ 45%".encode())
+
+
+def test_a_usage_beyond_the_window_says_the_window_is_too_small() -> None:
+    line = render_statusline(
+        _view(tokens=213_000, window=200_000, window_source="table", used_pct=106.5)
+    )
+    assert "107% · 213k/200k · window too small?" in line.decode()
+    assert "▓" * 10 in line.decode()
+
+
+def test_no_auto_compaction_and_an_estimate_are_said() -> None:
+    text = render_statusline(
+        _view(tokens_to_compaction=None, auto_compaction=False, estimated=True)
+    ).decode()
+    assert "~450k/1M" in text and text.rstrip().endswith("no auto-compaction")

@@ -79,3 +79,27 @@ def test_a_file_rewritten_in_place_is_read_again(tmp_path: Path) -> None:
         f.write(_doc(1_000, 4_000))
     assert path.stat().st_ino == inode
     assert [u.tokens for u in tracked.read_appended()] == [4_000]
+
+
+def test_the_fast_path_reads_gemini_lines_as_a_full_decode_does() -> None:
+    from ctxd.agents.gemini.transcript import _figure, _gemini_line
+
+    samples = [
+        PUBLIC.parent.parent / "gemini" / "chats" / "session-2026-04-23-jsonl.jsonl",
+        *sorted((PUBLIC.parents[2] / "data" / "transcripts").glob("gemini-cli-*/*.jsonl")),
+    ]
+    fast = 0
+    for path in samples:
+        for line in path.read_bytes().splitlines():
+            found = _gemini_line(line) if line.startswith(b'{"id":"') else None
+            if found is None:
+                continue
+            record = orjson.loads(line)
+            assert found == (record["id"], _figure(record)), line[:200]
+            fast += 1
+    assert fast >= 11
+    # Nested "tokens" (a tool's result) or another key order: decoded whole instead.
+    line = b'{"id":"a","timestamp":"t","type":"gemini","content":{"tokens":{"input":1}},'
+    line += b'"tokens":{"input":5},"model":"m"}'
+    assert _gemini_line(line) is None
+    assert _gemini_line(b'{"id":"a","type":"gemini","tokens":{"input":5},"model":"m"}') is None
