@@ -1,0 +1,99 @@
+"""The README is tested like code (after watchfiles' tests/test_docs.py): its config sample goes
+through the config loader and names every key that exists, every command it shows has a `--help`
+that knows its options, and CI runs exactly its test command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxd.daemon.config import parse_settings
+from ctxd.errors import ConfigError
+
+REPO = Path(__file__).parents[2]
+README = (REPO / "README.md").read_text()
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, re.S)
+
+
+def _config_sample() -> str:
+    (sample,) = _blocks("toml")
+    return sample
+
+
+def _known(text: str) -> set[str]:
+    """The names a config error lists after "known: "."""
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(text)
+    return set(str(caught.value).split("known: ", 1)[1].split(", "))
+
+
+def test_the_config_sample_loads() -> None:
+    sample = _config_sample()
+    parse_settings(sample)
+    # The keys shown commented out (they have no default) load too, once uncommented.
+    uncommented = re.sub(r"^# (\w+ = )", r"\1", sample, flags=re.M)
+    assert uncommented != sample
+    parse_settings(uncommented)
+
+
+def test_the_config_sample_names_every_section_and_key() -> None:
+    sample = re.sub(r"^# (\w+ = )", r"\1", _config_sample(), flags=re.M)
+    sections = _known("[no_such_section]\n")
+    shown = set(re.findall(r"^\[(\w+)\]", sample, re.M))
+    assert shown == sections
+    for section in sections - {"windows"}:  # [windows] takes any model id
+        keys = _known(f"[{section}]\nno_such_key = 1\n")
+        body = sample.split(f"[{section}]", 1)[1].split("\n[", 1)[0]
+        assert set(re.findall(r"^(\w+) =", body, re.M)) == keys, section
+
+
+def test_the_first_commands_use_a_venv_and_ci_runs_the_test_command_verbatim() -> None:
+    install, tests = (block.strip() for block in _blocks("sh")[:2])
+    assert install == "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ctxd serve"
+    assert tests.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert tests in ci
+
+
+def _table_commands() -> list[tuple[str, set[str]]]:
+    rows = re.findall(r"^\| `ctxd ([a-z]+)([^`]*)` \|", README, re.M)
+    assert len(rows) >= 9
+    return [(verb, set(re.findall(r"--[a-z-]+", rest))) for verb, rest in rows]
+
+
+@pytest.mark.parametrize(("verb", "options"), _table_commands(), ids=lambda v: str(v))
+def test_every_command_in_the_readme_has_help_for_its_options(verb: str, options: set[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxd", verb, "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    for option in options:
+        assert re.search(rf"{option}\b.*\n?\s+\S", done.stdout), (option, done.stdout)
+
+
+def test_every_ctxd_command_in_the_code_blocks_parses() -> None:
+    """Each `ctxd VERB ...` line of the sh blocks is a command the parser accepts."""
+    from ctxd.cli import build_parser
+
+    parser = build_parser()
+    lines = [
+        line.split("#", 1)[0].strip()
+        for block in _blocks("sh")[2:]
+        for line in block.splitlines()
+        if line.startswith("ctxd ")
+    ]
+    assert len(lines) >= 5
+    for line in lines:
+        parser.parse_args(line.split()[1:])
+
+
+def test_the_shown_status_fits_in_100_columns() -> None:
+    shown = [block for block in _blocks("text") if "AGENT   SESSION" in block]
+    assert shown and all(len(line) <= 100 for line in shown[0].splitlines())
