@@ -44,6 +44,9 @@ FORMAT = 1
 MAX_JOURNAL = 64 * 1024 * 1024
 _SESSION_FIELDS = {f.name for f in fields(SessionState)}
 _POLICY_FIELDS = {f.name for f in fields(PolicyState)}
+# JSON gives lists back where the states hold tuples (which they must: they are hashed).
+_SESSION_TUPLES = {f.name for f in fields(SessionState) if str(f.type).startswith("tuple")}
+_POLICY_TUPLES = {f.name for f in fields(PolicyState) if str(f.type).startswith("tuple")}
 
 
 def snapshot(registry: Registry, journal_seq: int = 0) -> bytes:
@@ -111,14 +114,23 @@ class Journal:
 
 
 def _session(raw: dict[str, Any]) -> SessionState:
-    policy_raw = {k: v for k, v in raw.get("policy", {}).items() if k in _POLICY_FIELDS}
+    policy_raw = {
+        k: _tuple(v) if k in _POLICY_TUPLES else v
+        for k, v in raw.get("policy", {}).items()
+        if k in _POLICY_FIELDS
+    }
     if "warned" in policy_raw:
         policy_raw["warned"] = Severity(policy_raw["warned"])
-    if "recent" in policy_raw:
-        policy_raw["recent"] = tuple(policy_raw["recent"])
-    values = {k: v for k, v in raw.items() if k in _SESSION_FIELDS}
+    values = {
+        k: _tuple(v) if k in _SESSION_TUPLES else v for k, v in raw.items() if k in _SESSION_FIELDS
+    }
     values["policy"] = PolicyState(**policy_raw)
     return SessionState(**values)
+
+
+def _tuple(value: Any) -> Any:
+    """`value` with every list in it made a tuple."""
+    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value
 
 
 def _read_private(path: Path, limit: int) -> bytes | None:

@@ -1,0 +1,86 @@
+"""The snapshot and the journal give back exactly what was saved (issue 11, point 1)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from ctxd.core.measure import Severity
+from ctxd.core.policy import PolicyState
+from ctxd.core.session import SessionState, new_session
+from ctxd.daemon import snapshot
+from ctxd.daemon.registry import Registry
+
+
+def _state_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "state"
+    path.mkdir(mode=0o700)
+    return path
+
+
+def _session(n: int, **fields: object) -> SessionState:
+    state = new_session("claude", f"s{n}", None, 1000.0 + n, cwd="/w")
+    return replace(
+        state,
+        tokens=100_000 * n,
+        agent_config=(("CLAUDE_CONFIG_DIR", "/c"), ("X", "y")),
+        policy=PolicyState(warned=Severity.WARNING, recent=(1, 2, 3), warned_at=5.0),
+        **fields,
+    )
+
+
+def test_a_saved_session_comes_back_equal_tuples_included(tmp_path: Path) -> None:
+    """JSON turns tuples into lists; states with lists in them broke every hook after a
+    restart (unhashable), which the soak found."""
+    state_dir = _state_dir(tmp_path)
+    registry = Registry(None, {})
+    saved = _session(1)
+    registry.sessions[saved.key] = saved
+    snapshot.save(registry, state_dir / "state.json")
+
+    restored = Registry(None, {})
+    assert snapshot.restore(restored, state_dir / "state.json") == 1
+    assert restored.sessions[saved.key] == saved
+    hash(restored.sessions[saved.key].agent_config)
+
+
+def test_journal_lines_after_the_snapshot_win_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
+    state_dir = _state_dir(tmp_path)
+    registry = Registry(None, {})
+    first, second = _session(1), _session(2)
+    for state in (first, second):
+        registry.sessions[state.key] = state
+    journal = snapshot.Journal(state_dir / "state.journal")
+    journal.start()
+    journal.append(first, None)  # line 1: older than the snapshot below
+    snapshot.save(registry, state_dir / "state.json", journal.seq)
+    asked = replace(second, policy=replace(second.policy, handoff_asked=True))
+    journal.append(asked, None)  # line 2: after the snapshot
+    journal.close()
+    with open(state_dir / "state.journal", "ab") as f:
+        f.write(b'{"seq":3,"session":{"key":"cla')  # a crash in the middle of a write
+
+    restored = Registry(None, {})
+    reopened = snapshot.Journal(state_dir / "state.journal")
+    assert snapshot.restore(restored, state_dir / "state.json", reopened) == 2
+    assert restored.sessions[asked.key] == asked
+    assert restored.sessions[first.key] == first
+    assert reopened.seq == 2
+    assert restored.dirty  # the next snapshot takes the journal's line in
+
+
+def test_a_new_journal_replaces_the_old_one_without_writing_through_a_link(
+    tmp_path: Path,
+) -> None:
+    state_dir = _state_dir(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    (state_dir / "state.journal").symlink_to(victim)
+    journal = snapshot.Journal(state_dir / "state.journal")
+    journal.start()
+    journal.append(_session(1), None)
+    journal.close()
+    assert victim.read_bytes() == b"precious\n"
+    assert not (state_dir / "state.journal").is_symlink()
+    assert oct(os.stat(state_dir / "state.journal").st_mode & 0o777) == "0o600"
