@@ -53,11 +53,13 @@ def test_status_json_fields(ctxd: World) -> None:
     assert set(row) >= STATUS_FIELDS
     assert row["agent"] == "claude"
     assert row["model"] == "claude-opus-5-5"
-    assert (row["window"], row["window_source"]) == (1_000_000, "default")
+    # Opus 5.5 is in Claude Code's model table; Claude Code compacts at 1,000,000 - 20,000
+    # (output reserve) - 13,000, and counts the last turn's 100 output tokens towards it.
+    assert (row["window"], row["window_source"]) == (1_000_000, "table")
     assert row["tokens"] == 650_000
     assert row["used_pct"] == 65.0  # of the whole window
-    assert row["severity"] == "warning"  # 69 % of the room before compaction
-    assert row["tokens_to_compaction"] == 937_500 - 650_000
+    assert row["severity"] == "warning"  # 67 % of the room before compaction
+    assert row["tokens_to_compaction"] == 967_000 - 100 - 650_000
     assert row["transcript_path"] == str(t.path)
     assert before - 1 <= row["updated_at"] <= time.time() + 1
     assert doc["daemon"]["pid"] == (ctxd.proc.pid if ctxd.proc else None)
@@ -82,12 +84,12 @@ def test_status_for_an_unknown_session_is_an_error(ctxd: World) -> None:
 
 def test_status_text_lists_sessions(ctxd: World) -> None:
     t = ctxd.claude()
-    t.assistant(710_000)
+    t.assistant(760_000)
     ctxd.hook_out("claude", t.payload("PostToolUse"))
     result = ctxd.cli("status")
     assert result.returncode == 0, result.stderr
     line = next(x for x in result.stdout.splitlines() if t.session_id[:8] in x)
-    assert "claude" in line and "710,000" in line and "CRITICAL" in line
+    assert "claude" in line and "760,000" in line and "CRITICAL" in line
 
 
 def test_status_without_daemon(world: World) -> None:
@@ -173,11 +175,11 @@ def test_replay_json_timeline(world: World) -> None:
     assert [r["severity"] for r in rows[:-1]] == ["ok", "ok", "warning", "ok", "ok"]
     final = rows[-1]
     assert final["tokens"] == 50_000
-    assert (final["window"], final["window_source"]) == (1_000_000, "default")
+    assert (final["window"], final["window_source"]) == (1_000_000, "table")
     assert final["used_pct"] == 5.0
     assert final["severity"] == "ok"
     assert final["compactions"] == 1
-    assert final["tokens_to_compaction"] == 937_500 - 50_000
+    assert final["tokens_to_compaction"] == 967_000 - 100 - 50_000
 
 
 def test_replay_real_codex_rollout(world: World) -> None:
