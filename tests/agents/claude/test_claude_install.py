@@ -110,7 +110,8 @@ def test_hooks_use_seconds_and_match_every_tool(env: dict[str, str]) -> None:
     for event, groups in hooks.items():
         (group,) = groups
         (handler,) = group["hooks"]
-        assert handler == {"type": "command", "command": hook_command("claude", env=env), "timeout": 10}
+        command = hook_command("claude", env=env)
+        assert handler == {"type": "command", "command": command, "timeout": 10}
         assert group.get("matcher") == ("*" if event == "PostToolUse" else None)
 
 
