@@ -49,14 +49,17 @@ class AgentSettings:
         """The configuration `state`'s agent reads from its settings files, later files over
         earlier ones; {} when it has none. The files are found with the daemon's environment
         under the variables the session's hook reported (CLAUDE_CONFIG_DIR, CODEX_HOME)."""
-        key = (state.agent, state.agent_config, state.cwd)
+        pairs = state.agent_config
+        if type(pairs) is not tuple:  # a session restored from a snapshot holds JSON lists
+            pairs = tuple((str(k), str(v)) for k, v in pairs)
+        key = (state.agent, pairs, state.cwd)
         now = self.clock()
         cached = self._merged.get(key)
         if cached is not None and now - cached[0] < self.interval:
             return cached[2]
         spec = agents.spec(state.agent)
         if cached is None:
-            env = {**self.env, **dict(state.agent_config)}
+            env = {**self.env, **dict(pairs)}
             paths = spec.settings_files(env, state.cwd)
         else:
             paths = cached[1]

@@ -97,3 +97,17 @@ def test_the_rule_sees_the_settings_through_the_registry_path(tmp_path: Path) ->
     from ctxd.core.compaction import CompactionRules
 
     assert rule(1_000_000, "claude-opus-5-5", CompactionRules(), cache.config(state)) == 467_000
+
+
+def test_a_session_restored_from_a_snapshot_still_finds_its_settings(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    user_dir = tmp_path / "claude"
+    user_dir.mkdir()
+    (user_dir / "settings.json").write_text('{"autoCompactEnabled": false}')
+    state = _claude_session(tmp_path, {"CLAUDE_CONFIG_DIR": str(user_dir)})
+    # JSON gives the pairs back as lists.
+    restored = replace(state, agent_config=[list(p) for p in state.agent_config])  # type: ignore[arg-type]
+    assert dict(AgentSettings({"HOME": "/nowhere"}).config(restored)) == {
+        "autoCompactEnabled": "false"
+    }
