@@ -199,6 +199,8 @@ class Daemon:
         self._config_reading: anyio.Event | None = None  # set when the read under way is done
         self._config_read_started = 0.0
         self._tasks: TaskGroup | None = None  # the root task group, once running
+        self._syncing = False  # a journal sync is running in a worker thread
+        self._sync_again = False  # lines were written since it started
         self._watcher = watcher.RootsWatcher([], self._on_changes)  # replaced when running
 
     # -------------------------------------------------------------- handlers
@@ -442,6 +444,7 @@ class Daemon:
         state, position = self.registry.export_session(key)
         try:
             self.journal.append(state, position)
+            self._sync_journal_soon()
         except OSError as exc:
             logger.error(
                 "cannot journal %s to %s (%s): a crash before the next snapshot may repeat its "
@@ -450,6 +453,29 @@ class Daemon:
                 self.journal.path,
                 exc,
             )
+
+    def _sync_journal_soon(self) -> None:
+        """Have the journal flushed to disk in a worker thread: one sync at a time, and one more
+        for whatever was written while it ran."""
+        if self._syncing:
+            self._sync_again = True
+        elif self._tasks is not None:
+            self._syncing = True
+            self._tasks.start_soon(self._sync_journal)
+
+    async def _sync_journal(self) -> None:
+        try:
+            while True:
+                self._sync_again = False
+                handle = self.journal.sync_handle()
+                if handle is not None:
+                    await anyio.to_thread.run_sync(snapshot.Journal.sync, handle)
+                if not self._sync_again:
+                    return
+        except OSError as exc:
+            logger.error("cannot flush the journal %s to disk: %s", self.journal.path, exc)
+        finally:
+            self._syncing = False
 
 
 class _Ticks:

@@ -6,11 +6,14 @@ Two files in the private state dir:
   learned. Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while
   something changed, and at shutdown.
 - the journal (`state.journal`): one line per answer that depends on state that must not
-  repeat (a warning given, a handoff asked), appended and flushed to disk (`fdatasync`) before
-  that answer leaves the daemon. A crash between two snapshots loses nothing of that kind.
-  Each line holds the whole session, numbered; the snapshot records the last number it
-  includes, so a restart applies only the lines written after it. Each snapshot written starts
-  a new, empty journal; until one is, the old journal stays as it is and nothing is appended.
+  repeat (a warning given, a handoff asked), written before that answer leaves the daemon, so
+  that a crash of the daemon at any moment loses nothing of that kind. The write is in the
+  kernel's hands once `write` returns (the daemon dying, even by SIGKILL, does not lose it);
+  `sync` (`fdatasync`, which costs milliseconds on a busy disk) then makes it survive a crash of
+  the machine too, and the daemon runs it in a worker thread right after, so that answers do not
+  wait for the disk. Each line holds the whole session, numbered; the snapshot records the last
+  number it includes, so a restart applies only the lines written after it. Each snapshot
+  written starts a new, empty journal; until one is, the old journal stays as it is.
 
 Readers' internal state is not serialised: `Registry.restore` re-reads each transcript up to its
 saved offset instead.
@@ -80,7 +83,7 @@ class Journal:
         self._size = 0
 
     def append(self, state: SessionState, position: dict[str, Any] | None) -> None:
-        """Write one session's line and flush it to disk; OSError when it cannot be written
+        """Write one session's line (see `sync` for the disk); OSError when it cannot be written
         whole (nothing of it is left behind then) or no journal was started."""
         if self._fd is None:
             raise OSError("no journal started (no snapshot could be written yet)")
@@ -90,7 +93,6 @@ class Journal:
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view) :]
-            os.fdatasync(self._fd)
         except OSError:
             # A partial line would glue itself to the next one: cut it off.
             with contextlib.suppress(OSError):
@@ -98,6 +100,19 @@ class Journal:
             raise
         self._size += len(line)
         self.seq = seq
+
+    def sync_handle(self) -> int | None:
+        """A descriptor of the current journal for `sync` (the caller closes it), or None: a
+        copy, so that a new journal started meanwhile cannot close it under a worker thread."""
+        return None if self._fd is None else os.dup(self._fd)
+
+    @staticmethod
+    def sync(handle: int) -> None:
+        """Flush what was written through `handle` to disk, and close it (any thread)."""
+        try:
+            os.fdatasync(handle)
+        finally:
+            os.close(handle)
 
     def start(self) -> None:
         """Begin a new, empty journal; only right after a snapshot that holds everything the
