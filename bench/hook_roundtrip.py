@@ -18,6 +18,7 @@ Targets: ctxd hook ≤ 1.5× the floor, ≤ 0.2× GSD.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,9 +192,15 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from ctxd.agents.hookcmd import hook_command
+    from ctxd.agents.hookcmd import hook_command, install_client
 
-    installed = hook_command("claude")
+    # The command `ctxd install` writes, running the client it copies (here into a scratch
+    # data dir, so that the bench leaves the user's own copy alone).
+    data_home = tempfile.mkdtemp(prefix="ctxd-bench-")
+    atexit.register(shutil.rmtree, data_home, True)
+    client_env = {**os.environ, "XDG_DATA_HOME": data_home}
+    install_client(client_env)
+    installed = hook_command("claude", env=client_env)
     hook_argv = shlex.split(installed)
     script = gsd_script()
     node = shutil.which("node")
