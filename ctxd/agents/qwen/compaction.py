@@ -11,7 +11,8 @@ an estimate of the message about to be sent, so it compresses a little before th
 prompt itself reaches `auto`. Seen with 0.24.4: with a 1,000,000 window a reported prompt of
 900,000 was compressed before the next request, mid-turn; 31,000 was left alone.
 
-The agent configuration is the flat mapping `settings_config` makes of settings.json.
+The agent configuration is the flat mapping `settings_config` makes of settings.json (the
+user's, then the workspace's `.qwen/settings.json`, which outranks it).
 """
 
 from __future__ import annotations

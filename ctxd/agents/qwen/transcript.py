@@ -8,11 +8,15 @@ of the conversation in force.
   `usageMetadata.promptTokenCount` is the API's `prompt_tokens` (the whole prompt, cached part
   included; 0.24.4 samples match the mock's usage field for field), and `contextWindowSize` the
   window Qwen Code runs the model with. The figure is that prompt, as Qwen Code's own
-  `context_usage` (Stop payload) and its compression threshold count it; it is reported with
-  the window as `reported_window`, `turn_id` the record's uuid.
+  `context_usage` (Stop payload) counts it; it is reported with the window as
+  `reported_window`, `turn_id` the record's uuid, and the response's output tokens
+  (`totalTokenCount - promptTokenCount`) as `pending`: the next request carries them, and Qwen
+  Code adds them to the prompt when it checks its compression threshold.
 - A `system` record with subtype `chat_compression` marks a compression:
   `systemPayload.info.newTokenCount` is Qwen Code's own estimate of the compressed prompt (the
-  figure it carries on with until the next response); it is reported with `compaction=True`.
+  figure it carries on with until the next response); it is reported with `compaction=True`,
+  `estimated` as the record says, and for an automatic one (`triggerReason: "token_limit"`) the
+  count it compressed at (`originalTokenCount`) as `compacted_from`.
 - A `/rewind` appends a `system`/`rewind` record whose parent is the record just before the
   user turn it went back to: the figure in force there applies again. So the figure in force
   after each user turn's parent is remembered (one entry per user turn); every other record
@@ -20,6 +24,12 @@ of the conversation in force.
 - Other records (user, tool results, telemetry, titles) carry no usage: their uuid, parent and
   type are read from the line's head, as Qwen Code writes the keys, without decoding the rest;
   a line whose head is laid out otherwise is decoded.
+
+Qwen Code queues its transcript writes: a hook may run before the answer it follows is on disk
+(seen with 0.24.4 for PostToolUse right after a compression, and for Stop). Its PostToolUse
+names the call by an id of its own (`tool_use_id: "toolu_..."`) that the transcript never
+holds, so `saw_tool_use` answers whether the last answer read made tool calls whose results are
+not recorded yet: true from the answer to its tool results, false before it is written.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ _HEAD = re.compile(
 )
 _USAGE_KEY = b'"usageMetadata"'
 _COMPRESSION = b'"subtype":"chat_compression"'
+_TOOL_CALL = b'"functionCall"'
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 
@@ -54,6 +65,7 @@ class QwenReader:
         self._current: UsageUpdate | None = None
         # The figure in force at each user turn's parent: where a rewind may lead back to.
         self._turn_parents: dict[str, UsageUpdate | None] = {}
+        self._calls_open = False  # the last answer read made tool calls not answered yet
         self._reported = Changes()
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
@@ -72,11 +84,13 @@ class QwenReader:
         self._head = None
         self._current = None
         self._turn_parents = {}
+        self._calls_open = False
         self._reported.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
-        """Qwen Code records the response (with its usage) before it runs the tool."""
-        return True
+        """Whether the answer that made the tool calls now running is read (any id: Qwen Code's
+        hook ids are not in the transcript; see the module docstring)."""
+        return self._calls_open
 
     def _on_line(self, line: bytes) -> UsageUpdate | None:
         head = _HEAD.match(line)
@@ -94,6 +108,10 @@ class QwenReader:
             parent = parent_value if isinstance(parent_value, str) else None
             kind = str(record.get("type"))
 
+        if kind == "assistant":
+            self._calls_open = _TOOL_CALL in line
+        elif kind in ("user", "tool_result"):
+            self._calls_open = False
         inherited = self._in_force_at(parent)
         if kind == "user" and parent is not None:
             self._turn_parents[parent] = inherited
@@ -110,7 +128,8 @@ class QwenReader:
         if self._current is None:
             return None
         forced = own is not None and own.compaction
-        if self._reported.is_new((self._current.tokens, self._current.turn_id), force=forced):
+        key = (self._current.tokens, self._current.pending, self._current.turn_id)
+        if self._reported.is_new(key, force=forced):
             return self._current
         return None
 
@@ -142,6 +161,18 @@ def _answer(record: dict[str, Any] | None, uuid: str) -> UsageUpdate | None:
         model=model if isinstance(model, str) else None,
         reported_window=count(record.get("contextWindowSize")) or None,
         turn_id=uuid,
+        pending=_output(usage, prompt),
+    )
+
+
+def _output(usage: dict[str, Any], prompt: int) -> int:
+    """The response's output tokens as Qwen Code counts them for its threshold (`total - prompt`,
+    else candidates + thoughts)."""
+    total = count(usage.get("totalTokenCount"))
+    if total is not None:
+        return max(0, total - prompt)
+    return (count(usage.get("candidatesTokenCount")) or 0) + (
+        count(usage.get("thoughtsTokenCount")) or 0
     )
 
 
@@ -152,12 +183,21 @@ def _compression(record: dict[str, Any] | None, uuid: str) -> UsageUpdate | None
     if not isinstance(payload, dict):
         return None
     info = payload.get("info")
-    tokens = count(info.get("newTokenCount")) if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        info = {}
+    tokens = count(info.get("newTokenCount"))
+    estimated = info.get("newTokenCountIsEstimated") is True
     if tokens is None:
         history = payload.get("compressedHistory")
         if history is None:
             return None
-        tokens = len(orjson.dumps(history)) // _CHARS_PER_TOKEN
+        tokens, estimated = len(orjson.dumps(history)) // _CHARS_PER_TOKEN, True
+    automatic = info.get("triggerReason") == "token_limit"
     return UsageUpdate(
-        tokens=tokens, at=epoch_seconds(record.get("timestamp")), compaction=True, turn_id=uuid
+        tokens=tokens,
+        at=epoch_seconds(record.get("timestamp")),
+        compaction=True,
+        turn_id=uuid,
+        estimated=estimated,
+        compacted_from=count(info.get("originalTokenCount")) if automatic else None,
     )

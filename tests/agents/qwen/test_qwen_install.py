@@ -141,3 +141,17 @@ def test_the_users_threshold_is_read_from_settings() -> None:
 )
 def test_built_in_windows(model: str, window: int) -> None:
     assert lookup_table(model, builtin_windows()) == window
+
+
+def test_the_daemon_reads_the_threshold_from_user_and_workspace_settings(tmp_path: Path) -> None:
+    qwen = spec("qwen")
+    env = {"HOME": str(tmp_path)}
+    assert qwen.settings_files(env, None) == (tmp_path / ".qwen" / "settings.json",)
+    assert qwen.settings_files(env, "/src/app") == (
+        tmp_path / ".qwen" / "settings.json",
+        Path("/src/app/.qwen/settings.json"),
+    )
+    doc = b'{"context": {"autoCompactThreshold": 0.6}, "model": {"name": "x"}}'
+    assert qwen.read_settings(doc) == {"context.autoCompactThreshold": "0.6"}
+    assert qwen.read_settings(b"// a comment\n{}") == {}
+    assert qwen.read_settings(b"[]") == {}

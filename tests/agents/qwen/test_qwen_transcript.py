@@ -25,10 +25,10 @@ def _updates(name: str) -> list[UsageUpdate]:
     return QwenReader().feed((DATA / f"transcript.{name}.jsonl").read_bytes())
 
 
-def _mock_prompts(name: str, kind: str = "main") -> list[int]:
-    """The prompt_tokens the mock reported to the CLI's requests of `kind`, in order."""
+def _mock_prompts(name: str, kind: str = "main", field: str = "prompt_tokens") -> list[int]:
+    """The prompt_tokens (or `field`) the mock reported to the CLI's requests of `kind`."""
     entries = json.loads((DATA / f"usage.{name}.json").read_text())
-    return [e["usage"]["prompt_tokens"] for e in entries if e["kind"] == kind]
+    return [e["usage"][field] for e in entries if e["kind"] == kind]
 
 
 def _records(name: str) -> list[dict[str, object]]:
@@ -44,6 +44,8 @@ def test_every_answer_reports_the_prompt_the_mock_api_reported(name: str) -> Non
     # One update per recorded answer (each is its own turn), in the order the mock answered.
     assert [u.turn_id for u in answers] == turn_ids
     assert [u.tokens for u in answers] == _mock_prompts(name)
+    # the answer's output, which the next request carries: completion_tokens
+    assert [u.pending for u in answers] == _mock_prompts(name, field="completion_tokens")
     assert {u.model for u in answers} == {"qwen3-coder-plus"}
     assert {u.reported_window for u in answers} == {1_000_000}
     assert all(u.at is not None for u in answers)
@@ -78,6 +80,10 @@ def test_a_compression_reports_the_clis_own_estimate_and_the_next_answer_replace
     info = record["systemPayload"]["info"]  # type: ignore[index]
     assert tokens[at - 1 : at + 2] == [900_000, info["newTokenCount"], 30_000]
     assert updates[at].turn_id == record["uuid"]
+    assert updates[at].estimated and info["newTokenCountIsEstimated"]
+    # automatic: the count it compressed at (prompt + output + the pending tool result)
+    assert updates[at].compacted_from == info["originalTokenCount"] >= 900_040
+    assert updates[at].pending == 0
     # The compression request's own usage (3,000) is never a figure: only answers are.
     assert _mock_prompts("compress", "compress") == [3_000]
     assert 3_000 not in tokens
@@ -154,7 +160,23 @@ def test_reset_reads_the_file_again_from_the_start() -> None:
     first = reader.feed(data)
     reader.reset()
     assert reader.feed(data) == first
-    assert reader.saw_tool_use("anything")
+
+
+def test_a_tool_call_is_seen_once_the_answer_that_made_it_is_read() -> None:
+    # The PostToolUse payloads name calls by ids of Qwen Code's own ("toolu_..."), which the
+    # transcript never holds: what counts is whether the answer with the calls is on disk.
+    records = _records("print")
+    reader = QwenReader()
+    seen = []
+    for record in records:
+        reader.feed(_line(record))
+        seen.append((record["type"], reader.saw_tool_use("toolu_1796080021000_x")))
+    calls = [r for r in records if r["type"] == "assistant" and "functionCall" in json.dumps(r)]
+    assert len(calls) == 3
+    assert [ok for kind, ok in seen if kind == "assistant"] == [True, True, True, False, False]
+    assert not any(ok for kind, ok in seen if kind in ("user", "tool_result"))
+    reader.reset()
+    assert not reader.saw_tool_use("toolu_1796080021000_x")
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
