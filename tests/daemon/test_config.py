@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from ctxd.daemon.config import DEFAULT_WINDOWS, default_settings, load_settings, parse_settings
+from ctxd.daemon.config import (
+    DEFAULT_WINDOWS,
+    MAX_CONFIG_BYTES,
+    MAX_WINDOWS,
+    default_settings,
+    load_settings,
+    parse_settings,
+)
 from ctxd.errors import ConfigError
 
 DOCUMENTED = """
@@ -90,3 +98,26 @@ def test_missing_file_means_defaults_and_a_broken_file_names_itself(tmp_path: Pa
     broken.write_text("[thresholds]\nwarning = 'x'\n")
     with pytest.raises(ConfigError, match=str(broken)):
         load_settings(broken)
+
+
+def test_values_the_core_refuses_are_config_errors() -> None:
+    """Issue 11 (6): `handoff.at = 0` passed here and crashed the daemon later."""
+    with pytest.raises(ConfigError, match="handoff"):
+        parse_settings("[handoff]\nat = 0\n")
+
+
+def test_what_is_not_a_small_regular_file_is_a_config_error(tmp_path: Path) -> None:
+    """Issue 11 (5): a FIFO hung the daemon, a 60 MB file blocked it, a 100,000-entry
+    [windows] table slowed every hook."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_settings(fifo)  # returns at once: no writer is waited for
+    huge = tmp_path / "huge.toml"
+    huge.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    with pytest.raises(ConfigError, match="at most"):
+        load_settings(huge)
+    many = "[windows]\n" + "".join(f'"m{n}" = 1000\n' for n in range(MAX_WINDOWS + 1))
+    with pytest.raises(ConfigError, match=r"\[windows\] has 1,001 entries"):
+        parse_settings(many)
+    assert len(parse_settings("[windows]\n" + '"m" = 1\n').windows) == len(DEFAULT_WINDOWS) + 1

@@ -140,3 +140,56 @@ async def test_a_client_that_never_finishes_gets_the_deadline_and_others_are_ser
         assert header == {"v": 1, "ok": False, "error": "request not complete within 0.3 s"}
         stopping.set()
     assert server.in_flight == 0
+
+
+async def test_when_every_place_is_taken_the_longest_waiting_connection_makes_room(
+    tmp_path: Path,
+) -> None:
+    """Issue 11 (3): connections that send nothing held every slot and hooks were told "busy".
+    At the limit, the connection that has waited longest for its request is dropped."""
+    path = tmp_path / "s.sock"
+    server = _sync_server()
+    server.max_connections = 4
+    stopping = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, open_listener(path), stopping)
+        idle = [await anyio.connect_unix(path) for _ in range(6)]
+        await anyio.sleep(0.1)
+        served = await _ask(path, protocol.encode_request("hook", b"hook"))
+        assert protocol.decode_response(served) == b"kooh"
+        assert server.evicted >= 2 and server.in_flight <= 4
+        with anyio.fail_after(3):  # the first ones were dropped, with a word
+            answer = await idle[0].receive()
+        assert b"dropped for a newer connection" in answer
+        for stream in idle:
+            await stream.aclose()
+        stopping.set()
+
+
+async def test_large_requests_beyond_their_budget_are_told_busy_and_hooks_still_pass(
+    tmp_path: Path,
+) -> None:
+    """Issue 11 (4): 64 connections each 1 byte short of 8 MiB were all buffered (RSS +500 MB).
+    A frame's size is reserved before it is read; large ones share a budget of their own."""
+    path = tmp_path / "s.sock"
+    server = _sync_server()
+    stopping = anyio.Event()
+    big = ctxd_wire.MAX_REQUEST
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, open_listener(path), stopping)
+        holders = []
+        for _ in range(server_module.LARGE_BUDGET // big):  # fill the large budget
+            stream = await anyio.connect_unix(path)
+            await stream.send(big.to_bytes(4, "big") + b"x" * 1000)
+            holders.append(stream)
+        await anyio.sleep(0.1)
+        assert server.buffered == len(holders) * big
+        refused = await _ask(path, big.to_bytes(4, "big") + b"x" * 1000)
+        assert orjson.loads(refused.partition(b"\n")[0])["error"].startswith("busy:")
+        served = await _ask(path, protocol.encode_request("hook", b"small"))
+        assert protocol.decode_response(served) == b"llams"
+        for stream in holders:
+            await stream.aclose()
+        await anyio.sleep(0.1)
+        assert server.buffered == 0
+        stopping.set()
