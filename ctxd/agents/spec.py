@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ctxd.agents.dialect import Dialect
+from ctxd.agents.digest import DigestReader
 from ctxd.agents.reader import TranscriptReader
 from ctxd.core.compaction import CompactionRule
 from ctxd.core.events import StatuslineReport
@@ -150,3 +151,6 @@ class AgentSpec:
     #: One settings file's bytes -> the flat configuration its compaction rule reads ({} when
     #: the file is unusable; never raises).
     read_settings: Callable[[bytes], dict[str, str]] = _no_settings
+    #: A fresh digest reader for the transcript at a path (`ctxd.agents.digest`); None: the
+    #: agent keeps no digest.
+    open_digest_reader: Callable[[str | None], DigestReader] | None = None

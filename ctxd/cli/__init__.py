@@ -279,6 +279,17 @@ def cmd_service(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_handoff(args: argparse.Namespace) -> int:
+    from ctxd.cli import handoff
+
+    doc = handoff.run(args)
+    if args.json:
+        _print_json(doc)
+    else:
+        sys.stdout.write(doc["markdown"])
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from ctxd.cli.doctor import run_checks
 
@@ -397,6 +408,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = verbs.add_parser("doctor", help="check the setup, one line per check")
     doctor.set_defaults(func=cmd_doctor)
+
+    handoff = verbs.add_parser("handoff", help="a session's digest as a handoff note (Markdown)")
+    handoff.add_argument("session", nargs="?", help="the start of its id (default: the latest)")
+    handoff.add_argument("--json", action="store_true", help="the digest and the note as JSON")
+    handoff.add_argument("--transcript", metavar="PATH", help="a transcript file instead")
+    handoff.add_argument("--agent", choices=AGENTS, help="whose transcript (default: detected)")
+    handoff.add_argument(
+        "--tokens", type=_positive_int, default=2000, help="the note's size limit (default 2000)"
+    )
+    handoff.set_defaults(func=cmd_handoff)
     return parser
 
 

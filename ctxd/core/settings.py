@@ -15,7 +15,7 @@ from ctxd.core.measure import Basis
 from ctxd.core.window import DEFAULT_WINDOW
 from ctxd.errors import InvalidInput
 
-__all__ = ["HandoffSettings", "SessionSettings", "Settings", "Thresholds"]
+__all__ = ["ContinuitySettings", "HandoffSettings", "SessionSettings", "Settings", "Thresholds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,24 @@ class SessionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ContinuitySettings:
+    """The session digest's uses: the note injected once after each compaction (`inject`,
+    at most `compact_tokens`), and the handoff draft written at the handoff point
+    (`handoff_file`, at most `handoff_tokens`)."""
+
+    inject: bool = False
+    compact_tokens: int = 1000
+    handoff_file: bool = True
+    handoff_tokens: int = 2000
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.compact_tokens <= 20_000:
+            raise InvalidInput(f"compact_tokens must be 100 to 20000, got {self.compact_tokens}")
+        if not 200 <= self.handoff_tokens <= 50_000:
+            raise InvalidInput(f"handoff_tokens must be 200 to 50000, got {self.handoff_tokens}")
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     thresholds: Thresholds = Thresholds()
     handoff: HandoffSettings = HandoffSettings()
@@ -71,3 +89,4 @@ class Settings:
     default_window: int = DEFAULT_WINDOW
     compaction: CompactionRules = CompactionRules()
     sessions: SessionSettings = SessionSettings()
+    continuity: ContinuitySettings = ContinuitySettings()

@@ -21,6 +21,11 @@ codex_fraction = 0.9
 [sessions]
 idle_minutes = 360    # a session with no activity this long counts as ended
 ended_minutes = 15    # an ended session stays listed this long
+[continuity]          # the session digest (see `ctxd handoff`)
+inject = false        # a compact digest into the agent's context once after each compaction
+compact_tokens = 1000 # its size limit
+handoff_file = true   # write a handoff draft at the handoff point
+handoff_tokens = 2000 # its size limit
 ```
 
 Unknown keys are errors: a typo that silently does nothing is worse than a clear message, and so
@@ -41,7 +46,13 @@ from typing import Any
 
 from ctxd.agents import builtin_windows
 from ctxd.core.compaction import CompactionRules
-from ctxd.core.settings import HandoffSettings, SessionSettings, Settings, Thresholds
+from ctxd.core.settings import (
+    ContinuitySettings,
+    HandoffSettings,
+    SessionSettings,
+    Settings,
+    Thresholds,
+)
 from ctxd.core.window import DEFAULT_WINDOW
 from ctxd.errors import ConfigError, InvalidInput
 
@@ -177,13 +188,31 @@ def _sessions(doc: Mapping[str, Any]) -> SessionSettings:
     )
 
 
+def _continuity(doc: Mapping[str, Any]) -> ContinuitySettings:
+    c = _table(doc, "continuity", {"inject", "compact_tokens", "handoff_file", "handoff_tokens"})
+    base = ContinuitySettings()
+    for key in ("inject", "handoff_file"):
+        if key in c and not isinstance(c[key], bool):
+            raise ConfigError(f"continuity.{key} must be true or false, got {c[key]!r}")
+    return ContinuitySettings(
+        inject=c.get("inject", base.inject),
+        compact_tokens=_integer(c, "compact_tokens", "continuity", 100)
+        if "compact_tokens" in c
+        else base.compact_tokens,
+        handoff_file=c.get("handoff_file", base.handoff_file),
+        handoff_tokens=_integer(c, "handoff_tokens", "continuity", 200)
+        if "handoff_tokens" in c
+        else base.handoff_tokens,
+    )
+
+
 def parse_settings(text: str) -> Settings:
     """Settings from TOML text; ConfigError with a one-line reason when anything is off."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}") from exc
-    known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions"}
+    known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
@@ -198,6 +227,7 @@ def parse_settings(text: str) -> Settings:
             else DEFAULT_WINDOW,
             compaction=_compaction(doc),
             sessions=_sessions(doc),
+            continuity=_continuity(doc),
         )
     except InvalidInput as exc:  # the core's own checks, for what the ones above let through
         raise ConfigError(str(exc)) from exc

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from ctxd.agents import spec
+from ctxd.agents.digest import DigestReader
 from ctxd.agents.reader import TranscriptReader
 from ctxd.core.events import UsageUpdate
 
@@ -38,6 +39,9 @@ class TranscriptFile:
         self.path = path
         self.agent = agent
         self.reader: TranscriptReader = spec(agent).open_reader(path)
+        # The session digest is fed the same bytes (issue 14); None for an agent without one.
+        open_digest = spec(agent).open_digest_reader
+        self.digest: DigestReader | None = None if open_digest is None else open_digest(path)
         self.offset = 0
         self.identity: tuple[int, int] | None = None
         #: The file's size when last looked at (what `behind` is measured against).
@@ -147,6 +151,8 @@ class TranscriptFile:
                 else (self._tail + chunk)[-FINGERPRINT:]
             )
             fed = self.reader.feed(chunk)
+            if self.digest is not None:
+                self.digest.feed(chunk)
             if not skipping:
                 updates.extend(fed)
             if until is not None and time.monotonic() >= until:
@@ -160,6 +166,8 @@ class TranscriptFile:
 
     def _start_over(self, identity: tuple[int, int]) -> None:
         self.reader.reset()
+        if self.digest is not None:
+            self.digest.reset()
         self.offset = 0
         self.identity = identity
         self._tail = b""

@@ -34,6 +34,7 @@ from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
+from ctxd.daemon.continuity import Continuity
 from ctxd.daemon.files import TranscriptFile
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "TOOL_CALL_WAIT", "Registry"]
@@ -75,6 +76,8 @@ class Registry:
         self.dirty = False
         self.hooks_answered = 0
         self.agent_settings = AgentSettings(os.environ)
+        #: The session digest's handoff drafts and post-compaction notes (issue 14).
+        self.continuity = Continuity(os.environ)
         self.skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
         #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
         self.backlog: dict[str, None] = {}
@@ -297,6 +300,9 @@ class Registry:
         )
         self._store(new_state)
         self.hooks_answered += 1
+        tracked = self.files.get(key)
+        digest = None if tracked is None else tracked.digest
+        reply = self.continuity.amend(event, state, new_state, reply, digest, self.settings)
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
         return agents.render(event, reply) if reply != Reply() else b""
@@ -513,6 +519,7 @@ class Registry:
     def _drop(self, key: str) -> None:
         state = self.sessions.pop(key, None)
         self.files.pop(key, None)
+        self.continuity.forget(key)
         self.backlog.pop(key, None)
         self._announced.discard(key)
         if state is not None and self.ids.get((state.agent, state.session_id)) == key:

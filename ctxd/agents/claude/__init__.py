@@ -10,6 +10,7 @@ import orjson
 
 from ctxd.agents.claude import files, install
 from ctxd.agents.claude.compaction import CONFIG_ENV, compaction_point, settings_config
+from ctxd.agents.claude.digest import ClaudeDigestReader
 from ctxd.agents.claude.hooks import DIALECT
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
@@ -25,6 +26,10 @@ NAME = "claude"
 
 def _open_reader(path: str | None) -> ClaudeReader:
     return ClaudeReader(subagent=path is not None and files.is_subagent_path(path))
+
+
+def _open_digest_reader(path: str | None) -> ClaudeDigestReader:
+    return ClaudeDigestReader(subagent=path is not None and files.is_subagent_path(path))
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -95,4 +100,5 @@ SPEC = AgentSpec(
     config_env=(*CONFIG_ENV, "CLAUDE_CONFIG_DIR"),
     settings_files=_settings_files,
     read_settings=_read_settings,
+    open_digest_reader=_open_digest_reader,
 )

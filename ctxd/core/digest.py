@@ -1,0 +1,441 @@
+"""A session's digest: the facts of a session, drafted from its transcript with no model call.
+
+What a compaction summary or a hurried handoff note loses is the thread: which files were
+touched, which commands failed, what the user last asked, which todos are open. Each agent's
+digest reader (`ctxd.agents.<agent>.digest`) turns its transcript lines into `DigestEvent`s;
+`apply` folds one into a `Digest`; `render_markdown` and `render_compact` turn a digest into the
+handoff note and the note injected after a compaction.
+
+Everything here is a value and every collection is bounded (`Limits`): a session's digest stays
+the same size however long the session runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+__all__ = [
+    "COMPACT_HEADER",
+    "Command",
+    "Digest",
+    "DigestEvent",
+    "DigestKind",
+    "FileUse",
+    "Limits",
+    "Todo",
+    "apply",
+    "estimate_tokens",
+    "render_compact",
+    "render_markdown",
+]
+
+DigestKind = Literal[
+    "ask",  # a request the user typed (`text`)
+    "reply",  # the assistant's text to the user (`text`)
+    "read",  # a file read (`text`: its path)
+    "edit",  # a file edited in place
+    "write",  # a file written whole (created or replaced)
+    "command",  # a shell command run (`text`), its result to come under `call_id`
+    "result",  # a tool call's outcome (`call_id`, `failed`, `exit_code`, `text`: the error)
+    "todos",  # the whole todo list, as the agent wrote it (`todos`)
+    "todo",  # one todo item added or changed, by its `key` (`todos`: that one item)
+    "subagent",  # a subagent spawned (`text`: what for)
+    "tool",  # any other tool call (`text`: the tool's name)
+    "compaction",  # the agent compacted its context
+]
+
+#: How the note injected after a compaction begins (so a reader can tell ctxd wrote it).
+COMPACT_HEADER = "[ctxd continuity]"
+
+_CHARS_PER_TOKEN = 4  # the usual rough rate for English text and code
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much a digest keeps: the newest items of each kind, each text clipped."""
+
+    asks: int = 5
+    files: int = 40
+    commands: int = 12
+    failed: int = 8
+    errors: int = 8
+    todos: int = 30
+    subagents: int = 10
+    ask_chars: int = 600
+    first_ask_chars: int = 1200
+    reply_chars: int = 600
+    command_chars: int = 240
+    error_chars: int = 240
+    todo_chars: int = 160
+    path_chars: int = 300
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class Todo:
+    text: str
+    #: "pending", "in_progress" or "completed" (the agents' own words are mapped to these).
+    status: str = "pending"
+    #: The agent's id for the item, when it updates items one by one.
+    key: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.status != "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class DigestEvent:
+    kind: DigestKind
+    text: str = ""
+    call_id: str | None = None
+    #: For "result": the tool failed (a non-zero exit, an error the tool returned).
+    failed: bool = False
+    exit_code: int | None = None
+    todos: tuple[Todo, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileUse:
+    path: str
+    reads: int = 0
+    edits: int = 0
+    writes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    text: str
+    call_id: str | None = None
+    #: None until its result is seen.
+    failed: bool | None = None
+    exit_code: int | None = None
+    #: The first line of what it printed when it failed.
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """The facts of one session so far; `Digest()` is a session with nothing yet."""
+
+    first_ask: str | None = None
+    #: The last few requests, oldest first.
+    asks: tuple[str, ...] = ()
+    #: Files touched, least recently touched first.
+    files: tuple[FileUse, ...] = ()
+    files_dropped: int = 0
+    #: The last commands, oldest first, with their outcome once known.
+    commands: tuple[Command, ...] = ()
+    commands_run: int = 0
+    #: The last failed commands, oldest first (kept apart: a run of good commands must not
+    #: push a failure out).
+    failed: tuple[Command, ...] = ()
+    commands_failed: int = 0
+    #: The latest todo list (None: the agent never kept one).
+    todos: tuple[Todo, ...] | None = None
+    #: Errors tools returned (other than failed commands), oldest first.
+    errors: tuple[str, ...] = ()
+    last_reply: str | None = None
+    subagents: tuple[str, ...] = ()
+    subagents_spawned: int = 0
+    compactions: int = 0
+    tool_calls: int = 0
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _first_line(text: str, limit: int) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return _clip(line, limit)
+    return ""
+
+
+def _push(items: tuple[str, ...], item: str, keep: int) -> tuple[str, ...]:
+    return (*items[-(keep - 1) :], item) if keep > 1 else (item,)
+
+
+def _touch(d: Digest, path: str, kind: str, lim: Limits) -> Digest:
+    path = _clip(path, lim.path_chars)
+    files = d.files
+    found = next((i for i in range(len(files) - 1, -1, -1) if files[i].path == path), None)
+    if found is None:
+        use = FileUse(path)
+        rest = files
+    else:
+        use = files[found]
+        rest = files[:found] + files[found + 1 :]
+    if kind == "read":
+        use = replace(use, reads=use.reads + 1)
+    elif kind == "edit":
+        use = replace(use, edits=use.edits + 1)
+    else:
+        use = replace(use, writes=use.writes + 1)
+    dropped = d.files_dropped
+    if len(rest) >= lim.files:
+        dropped += len(rest) - lim.files + 1
+        rest = rest[len(rest) - lim.files + 1 :]
+    return replace(d, files=(*rest, use), files_dropped=dropped, tool_calls=d.tool_calls + 1)
+
+
+def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
+    commands = d.commands
+    for i in range(len(commands) - 1, -1, -1):
+        c = commands[i]
+        if c.call_id is not None and c.call_id == e.call_id:
+            if c.failed is not None:
+                return d  # seen already (a re-appended record)
+            done = replace(
+                c,
+                failed=e.failed,
+                exit_code=e.exit_code,
+                error=_first_line(e.text, lim.error_chars) if e.failed else "",
+            )
+            new = replace(d, commands=(*commands[:i], done, *commands[i + 1 :]))
+            if e.failed:
+                failed = (*d.failed[-(lim.failed - 1) :], done) if lim.failed > 1 else (done,)
+                new = replace(new, failed=failed, commands_failed=d.commands_failed + 1)
+            return new
+    if e.failed and e.text:
+        return replace(d, errors=_push(d.errors, _clip(e.text, lim.error_chars), lim.errors))
+    return d
+
+
+def _todo(d: Digest, item: Todo, lim: Limits) -> Digest:
+    todos = d.todos or ()
+    for i, t in enumerate(todos):
+        if item.key is not None and t.key == item.key:
+            merged = Todo(item.text or t.text, item.status, t.key)
+            return replace(d, todos=(*todos[:i], merged, *todos[i + 1 :]))
+    if not item.text:
+        return d  # an update of an item never seen
+    return replace(d, todos=(*todos, item)[-lim.todos :])
+
+
+def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
+    """`d` with one more fact folded in."""
+    kind = e.kind
+    if kind in ("read", "edit", "write"):
+        return _touch(d, e.text, kind, lim) if e.text else d
+    if kind == "command":
+        cmd = Command(_clip(e.text, lim.command_chars), e.call_id)
+        return replace(
+            d,
+            commands=(*d.commands[-(lim.commands - 1) :], cmd),
+            commands_run=d.commands_run + 1,
+            tool_calls=d.tool_calls + 1,
+        )
+    if kind == "result":
+        return _result(d, e, lim)
+    if kind == "ask":
+        text = e.text.strip()
+        if not text:
+            return d
+        first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
+        return replace(d, first_ask=first, asks=_push(d.asks, _clip(text, lim.ask_chars), lim.asks))
+    if kind == "reply":
+        return replace(d, last_reply=_clip(e.text, lim.reply_chars)) if e.text.strip() else d
+    if kind == "todos":
+        todos = tuple(
+            Todo(_clip(t.text, lim.todo_chars), t.status, t.key) for t in e.todos[: lim.todos]
+        )
+        return replace(d, todos=todos, tool_calls=d.tool_calls + 1)
+    if kind == "todo":
+        new = d
+        for t in e.todos:
+            new = _todo(new, Todo(_clip(t.text, lim.todo_chars), t.status, t.key), lim)
+        return replace(new, tool_calls=d.tool_calls + 1)
+    if kind == "subagent":
+        text = _clip(e.text or "(no description)", lim.command_chars)
+        return replace(
+            d,
+            subagents=_push(d.subagents, text, lim.subagents),
+            subagents_spawned=d.subagents_spawned + 1,
+            tool_calls=d.tool_calls + 1,
+        )
+    if kind == "tool":
+        return replace(d, tool_calls=d.tool_calls + 1)
+    if kind == "compaction":
+        return replace(d, compactions=d.compactions + 1)
+    return d
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def estimate_tokens(text: str) -> int:
+    """About how many tokens `text` is (four characters each)."""
+    return (len(text) + _CHARS_PER_TOKEN - 1) // _CHARS_PER_TOKEN
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def _file_line(f: FileUse) -> str:
+    parts = [
+        f"{label} {n}×"
+        for label, n in (("edited", f.edits), ("written", f.writes), ("read", f.reads))
+        if n
+    ]
+    return f"- `{f.path}` — {', '.join(parts)}"
+
+
+def _command_line(c: Command) -> str:
+    if c.failed:
+        status = f"exit {c.exit_code}" if c.exit_code is not None else "failed"
+        return f"- `{c.text}` — {status}" + (f": {c.error}" if c.error else "")
+    status = "running or no result seen" if c.failed is None else "ok"
+    return f"- `{c.text}` — {status}"
+
+
+def _todo_line(t: Todo) -> str:
+    mark = {"completed": "[x]", "in_progress": "[~]"}.get(t.status, "[ ]")
+    return f"- {mark} {t.text}"
+
+
+def _files_by_weight(files: tuple[FileUse, ...]) -> list[FileUse]:
+    # Edited and written files first (what a successor must know), then the most used.
+    return sorted(
+        files,
+        key=lambda f: (-(f.edits + f.writes > 0), -(f.edits + f.writes + f.reads)),
+    )
+
+
+@dataclass
+class _Section:
+    title: str
+    lines: list[str]
+    #: Lines that may be dropped (the rest is kept whole): the section is trimmed from its end.
+    trimmable: bool = True
+    omitted: int = 0
+    #: Extra items known to exist but never kept (files beyond the digest's bound).
+    unseen: int = 0
+
+    def text(self) -> str:
+        body = list(self.lines)
+        more = self.omitted + self.unseen
+        if more:
+            body.append(f"- … {more} more")
+        return f"## {self.title}\n" + "\n".join(body) if self.title else "\n".join(body)
+
+    def size(self) -> int:
+        return len(self.text())
+
+
+def _fit(head: str, sections: list[_Section], limit_tokens: int) -> str:
+    """The sections under `head`, the longest trimmed first (a line at a time from its end)
+    until the whole is within `limit_tokens`."""
+    limit = limit_tokens * _CHARS_PER_TOKEN
+
+    def whole() -> str:
+        parts = [head, *(s.text() for s in sections if s.lines or s.omitted)]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    text = whole()
+    while len(text) > limit:
+        candidates = [s for s in sections if s.trimmable and s.lines]
+        if not candidates:
+            break
+        longest = max(candidates, key=_Section.size)
+        longest.lines.pop()
+        longest.omitted += 1
+        text = whole()
+    if len(text) > limit:
+        text = text[: max(0, limit - 2)].rstrip() + "…\n"
+    return text
+
+
+def _clipped_lines(text: str, chars: int) -> list[str]:
+    return _quote(_clip(text, chars)).splitlines()
+
+
+def render_markdown(d: Digest, title: str, limit_tokens: int = 2000) -> str:
+    """The handoff note: what the session was for, where it stands, open todos, failed
+    commands, files, the last ask; within `limit_tokens` (about), longest sections trimmed
+    first. `title` heads it (the agent and session)."""
+    head = (
+        f"# Handoff: {title}\n\n"
+        "Drafted by ctxd from the session's transcript (no model call): review and complete it "
+        "with what the transcript cannot say (decisions, reasons, next steps)."
+    )
+    sections: list[_Section] = []
+    if d.first_ask:
+        sections.append(_Section("What the session was for", _quote(d.first_ask).splitlines()))
+    stands: list[str] = []
+    if d.asks:
+        stands.append("Last request:")
+        stands += _quote(d.asks[-1]).splitlines()
+    if d.last_reply:
+        stands.append("Last assistant message:")
+        stands += _quote(d.last_reply).splitlines()
+    stands.append(
+        f"- {d.tool_calls} tool calls, {d.commands_run} commands ({d.commands_failed} failed), "
+        f"{len(d.files) + d.files_dropped} files, {d.compactions} compactions, "
+        f"{d.subagents_spawned} subagents"
+    )
+    sections.append(_Section("Where it stands", stands, trimmable=False))
+    if d.todos:
+        open_todos = [t for t in d.todos if t.open]
+        done = len(d.todos) - len(open_todos)
+        lines = [_todo_line(t) for t in open_todos]
+        if done:
+            lines.append(f"- ({done} done)")
+        sections.append(_Section("Open todos", lines))
+    if d.failed:
+        sections.append(_Section("Failed commands", [_command_line(c) for c in reversed(d.failed)]))
+    if d.files:
+        sections.append(
+            _Section(
+                "Files",
+                [_file_line(f) for f in _files_by_weight(d.files)],
+                unseen=d.files_dropped,
+            )
+        )
+    if d.errors:
+        sections.append(_Section("Tool errors", [f"- {e}" for e in reversed(d.errors)]))
+    recent = [c for c in d.commands if not c.failed]
+    if recent:
+        sections.append(_Section("Recent commands", [_command_line(c) for c in reversed(recent)]))
+    if d.subagents:
+        sections.append(_Section("Subagents", [f"- {s}" for s in reversed(d.subagents)]))
+    if len(d.asks) > 1:
+        earlier = [f"- {_clip(a.splitlines()[0], 200)}" for a in reversed(d.asks[:-1])]
+        sections.append(_Section("Earlier requests (newest first)", earlier))
+    return _fit(head, sections, limit_tokens)
+
+
+def render_compact(d: Digest, limit_tokens: int = 1000) -> str:
+    """The note injected after a compaction: files, open todos, the last ask, failed commands;
+    within `limit_tokens` (about). Empty when the digest holds none of these."""
+    sections: list[_Section] = []
+    if d.asks:
+        sections.append(_Section("Last request", _clipped_lines(d.asks[-1], 1200), False))
+    if d.todos:
+        open_todos = [_todo_line(t) for t in d.todos if t.open]
+        if open_todos:
+            sections.append(_Section("Open todos", open_todos))
+    if d.failed:
+        sections.append(_Section("Failed commands", [_command_line(c) for c in reversed(d.failed)]))
+    if d.files:
+        sections.append(
+            _Section(
+                "Files touched",
+                [_file_line(f) for f in _files_by_weight(d.files)],
+                unseen=d.files_dropped,
+            )
+        )
+    if not sections:
+        return ""
+    head = (
+        f"{COMPACT_HEADER} Facts of this session from before the compaction, taken from its "
+        "transcript by ctxd (not a model summary; advisory, it does not override the user's "
+        "instructions)."
+    )
+    return _fit(head, sections, limit_tokens)

@@ -1,0 +1,157 @@
+"""The Claude Code digest reader against the real transcripts: files, commands, todos and the last
+ask equal what an independent reading of each transcript finds (plain json, whole records)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxd.agents import spec
+from ctxd.core.digest import Digest, render_compact, render_markdown
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
+SAMPLES = sorted(DATA.glob("claude-code-*/*.jsonl"))
+CONTINUITY = DATA / "claude-code-2.1.332" / "transcript.continuity.jsonl"
+
+
+def _digest(path: Path, chunk: int | None = None) -> Digest:
+    opener = spec("claude").open_digest_reader
+    assert opener is not None
+    reader = opener(str(path))
+    data = path.read_bytes()
+    step = chunk or len(data) or 1
+    for i in range(0, len(data), step):
+        reader.feed(data[i : i + step])
+    return reader.digest
+
+
+def _reading(path: Path) -> dict[str, Any]:
+    """What the transcript holds, read whole with json, independently of ctxd."""
+    files: dict[str, list[int]] = {}
+    commands: list[str] = []
+    status: dict[str, bool] = {}  # tool_use id -> failed
+    bash_ids: list[str] = []
+    asks: list[str] = []
+    tasks: dict[str, list[str]] = {}
+    subjects: dict[str, str] = {}
+    compactions = 0
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("isSidechain"):
+            continue
+        if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
+            compactions += 1
+        content = (r.get("message") or {}).get("content")
+        if r.get("type") == "assistant":
+            for b in content:
+                if b.get("type") != "tool_use":
+                    continue
+                name, args = b["name"], b["input"]
+                column = {"Read": 0, "Edit": 1, "Write": 2}.get(name)
+                if column is not None:
+                    files.setdefault(args["file_path"], [0, 0, 0])[column] += 1
+                elif name == "Bash":
+                    commands.append(args["command"])
+                    bash_ids.append(b["id"])
+                elif name == "TaskCreate":
+                    subjects[b["id"]] = args["subject"]
+                elif name == "TaskUpdate":
+                    tasks[args["taskId"]][1] = args["status"]
+        elif r.get("type") == "user" and not r.get("isMeta") and not r.get("isCompactSummary"):
+            if isinstance(content, str) and not content.startswith("<"):
+                asks.append(content)
+            for b in content if isinstance(content, list) else []:
+                if b.get("type") == "tool_result":
+                    status[b["tool_use_id"]] = bool(b.get("is_error"))
+                    if b["tool_use_id"] in subjects:
+                        task = r["toolUseResult"]["task"]
+                        tasks[task["id"]] = [subjects[b["tool_use_id"]], "pending"]
+    return {
+        "files": {p: tuple(n) for p, n in files.items()},
+        "commands": commands,
+        "failed": [c for c, i in zip(commands, bash_ids, strict=True) if status.get(i)],
+        "asks": asks,
+        "todos": [(t, s) for t, s in tasks.values()],
+        "compactions": compactions,
+    }
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_digest_is_what_the_transcript_holds(path: Path) -> None:
+    d = _digest(path)
+    truth = _reading(path)
+    assert {f.path: (f.reads, f.edits, f.writes) for f in d.files} == truth["files"]
+    assert [c.text for c in d.commands] == truth["commands"][-12:]
+    assert d.commands_run == len(truth["commands"])
+    assert [c.text for c in d.failed] == truth["failed"]
+    assert d.asks[-1] == truth["asks"][-1]
+    assert d.first_ask == truth["asks"][0]
+    assert [(t.text, t.status) for t in d.todos or ()] == truth["todos"]
+    assert d.compactions == truth["compactions"]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_split_anywhere_the_same_digest(chunk: int) -> None:
+    assert _digest(CONTINUITY, chunk) == _digest(CONTINUITY)
+
+
+def test_the_continuity_capture_in_full() -> None:
+    """The e2e run captured: Read + Edit of app.py, Write of NOTES.md, three tasks (one done,
+    one in progress), `ls` of a missing directory (exit 2), then an auto-compaction."""
+    d = _digest(CONTINUITY)
+    work = "$SCRATCH/runs/continuity/work"
+    assert [(f.path, f.reads, f.edits, f.writes) for f in d.files] == [
+        (f"{work}/app.py", 1, 1, 0),
+        (f"{work}/NOTES.md", 0, 0, 1),
+    ]
+    (failed,) = d.failed
+    assert failed.exit_code == 2 and failed.failed
+    assert failed.error == (
+        "ls: cannot access '/nonexistent-ctxd-e2e-dir': No such file or directory"
+    )
+    assert [(t.text, t.status, t.key) for t in d.todos or ()] == [
+        ("Rename the greeting in app.py", "completed", "1"),
+        ("Write the release notes", "in_progress", "2"),
+        ("Run the test suite", "pending", "3"),
+    ]
+    ok = [c for c in d.commands if c.failed is False]
+    assert [c.exit_code for c in ok] == [0, 0]
+    assert d.compactions == 1
+    assert d.last_reply == "Done."
+    note = render_compact(d)
+    assert "- [~] Write the release notes\n- [ ] Run the test suite" in note
+    assert "exit 2" in note and f"`{work}/app.py` — edited 1×, read 1×" in note
+    md = render_markdown(d, "Claude Code session x")
+    assert md.startswith("# Handoff: Claude Code session x\n")
+    assert re.search(r"1 commands? \(1 failed\)|3 commands \(1 failed\)", md)
+
+
+def test_reset_forgets_everything() -> None:
+    opener = spec("claude").open_digest_reader
+    assert opener is not None
+    reader = opener(None)
+    reader.feed(CONTINUITY.read_bytes())
+    assert reader.digest != Digest()
+    reader.reset()
+    assert reader.digest == Digest()
+
+
+def test_sidechain_lines_belong_to_the_subagent_reader() -> None:
+    line = {
+        "type": "user",
+        "isSidechain": True,
+        "message": {"role": "user", "content": "subagent task"},
+    }
+    data = (json.dumps(line, separators=(",", ":")) + "\n").encode()  # as Claude Code writes
+    opener = spec("claude").open_digest_reader
+    assert opener is not None
+    main = opener("/p/projects/x/s.jsonl")
+    main.feed(data)
+    assert main.digest.asks == ()
+    sub = opener("/p/projects/x/s/subagents/agent-a1.jsonl")
+    sub.feed(data)
+    assert sub.digest.asks == ("subagent task",)

@@ -1,0 +1,135 @@
+"""The digest as values: what `apply` keeps, its bounds, and the two renderings' limits."""
+
+from __future__ import annotations
+
+from ctxd.core.digest import (
+    COMPACT_HEADER,
+    Digest,
+    DigestEvent,
+    Limits,
+    Todo,
+    apply,
+    estimate_tokens,
+    render_compact,
+    render_markdown,
+)
+
+
+def fold(*events: DigestEvent, limits: Limits | None = None) -> Digest:
+    d = Digest()
+    for e in events:
+        d = apply(d, e, limits or Limits())
+    return d
+
+
+def test_files_are_counted_per_kind_most_recent_last() -> None:
+    d = fold(
+        DigestEvent("read", "a.py"),
+        DigestEvent("read", "b.py"),
+        DigestEvent("edit", "a.py"),
+        DigestEvent("write", "c.md"),
+    )
+    assert [(f.path, f.reads, f.edits, f.writes) for f in d.files] == [
+        ("b.py", 1, 0, 0),
+        ("a.py", 1, 1, 0),
+        ("c.md", 0, 0, 1),
+    ]
+    assert d.tool_calls == 4
+
+
+def test_commands_get_their_outcome_and_failures_are_kept_apart() -> None:
+    d = fold(
+        DigestEvent("command", "make", "c1"),
+        DigestEvent("command", "pytest", "c2"),
+        DigestEvent("result", "", "c1", exit_code=0),
+        DigestEvent("result", "Exit code 1\nE assert 1 == 2", "c2", failed=True, exit_code=1),
+        DigestEvent("result", "again", "c2", failed=True, exit_code=1),  # a repeat: ignored
+        *(DigestEvent("command", f"echo {i}", f"e{i}") for i in range(30)),
+    )
+    assert len(d.commands) == Limits().commands
+    assert d.commands_run == 32 and d.commands_failed == 1
+    (failed,) = d.failed
+    assert (failed.text, failed.exit_code, failed.error) == ("pytest", 1, "Exit code 1")
+
+
+def test_an_error_of_another_tool_is_a_tool_error() -> None:
+    d = fold(DigestEvent("result", "Edit a.py: string not found", "x", failed=True))
+    assert d.errors == ("Edit a.py: string not found",)
+
+
+def test_todos_whole_list_and_item_by_item() -> None:
+    d = fold(DigestEvent("todos", todos=(Todo("a"), Todo("b", "completed"))))
+    assert [(t.text, t.status) for t in d.todos or ()] == [("a", "pending"), ("b", "completed")]
+    d = fold(
+        DigestEvent("todo", todos=(Todo("x", key="1"),)),
+        DigestEvent("todo", todos=(Todo("y", key="2"),)),
+        DigestEvent("todo", todos=(Todo("", "in_progress", "2"),)),
+        DigestEvent("todo", todos=(Todo("", "completed", "9"),)),  # never created: ignored
+    )
+    assert [(t.text, t.status) for t in d.todos or ()] == [("x", "pending"), ("y", "in_progress")]
+
+
+def test_asks_first_and_last_few_clipped() -> None:
+    lim = Limits()
+    d = fold(*(DigestEvent("ask", f"ask {i} " + "x" * 2000) for i in range(9)))
+    assert d.first_ask is not None and d.first_ask.startswith("ask 0")
+    assert len(d.first_ask) == lim.first_ask_chars
+    assert [a.split()[1] for a in d.asks] == ["4", "5", "6", "7", "8"]
+    assert all(len(a) == lim.ask_chars and a.endswith("…") for a in d.asks)
+
+
+def test_every_list_is_bounded() -> None:
+    lim = Limits()
+    events = []
+    for i in range(500):
+        events += [
+            DigestEvent("edit", f"src/file_{i}.py"),
+            DigestEvent("command", f"false {i}", f"c{i}"),
+            DigestEvent("result", "boom", f"c{i}", failed=True, exit_code=1),
+            DigestEvent("result", f"err {i}", f"t{i}", failed=True),
+            DigestEvent("subagent", f"sub {i}"),
+            DigestEvent("todo", todos=(Todo(f"t {i}", key=str(i)),)),
+        ]
+    d = fold(*events)
+    assert len(d.files) == lim.files and d.files_dropped == 500 - lim.files
+    assert len(d.commands) == lim.commands and len(d.failed) == lim.failed
+    assert len(d.errors) == lim.errors and len(d.subagents) == lim.subagents
+    assert len(d.todos or ()) == lim.todos
+    assert d.subagents_spawned == 500 and d.commands_failed == 500
+
+
+def _big() -> Digest:
+    events = [DigestEvent("ask", "Refactor the parser")]
+    for i in range(40):
+        events += [DigestEvent("edit", f"src/module_{i:02}.py"), DigestEvent("read", f"r{i}.py")]
+    for i in range(8):
+        events += [
+            DigestEvent("command", f"pytest tests/test_{i}.py", f"c{i}"),
+            DigestEvent("result", "x" * 300, f"c{i}", failed=True, exit_code=1),
+        ]
+    events.append(
+        DigestEvent("todos", todos=tuple(Todo(f"todo {i} " + "y" * 100) for i in range(30)))
+    )
+    events.append(DigestEvent("ask", "Now fix the failing tests " + "z" * 500))
+    return fold(*events)
+
+
+def test_markdown_within_its_limit_longest_sections_trimmed_first() -> None:
+    d = _big()
+    md = render_markdown(d, "S", 2000)
+    assert estimate_tokens(md) <= 2000
+    small = render_markdown(d, "S", 600)
+    assert estimate_tokens(small) <= 600
+    # what is kept whole: the purpose and where it stands
+    assert "Refactor the parser" in small and "Now fix the failing tests" in small
+    assert "more" in small  # trimmed sections say so
+
+
+def test_compact_within_its_limit_and_empty_without_facts() -> None:
+    d = _big()
+    note = render_compact(d, 1000)
+    assert note.startswith(COMPACT_HEADER)
+    assert estimate_tokens(note) <= 1000
+    assert "Open todos" in note and "Failed commands" in note and "Files touched" in note
+    assert render_compact(Digest()) == ""
+    assert render_compact(fold(DigestEvent("reply", "hi"))) == ""
