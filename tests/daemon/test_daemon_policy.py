@@ -3,8 +3,9 @@ warning trace, the reset on compaction, the handoff once, and silence when nothi
 
 Claude Code figures used below (no statusline, so the window is the 1,000,000 default):
 on basis "window", remaining 40 % / 30 % / 20 % are 600k / 700k / 800k tokens; on the default
-basis "compaction" the room is 937,500 tokens (window - reserve), so WARNING starts at 65 % of
-it (609,375 tokens), CRITICAL at 75 % (703,125), the handoff at 70 % (656,250).
+basis "compaction" the room is 967,000 tokens (window - 20,000 for output - 13,000: Claude Code's
+rule, output tokens counted), so WARNING starts at 65 % of it (~628,500 tokens), CRITICAL at 75 %
+(~725,200), the handoff at 70 % (~676,900).
 """
 
 from __future__ import annotations
@@ -63,19 +64,19 @@ def test_warning_text_states_the_figures(world: World) -> None:
     text = out["hookSpecificOutput"]["additionalContext"]
     assert text.startswith("CONTEXT WARNING: 70% of the context window is used, 30% left")
     assert "700,000 of 1,000,000 tokens" in text
-    assert "237,500 tokens before compaction" in text
+    assert "266,900 tokens before compaction" in text
 
 
 def test_default_basis_is_the_room_before_compaction(shared: World) -> None:
-    # 620k of 1M is 38 % remaining of the window (silent on that basis) but only 34 % of the
-    # 937,500 tokens before Claude Code compacts: one crossing, one warning.
+    # 640k of 1M is 36 % remaining of the window (silent on that basis) but only 34 % of the
+    # 967,000 tokens before Claude Code compacts: one crossing, one warning.
     t = shared.claude()
     assert tool_call(shared, t, 500_000) is None
-    out = tool_call(shared, t, 620_000)
+    out = tool_call(shared, t, 640_000)
     assert kind(out) == "WARNING"
     assert "of the room before auto-compaction" in out["hookSpecificOutput"]["additionalContext"]
-    assert tool_call(shared, t, 621_000) is None
-    assert kind(tool_call(shared, t, 710_000)) == "CRITICAL"
+    assert tool_call(shared, t, 641_000) is None
+    assert kind(tool_call(shared, t, 740_000)) == "CRITICAL"
 
 
 def test_compact_boundary_resets_the_debounce(shared: World) -> None:
@@ -99,10 +100,10 @@ def test_precompact_hook_resets_the_debounce(shared: World) -> None:
 
 def test_handoff_is_asked_once(shared: World) -> None:
     t = shared.claude()
-    t.assistant(700_000)  # 74.7 % of the room before compaction
+    t.assistant(700_000)  # 72.4 % of the room before compaction
     out = shared.hook_out("claude", t.payload("Stop"))
     assert set(out) == {"systemMessage"}
-    assert out["systemMessage"].startswith("CONTEXT HANDOFF: 75% of the room")
+    assert out["systemMessage"].startswith("CONTEXT HANDOFF: 72% of the room")
     assert shared.hook_out("claude", t.payload("Stop")) is None
     row = shared.row(t)
     assert row is not None and row["handoff_asked"] is True
@@ -110,9 +111,9 @@ def test_handoff_is_asked_once(shared: World) -> None:
 
 def test_no_handoff_below_the_threshold(shared: World) -> None:
     t = shared.claude()
-    t.assistant(600_000)  # 64 %
+    t.assistant(600_000)  # 62 %
     assert shared.hook_out("claude", t.payload("Stop")) is None
-    t.assistant(660_000)  # 70.4 %
+    t.assistant(680_000)  # 70.3 %
     assert shared.hook_out("claude", t.payload("Stop")) is not None
 
 
@@ -158,7 +159,7 @@ def test_half_written_line_is_not_read_until_complete(shared: World) -> None:
     # The agent is mid-write when the hook fires: the figure is the last complete line's.
     t = shared.claude()
     t.assistant(100_000)
-    t.assistant(710_000)
+    t.assistant(740_000)
     data = t.path.read_bytes()
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[1] + b"\n"
     t.path.write_bytes(data[: -len(last)] + last[:200])  # same inode, cut mid-line
@@ -170,7 +171,7 @@ def test_half_written_line_is_not_read_until_complete(shared: World) -> None:
 
 def test_transcript_rewritten_from_scratch_is_read_again(shared: World) -> None:
     t = shared.claude()
-    t.assistant(710_000)
+    t.assistant(740_000)
     assert kind(shared.hook_out("claude", t.payload("PostToolUse"))) == "CRITICAL"
     replacement = t.path.with_suffix(".new")
     t.path.rename(replacement)
