@@ -173,7 +173,11 @@ class Registry:
             while self.backlog and time.monotonic() < until:
                 path = next(iter(self.backlog))
                 del self.backlog[path]  # `catch_up` puts it back at the end if not done
-                self.catch_up(path, until)
+                try:
+                    self.catch_up(path, until)
+                except Exception:  # one bad transcript must not stop the reading of the others
+                    logger.exception("reading %s failed; left until it changes again", path)
+                    self.backlog.pop(path, None)
             await anyio.sleep(0)
 
     def _defer(self, path: str) -> None:
