@@ -383,12 +383,15 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
 
 
 # ------------------------------------------------------------------- the real compaction point
-#: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, the point the measured rule gives)
+#: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, settings.json keys, the point the measured
+#: rule gives)
 COMPACTION_CASES = [
-    ("claude-sonnet-4-6", 200_000, None, 167_000),  # 200k - min(64k, 20k) - 13k
-    ("claude-opus-5-5", 1_000_000, None, 967_000),  # 1M - 20k - 13k
-    ("claude-sonnet-4-6", 200_000, "50", 90_000),  # min(floor(180,000 * 0.5), 167,000)
-    ("claude-opus-5-5", 1_000_000, "50", 490_000),  # min(floor(980,000 * 0.5), 967,000)
+    ("claude-sonnet-4-6", 200_000, None, {}, 167_000),  # 200k - min(64k, 20k) - 13k
+    ("claude-opus-5-5", 1_000_000, None, {}, 967_000),  # 1M - 20k - 13k
+    ("claude-sonnet-4-6", 200_000, "50", {}, 90_000),  # min(floor(180,000 * 0.5), 167,000)
+    ("claude-opus-5-5", 1_000_000, "50", {}, 490_000),  # min(floor(980,000 * 0.5), 967,000)
+    # The compact window from Claude Code's settings file, read by the daemon: W = 500,000.
+    ("claude-opus-5-5", 1_000_000, None, {"autoCompactWindow": 500_000}, 467_000),
 ]
 #: The count Claude Code compares with its point: input + cache + output of the last reply.
 #: claude_usage(c) reports input 1,000 + cache creation 4,000 + cache_read c + output 50.
@@ -411,13 +414,14 @@ def _counts(point: int) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize(("model", "window", "pct", "point"), COMPACTION_CASES)
+@pytest.mark.parametrize(("model", "window", "pct", "settings", "point"), COMPACTION_CASES)
 def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     make_rig: Callable[..., Rig],
     tmp_path: Path,
     model: str,
     window: int,
     pct: str | None,
+    settings: Json,
     point: int,
 ) -> None:
     """The real CLI's auto-compaction, against ctxd's figures at every tool call: each tool
@@ -443,6 +447,8 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     steps.append({**claude_tool_steps(1, [20_000], TOOL_SECONDS)[0]})
     steps.append({"text": "Done.", "usage": claude_usage(21_000)})
     rig = make_rig(steps, "", counter=True)  # ctxd's default config: the compaction basis
+    if settings:
+        rig.settings.write_text(json.dumps({**json.loads(rig.settings.read_text()), **settings}))
 
     env = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": pct} if pct else {}
     res = rig.claude("Run the steps", "--model", model, **env)
@@ -482,3 +488,28 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     after = rig.ctxd.session(sid)
     assert after["compactions"] == 1
     assert after["severity"] == "ok"
+
+
+def test_a_model_that_never_auto_compacts_is_said_so(
+    make_rig: Callable[..., Rig], tmp_path: Path
+) -> None:
+    """claude-sonnet-4-5 never auto-compacts without a compact window (measured with 2.1.197 and
+    2.1.332): usage well past where the others compact, no compaction; ctxd measures against
+    the window itself and says "no auto-compaction"."""
+    status = tmp_path / "status.json"
+    ctl = f"{shlex.quote(sys.executable)} -m ctxd status --json > {shlex.quote(str(status))}"
+    steps = claude_tool_steps(2, [100_000, 185_000], TOOL_SECONDS)
+    steps[1]["tool_use"]["input"]["command"] = f"sleep {TOOL_SECONDS}; {ctl}"
+    rig = make_rig(steps, "", counter=True)
+    res = rig.claude("Run the steps", "--model", "claude-sonnet-4-5")
+
+    assert not rig.mock.requests_of_kind("compact")
+    (row,) = [
+        s for s in json.loads(status.read_text())["sessions"] if s["session_id"] == session_id(res)
+    ]
+    assert (row["tokens"], row["window"]) == (190_000, 200_000)
+    assert row["auto_compaction"] is False
+    assert (row["compaction_at"], row["tokens_to_compaction"]) == (None, None)
+    assert row["basis_used_pct"] == 95.0 and row["severity"] == "critical"
+    text = rig.ctxd.ctl("status")
+    assert "no auto-compaction" in text.stdout, text.describe()
