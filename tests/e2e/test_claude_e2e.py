@@ -513,3 +513,18 @@ def test_a_model_that_never_auto_compacts_is_said_so(
     assert row["basis_used_pct"] == 95.0 and row["severity"] == "critical"
     text = rig.ctxd.ctl("status")
     assert "no auto-compaction" in text.stdout, text.describe()
+
+
+def test_an_automatic_compaction_teaches_the_window(make_rig: Callable[..., Rig]) -> None:
+    """A window table that is wrong for a model (here the user's own `[windows]`, 1M for
+    claude-sonnet-4-6): once Claude Code compacts at about 167,000, which only a 200k window
+    explains, ctxd says 200k, from the compaction."""
+    steps = claude_tool_steps(3, [100_000, 162_000, 20_000], TOOL_SECONDS)
+    rig = make_rig(steps, '[windows]\n"claude-sonnet-4-6" = 1000000\n', counter=True)
+    res = rig.claude("Run the steps", "--model", "claude-sonnet-4-6")
+
+    assert len(rig.mock.requests_of_kind("compact")) == 1
+    row = rig.ctxd.session(session_id(res))
+    assert row["compactions"] == 1
+    assert (row["window"], row["window_source"]) == (200_000, "compaction")
+    assert row["compaction_at"] == 167_000
