@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from ctxd.agents.codex import files, install
 from ctxd.agents.codex.compaction import compaction_point, settings_config
+from ctxd.agents.codex.digest import CodexDigestReader
 from ctxd.agents.codex.hooks import DIALECT
 from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
@@ -18,6 +19,10 @@ from ctxd.core.compaction import share_of
 __all__ = ["SPEC"]
 
 NAME = "codex"
+
+
+def _open_digest_reader(path: str | None) -> CodexDigestReader:
+    return CodexDigestReader()
 
 
 def _open_reader(path: str | None) -> CodexReader:
@@ -71,6 +76,7 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
+    open_digest_reader=_open_digest_reader,
     compaction=compaction_point,
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall

@@ -10,6 +10,7 @@ import orjson
 
 from ctxd.agents.gemini import files, install
 from ctxd.agents.gemini.compaction import compaction_point, settings_config
+from ctxd.agents.gemini.digest import GeminiDigestReader, NullDigestReader
 from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
 from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
@@ -25,6 +26,12 @@ def _open_reader(path: str | None) -> GeminiReader | GeminiJsonReader:
     if path is not None and path.endswith(".json"):
         return GeminiJsonReader()
     return GeminiReader()
+
+
+def _open_digest_reader(path: str | None) -> GeminiDigestReader | NullDigestReader:
+    if path is not None and path.endswith(".json"):
+        return NullDigestReader()  # rewritten whole on every change: no digest kept
+    return GeminiDigestReader()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -64,6 +71,7 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
+    open_digest_reader=_open_digest_reader,
     compaction=compaction_point,
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall

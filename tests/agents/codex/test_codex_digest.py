@@ -1,0 +1,154 @@
+"""The Codex CLI digest reader against the real rollouts: files, commands, the last ask and the
+compactions equal what an independent reading of each rollout finds (plain json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxd.agents import spec
+from ctxd.core.digest import Digest
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
+SAMPLES = sorted(DATA.glob("codex-cli-*/*.jsonl"))
+
+
+def _digest(path: Path | None, data: bytes | None = None, chunk: int | None = None) -> Digest:
+    opener = spec("codex").open_digest_reader
+    assert opener is not None
+    reader = opener(None if path is None else str(path))
+    if data is None:
+        assert path is not None
+        data = path.read_bytes()
+    step = chunk or len(data) or 1
+    for i in range(0, len(data), step):
+        reader.feed(data[i : i + step])
+    return reader.digest
+
+
+def _reading(path: Path) -> dict[str, Any]:
+    """The rollout's facts from its response items (the model's calls and their outputs)."""
+    commands: list[str] = []
+    written: list[str] = []
+    asks: list[str] = []
+    outputs: dict[str, str] = {}
+    ids: list[str] = []
+    compactions = 0
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        p = r["payload"]
+        if r["type"] == "compacted":
+            compactions += 1
+        if r["type"] != "response_item":
+            continue
+        if p["type"] == "function_call" and p["name"] == "exec_command":
+            commands.append(json.loads(p["arguments"])["cmd"])
+            ids.append(p["call_id"])
+        elif p["type"] == "function_call_output":
+            outputs[p["call_id"]] = p["output"]
+        elif p["type"] == "custom_tool_call" and p["name"] == "apply_patch":
+            written += [
+                ln.split(": ", 1)[1] for ln in p["input"].splitlines() if ln.startswith("*** Add")
+            ]
+        elif p["type"] == "message" and p["role"] == "user":
+            text = p["content"][0]["text"]
+            if not text.startswith("<"):
+                asks.append(text)
+    failed = [
+        c for c, i in zip(commands, ids, strict=True) if "exited with code 0" not in outputs[i]
+    ]
+    return {
+        "commands": commands,
+        "failed": failed,
+        "written": written,
+        "asks": asks,
+        "compactions": compactions,
+    }
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_the_digest_is_what_the_rollout_holds(path: Path) -> None:
+    d = _digest(path)
+    truth = _reading(path)
+    assert [c.text for c in d.commands] == truth["commands"]
+    assert [c.text for c in d.failed] == truth["failed"]
+    assert [Path(f.path).name for f in d.files if f.writes] == truth["written"]
+    assert list(d.asks) == truth["asks"]
+    assert d.compactions == truth["compactions"]
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 4096])
+def test_split_anywhere_the_same_digest(chunk: int) -> None:
+    for path in SAMPLES:
+        assert _digest(path, chunk=chunk) == _digest(path)
+
+
+def _line(payload: dict[str, Any], kind: str = "event_msg") -> bytes:
+    record = {"timestamp": "t", "ordinal": 1, "type": kind, "payload": payload}
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def _item(item: dict[str, Any]) -> bytes:
+    return _line({"type": "item_completed", "item": item})
+
+
+def test_failures_reads_edits_and_the_plan() -> None:
+    """Codex CLI 0.171.0's item shapes: a command that failed (exit 2), one that read a file
+    (parsed_cmd type read), an apply_patch update, and update_plan's plan."""
+    plan = {"plan": [{"step": "fix", "status": "completed"}, {"step": "ship", "status": "pending"}]}
+    data = b"".join(
+        [
+            _item(
+                {
+                    "type": "CommandExecution",
+                    "id": "c1",
+                    "command": ["/bin/bash", "-lc", "cat a.py"],
+                    "parsed_cmd": [
+                        {"type": "read", "cmd": "cat a.py", "name": "a.py", "path": "a.py"}
+                    ],
+                    "status": "completed",
+                    "aggregated_output": "x = 1\n",
+                    "exit_code": 0,
+                }
+            ),
+            _item(
+                {
+                    "type": "CommandExecution",
+                    "id": "c2",
+                    "command": ["/bin/bash", "-lc", "pytest"],
+                    "parsed_cmd": [{"type": "unknown", "cmd": "pytest"}],
+                    "status": "failed",
+                    "aggregated_output": "collected 3\nFAILED test_a.py::test_x\n",
+                    "exit_code": 2,
+                }
+            ),
+            _item(
+                {
+                    "type": "FileChange",
+                    "id": "c3",
+                    "changes": {"/w/a.py": {"type": "update"}},
+                    "status": "completed",
+                }
+            ),
+            _line(
+                {
+                    "type": "function_call",
+                    "name": "update_plan",
+                    "arguments": json.dumps(plan),
+                    "call_id": "c4",
+                },
+                "response_item",
+            ),
+        ]
+    )
+    d = _digest(None, data)
+    assert [(f.path, f.reads, f.edits) for f in d.files] == [("a.py", 1, 0), ("/w/a.py", 0, 1)]
+    ((text, code, error),) = [(c.text, c.exit_code, c.error) for c in d.failed]
+    assert (text, code, error) == ("pytest", 2, "FAILED test_a.py::test_x")
+    assert [(t.text, t.status) for t in d.todos or ()] == [
+        ("fix", "completed"),
+        ("ship", "pending"),
+    ]

@@ -1,0 +1,150 @@
+"""The Gemini CLI digest reader against the real recordings: files, commands, todos, the last ask
+and the compressions equal what an independent reading of each recording finds (plain json)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxd.agents import spec
+from ctxd.core.digest import Digest
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
+SAMPLES = sorted(DATA.glob("gemini-cli-*/*.jsonl"))
+
+
+def _digest(path: Path, chunk: int | None = None) -> Digest:
+    opener = spec("gemini").open_digest_reader
+    assert opener is not None
+    reader = opener(str(path))
+    data = path.read_bytes()
+    step = chunk or len(data) or 1
+    for i in range(0, len(data), step):
+        reader.feed(data[i : i + step])
+    return reader.digest
+
+
+def _reading(path: Path) -> dict[str, Any]:
+    """The recording's facts: the last copy of each message by id; tool calls once each."""
+    calls: dict[str, dict[str, Any]] = {}
+    asks: list[str] = []
+    summaries: set[str] = set()
+    compressions = 0
+    messages_seen = False
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        messages_seen |= "id" in r
+        if "$set" in r and "messages" in r["$set"]:
+            new = {
+                m["id"]
+                for m in r["$set"]["messages"]
+                if isinstance(m.get("content"), list)
+                and m["content"][0].get("text", "").startswith(("<state_snapshot>", "Got it."))
+            } - summaries
+            # a list rewritten with a summary not seen before, once the session has begun
+            if new and messages_seen:
+                compressions += 1
+            summaries |= new
+        elif r.get("type") == "user":
+            texts = [p["text"] for p in r["content"] if "text" in p]
+            text = re.sub(r"<hook_context>.*?</hook_context>", "", "\n".join(texts), flags=re.S)
+            if texts and not text.strip().startswith("/"):
+                asks.append(text.strip())
+        elif r.get("type") == "gemini":
+            for c in r.get("toolCalls", []):
+                calls[c["id"]] = c
+    commands = [c for c in calls.values() if c["name"] == "run_shell_command"]
+    return {
+        "commands": [c["args"]["command"] for c in commands],
+        "failed": [c["args"]["command"] for c in commands if c["status"] == "error"],
+        "asks": asks,
+        "compressions": compressions,
+    }
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_the_digest_is_what_the_recording_holds(path: Path) -> None:
+    d = _digest(path)
+    truth = _reading(path)
+    assert [c.text for c in d.commands] == truth["commands"]
+    assert [c.text for c in d.failed] == truth["failed"]
+    assert list(d.asks) == truth["asks"][-5:]
+    assert d.compactions == truth["compressions"]
+    assert d.files == ()  # these sessions only ran shell commands
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_the_compressions_are_the_usage_readers(path: Path) -> None:
+    reader = spec("gemini").open_reader(str(path))
+    updates = reader.feed(path.read_bytes())
+    assert _digest(path).compactions == sum(u.compaction for u in updates)
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 4096])
+def test_split_anywhere_the_same_digest(chunk: int) -> None:
+    for path in SAMPLES:
+        assert _digest(path, chunk) == _digest(path)
+
+
+def test_blocked_and_failed_calls_and_hook_context() -> None:
+    d = _digest(DATA / "gemini-cli-0.61.0" / "transcript.exitcodes.1.jsonl")
+    assert [(c.text, c.error) for c in d.failed] == [
+        ("echo one", "Tool execution blocked: BT-EXIT2-MARKER blocked by exit 2"),
+        ("echo two", "Tool execution blocked: BT-DENY-MARKER denied by JSON"),
+        ("echo three", "AT-EXIT2-MARKER replaces the tool result"),
+        ("echo five", "AT-DENY-MARKER hides the tool output"),
+    ]
+    assert [c.exit_code for c in d.commands if not c.failed] == [0]
+    printed = _digest(DATA / "gemini-cli-0.61.0" / "transcript.print.1.jsonl")
+    assert printed.first_ask == "Run echo hello and echo world"  # hook context taken out
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def test_files_todos_and_exit_codes_from_tool_calls() -> None:
+    """Gemini CLI 0.61.0's tool names and parameters (read_file, replace, write_file,
+    write_todos, run_shell_command with `Exit Code: N` in its output)."""
+
+    def call(i: int, name: str, args: dict[str, Any], output: str = "ok") -> dict[str, Any]:
+        response = {"output": output}
+        return {
+            "id": f"c{i}",
+            "name": name,
+            "args": args,
+            "result": [{"functionResponse": {"id": f"c{i}", "name": name, "response": response}}],
+            "status": "success",
+        }
+
+    todos = [
+        {"description": "parse", "status": "completed"},
+        {"description": "test", "status": "in_progress"},
+    ]
+    calls = [
+        call(1, "read_file", {"file_path": "/w/a.py"}),
+        call(2, "replace", {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}),
+        call(3, "write_file", {"file_path": "/w/b.md", "content": "hi"}),
+        call(4, "write_todos", {"todos": todos}),
+        call(5, "run_shell_command", {"command": "make"}, "Output: boom\nExit Code: 2"),
+    ]
+    message = {"id": "m1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": calls}
+    opener = spec("gemini").open_digest_reader
+    assert opener is not None
+    reader = opener("/x/chats/session-1.jsonl")
+    reader.feed(_line(message) + _line(message))  # written twice: folded once
+    d = reader.digest
+    assert [(f.path, f.reads, f.edits, f.writes) for f in d.files] == [
+        ("/w/a.py", 1, 1, 0),
+        ("/w/b.md", 0, 0, 1),
+    ]
+    assert [(t.text, t.status) for t in d.todos or ()] == [
+        ("parse", "completed"),
+        ("test", "in_progress"),
+    ]
+    ((text, code, error),) = [(c.text, c.exit_code, c.error) for c in d.failed]
+    assert (text, code, error) == ("make", 2, "boom")
