@@ -49,6 +49,9 @@ DigestKind = Literal[
 COMPACT_HEADER = "[ctxd continuity]"
 
 _CHARS_PER_TOKEN = 4  # the usual rough rate for English text and code
+#: How ctxd's own texts begin: an agent that records a hook's text as a user message (Gemini CLI
+#: does, for a Stop hook's reason) must not make it the user's last request.
+_OWN_TEXTS = ("CONTEXT HANDOFF:", "CONTEXT WARNING:", "CONTEXT CRITICAL:", COMPACT_HEADER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +238,7 @@ def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
         return _result(d, e, lim)
     if kind == "ask":
         text = e.text.strip()
-        if not text:
+        if not text or text.startswith(_OWN_TEXTS):
             return d
         first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
         return replace(d, first_ask=first, asks=_push(d.asks, _clip(text, lim.ask_chars), lim.asks))
@@ -352,10 +355,6 @@ def _fit(head: str, sections: list[_Section], limit_tokens: int) -> str:
     return text
 
 
-def _clipped_lines(text: str, chars: int) -> list[str]:
-    return _quote(_clip(text, chars)).splitlines()
-
-
 def render_markdown(d: Digest, title: str, limit_tokens: int = 2000) -> str:
     """The handoff note: what the session was for, where it stands, open todos, failed
     commands, files, the last ask; within `limit_tokens` (about), longest sections trimmed
@@ -416,7 +415,9 @@ def render_compact(d: Digest, limit_tokens: int = 1000) -> str:
     within `limit_tokens` (about). Empty when the digest holds none of these."""
     sections: list[_Section] = []
     if d.asks:
-        sections.append(_Section("Last request", _clipped_lines(d.asks[-1], 1200), False))
+        # Not quoted with ">": some agents escape it on the way to the model (Gemini CLI).
+        last = _clip(d.asks[-1], 1200).splitlines()
+        sections.append(_Section("Last request", last, False))
     if d.todos:
         open_todos = [_todo_line(t) for t in d.todos if t.open]
         if open_todos:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import test_claude_e2e as claude_e2e
+import test_codex_e2e as codex_e2e
+import test_gemini_e2e as gemini_e2e
 from e2e_support import (
     Ctxd,
     Json,
@@ -23,7 +25,12 @@ from e2e_support import (
     RunDir,
     claude_prepare,
     claude_usage,
+    codex_prepare,
+    codex_usage,
+    gemini_prepare,
+    gemini_usage,
     last_turn_text_claude,
+    last_turn_text_gemini,
     marks,
 )
 
@@ -145,7 +152,7 @@ def test_claude_auto_compaction_gets_the_digest_once(
     assert f"`{work / 'NOTES.md'}` — written 1×" in note, note
     assert f"`sleep {TOOL_SECONDS}; {FAILING}` — exit 2: ls: cannot access" in note, note
     assert "- [~] Write the release notes\n- [ ] Run the test suite" in note, note
-    assert "> Tidy the greeting and keep notes" in note, note
+    assert "## Last request\nTidy the greeting and keep notes\n" in note, note
     assert "Rename the greeting" not in note  # completed: not an open todo
     # once per compaction: not repeated with the requests after it
     assert [NOTE in last_turn_text_claude(r["body"]) for r in after[1:]] == [False] * (
@@ -182,3 +189,178 @@ def test_claude_handoff_block_names_the_draft(make_rig: Callable[..., claude_e2e
     out = rig.ctxd.ctl("handoff", sid[:8])
     assert out.returncode == 0, out.describe()
     assert out.stdout.split("\n", 1)[1] == text.split("\n", 1)[1]
+
+
+# ------------------------------------------------------------------------------------ Gemini CLI
+@pytest.fixture
+def make_gemini(
+    gemini_bin: Path, netns: bool, tmp_path: Path
+) -> Iterator[Callable[..., gemini_e2e.Rig]]:
+    cleanup = ExitStack()
+
+    def make(steps: Callable[[Path], list[Json]], config: str) -> gemini_e2e.Rig:
+        rd = RunDir.create(tmp_path)
+        (rd.work / "app.py").write_text('GREETING = "hello"\nprint(GREETING)\n')
+        settings = gemini_prepare(rd)
+        ctxd = Ctxd(rd, config, {})
+        ctxd.install("gemini", settings)
+        cleanup.callback(ctxd.stop)
+        ctxd.start()
+        script = {"steps": steps(rd.work), "step_mode": "counter"}
+        mock = Mock("mock_gemini", rd.root, script, netns=netns)
+        cleanup.callback(mock.stop)
+        mock.start()
+        return gemini_e2e.Rig(gemini_bin, rd, ctxd, mock)
+
+    with cleanup:
+        yield make
+
+
+def _gemini_call(name: str, args: Json, prompt: int) -> Json:
+    return {"function_call": {"name": name, "args": args}, "usage": gemini_usage(prompt)}
+
+
+def test_gemini_compression_gets_the_digest_at_the_next_tool_call(
+    make_gemini: Callable[..., gemini_e2e.Rig],
+) -> None:
+    """Gemini CLI has no hook after a compression (PreCompress fires before every model turn,
+    compressed or not, and SessionStart never says "compact"), so ctxd learns of it from the
+    recording (the `$set` that brings in the `<state_snapshot>`) and hands the note to the first
+    event after it that carries context. Gemini CLI compresses at the start of a turn, after
+    BeforeAgent has run: the first such event is the AfterTool of the turn's first tool call,
+    whose request is the second one after the compression. The turn here is the one ctxd's
+    handoff block starts (AfterAgent "deny"), whose text names the draft."""
+    todos = [
+        {"description": TODOS[0], "status": "completed"},
+        {"description": TODOS[1], "status": "in_progress"},
+        {"description": TODOS[2], "status": "pending"},
+    ]
+
+    def steps(work: Path) -> list[Json]:
+        app, notes = str(work / "app.py"), str(work / "NOTES.md")
+        return [
+            _gemini_call("read_file", {"file_path": app}, 100_000),
+            _gemini_call(
+                "replace",
+                {
+                    "file_path": app,
+                    "old_string": '"hello"',
+                    "new_string": '"hello, world"',
+                    "instruction": "rename the greeting",
+                },
+                110_000,
+            ),
+            _gemini_call("write_file", {"file_path": notes, "content": "# Notes\n"}, 120_000),
+            _gemini_call("write_todos", {"todos": todos}, 130_000),
+            _gemini_call("run_shell_command", {"command": FAILING}, 140_000),
+            # past half the 1M window: the handoff point (AfterAgent blocked), and Gemini CLI
+            # compresses at the start of the turn the block starts
+            {"text": "Paused.", "usage": gemini_usage(600_000)},
+            _gemini_call("run_shell_command", {"command": "echo after"}, 20_000),
+            _gemini_call("run_shell_command", {"command": "echo again"}, 21_000),
+            {"text": "Done.", "usage": gemini_usage(22_000)},
+        ]
+
+    config = INJECT.replace('basis = "window"', 'basis = "compaction"')
+    rig = make_gemini(steps, config + '[handoff]\naction = "block"\n')
+    res = rig.gemini("Tidy the greeting and keep notes")
+    assert rig.mock.requests_of_kind("compress"), "Gemini CLI did not compress"
+
+    log = rig.mock.requests()
+    kinds = [(r.get("answer") or {}).get("kind") for r in log]
+    after = [r for r in log[kinds.index("compress") + 1 :] if r["answer"].get("kind") == "main"]
+    carried = [NOTE in last_turn_text_gemini(r["body"]) for r in after]
+    assert carried[:3] == [False, True, False], (carried, res.describe())
+    note = _note(after[1]["body"])
+    work = rig.rd.work
+    assert f"`{work / 'app.py'}` — edited 1×, read 1×" in note, note
+    assert f"`{work / 'NOTES.md'}` — written 1×" in note, note
+    assert f"`{FAILING}` — exit 2" in note, note
+    assert "- [~] Write the release notes\n- [ ] Run the test suite" in note, note
+    assert "## Last request\nTidy the greeting and keep notes\n" in note, note
+    # the turn the block started: its text names the draft, which exists
+    turn = last_turn_text_gemini(after[0]["body"])
+    draft = Path(rig.ctxd.env["XDG_STATE_HOME"]) / "ctxd" / "handoffs"
+    (path,) = draft.iterdir()
+    assert str(path) in turn and "review and complete this draft" in turn, turn
+    assert f"`{work / 'app.py'}` — edited 1×, read 1×" in path.read_text()
+
+
+# ------------------------------------------------------------------------------------ Codex CLI
+@pytest.fixture
+def make_codex(
+    codex_bin: Path, netns: bool, tmp_path: Path
+) -> Iterator[Callable[..., codex_e2e.Rig]]:
+    cleanup = ExitStack()
+
+    def make(steps: Callable[[Path], list[Json]], config: str) -> codex_e2e.Rig:
+        rd = RunDir.create(tmp_path)
+        (rd.work / "app.py").write_text('GREETING = "hello"\nprint(GREETING)\n')
+        script = {"steps": steps(rd.work), "step_mode": "counter"}
+        mock = Mock("mock_openai", rd.root, script, netns=netns)
+        cleanup.callback(mock.stop)
+        mock.start()
+        hooks_json = codex_prepare(rd, mock)
+        ctxd = Ctxd(rd, config, {"CODEX_HOME": str(rd.config)})
+        ctxd.install("codex", hooks_json)
+        cleanup.callback(ctxd.stop)
+        ctxd.start()
+        return codex_e2e.Rig(codex_bin, rd, ctxd, mock)
+
+    with cleanup:
+        yield make
+
+
+def test_codex_compaction_gets_the_digest_once(make_codex: Callable[..., codex_e2e.Rig]) -> None:
+    """Codex CLI runs SessionStart with source "compact" after it compacted; its
+    additionalContext reaches the next request as a developer message."""
+    plan = {
+        "plan": [
+            {"step": TODOS[0], "status": "completed"},
+            {"step": TODOS[1], "status": "in_progress"},
+            {"step": TODOS[2], "status": "pending"},
+        ]
+    }
+    patch_app = (
+        "*** Begin Patch\n*** Update File: app.py\n@@\n"
+        '-GREETING = "hello"\n+GREETING = "hello, world"\n*** End Patch\n'
+    )
+    patch_notes = "*** Begin Patch\n*** Add File: NOTES.md\n+# Notes\n*** End Patch\n"
+
+    def steps(work: Path) -> list[Json]:
+        del work  # Codex works in its cwd with relative paths
+        return [
+            {"shell": "cat app.py", "usage": codex_usage(40_000)},
+            {
+                "custom_tool": {"name": "apply_patch", "input": patch_app},
+                "usage": codex_usage(50_000),
+            },
+            {
+                "custom_tool": {"name": "apply_patch", "input": patch_notes},
+                "usage": codex_usage(60_000),
+            },
+            {"tool": {"name": "update_plan", "arguments": plan}, "usage": codex_usage(70_000)},
+            {"shell": FAILING, "usage": codex_usage(80_000)},
+            # above 90 % of the 272,000 catalog window: Codex compacts before going on
+            {"shell": "echo big", "usage": codex_usage(250_000)},
+            {"shell": "echo after", "usage": codex_usage(20_000)},
+            {"text": "Done.", "usage": codex_usage(21_000)},
+        ]
+
+    rig = make_codex(steps, INJECT.replace('basis = "window"', 'basis = "compaction"'))
+    res = rig.codex("Tidy the greeting and keep notes")
+    assert rig.mock.requests_of_kind("compact"), "Codex CLI did not compact"
+
+    log = rig.mock.requests()
+    kinds = [(r.get("answer") or {}).get("kind") for r in log]
+    after = [r for r in log[kinds.index("compact") + 1 :] if r["answer"].get("kind") == "main"]
+    assert after, res.describe()
+    first = json.dumps(after[0]["body"])
+    assert first.count(NOTE) == 1, (kinds, res.describe())
+    note = _note(after[0]["body"])
+    work = rig.rd.work
+    assert f"`{work / 'app.py'}` — edited 1×" in note, note
+    assert f"`{work / 'NOTES.md'}` — written 1×" in note, note
+    assert f"`{FAILING}` — exit 2" in note, note
+    assert "- [~] Write the release notes\n- [ ] Run the test suite" in note, note
+    assert "## Last request\nTidy the greeting and keep notes\n" in note, note

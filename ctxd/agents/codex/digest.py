@@ -7,7 +7,8 @@ in `event_msg` lines of `payload.type == "item_completed"`, one finished item ea
 - `AgentMessage` (`content[].text`): what the model said;
 - `CommandExecution`: a shell command (`command`, the argv of its shell; `parsed_cmd[].cmd` is
   the command as the model wrote it), its `exit_code`, `status` and `aggregated_output`; a
-  `parsed_cmd` entry of type `read` names the file it read (`path`, else `name`);
+  `parsed_cmd` entry of type `read` names the file it read (`path`, else `name`; relative to
+  the command's `cwd`, a `file://` URL);
 - `FileChange` (`apply_patch`): `changes` maps each path to `{type: add | update | delete}`:
   an added file is written, an updated one edited.
 The todo list is the `update_plan` tool's `plan` (`step`, `status`), a `function_call` response
@@ -18,6 +19,7 @@ Only lines that can hold one of these are decoded (a substring test on the raw l
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,8 +110,10 @@ def _command(item: dict[str, Any]) -> list[DigestEvent]:
     argv = item.get("command")
     if not written and isinstance(argv, list) and argv:
         written = str(argv[-1])
+    cwd = item.get("cwd")
+    base = cwd.removeprefix("file://") if isinstance(cwd, str) else ""
     out = [
-        DigestEvent("read", str(p.get("path") or p.get("name")))
+        DigestEvent("read", posixpath.join(base, str(p.get("path") or p.get("name"))))
         for p in steps
         if p.get("type") == "read" and (p.get("path") or p.get("name"))
     ]

@@ -33,6 +33,9 @@ def _reading(path: Path) -> dict[str, Any]:
     """The rollout's facts from its response items (the model's calls and their outputs)."""
     commands: list[str] = []
     written: list[str] = []
+    edited: list[str] = []
+    read: list[str] = []
+    todos: list[tuple[str, str]] | None = None
     asks: list[str] = []
     outputs: dict[str, str] = {}
     ids: list[str] = []
@@ -47,12 +50,17 @@ def _reading(path: Path) -> dict[str, Any]:
         if p["type"] == "function_call" and p["name"] == "exec_command":
             commands.append(json.loads(p["arguments"])["cmd"])
             ids.append(p["call_id"])
+            if commands[-1].startswith("cat "):
+                read.append(commands[-1].split()[1])
+        elif p["type"] == "function_call" and p["name"] == "update_plan":
+            plan = json.loads(p["arguments"])["plan"]
+            todos = [(t["step"], t["status"]) for t in plan]
         elif p["type"] == "function_call_output":
             outputs[p["call_id"]] = p["output"]
         elif p["type"] == "custom_tool_call" and p["name"] == "apply_patch":
-            written += [
-                ln.split(": ", 1)[1] for ln in p["input"].splitlines() if ln.startswith("*** Add")
-            ]
+            lines = p["input"].splitlines()
+            written += [ln.split(": ", 1)[1] for ln in lines if ln.startswith("*** Add")]
+            edited += [ln.split(": ", 1)[1] for ln in lines if ln.startswith("*** Update")]
         elif p["type"] == "message" and p["role"] == "user":
             text = p["content"][0]["text"]
             if not text.startswith("<"):
@@ -64,6 +72,9 @@ def _reading(path: Path) -> dict[str, Any]:
         "commands": commands,
         "failed": failed,
         "written": written,
+        "edited": edited,
+        "read": read,
+        "todos": todos,
         "asks": asks,
         "compactions": compactions,
     }
@@ -76,6 +87,10 @@ def test_the_digest_is_what_the_rollout_holds(path: Path) -> None:
     assert [c.text for c in d.commands] == truth["commands"]
     assert [c.text for c in d.failed] == truth["failed"]
     assert [Path(f.path).name for f in d.files if f.writes] == truth["written"]
+    assert [Path(f.path).name for f in d.files if f.edits] == truth["edited"]
+    assert [Path(f.path).name for f in d.files if f.reads] == truth["read"]
+    todos = None if d.todos is None else [(t.text, t.status) for t in d.todos]
+    assert todos == truth["todos"]
     assert list(d.asks) == truth["asks"]
     assert d.compactions == truth["compactions"]
 

@@ -52,15 +52,31 @@ def _reading(path: Path) -> dict[str, Any]:
         elif r.get("type") == "user":
             texts = [p["text"] for p in r["content"] if "text" in p]
             text = re.sub(r"<hook_context>.*?</hook_context>", "", "\n".join(texts), flags=re.S)
-            if texts and not text.strip().startswith("/"):
+            # not a slash command, not ctxd's own Stop reason (recorded as the user's text)
+            if texts and not text.strip().startswith(("/", "CONTEXT HANDOFF:")):
                 asks.append(text.strip())
         elif r.get("type") == "gemini":
             for c in r.get("toolCalls", []):
                 calls[c["id"]] = c
     commands = [c for c in calls.values() if c["name"] == "run_shell_command"]
+    files: dict[str, list[int]] = {}
+    todos: list[tuple[str, str]] | None = None
+    for c in calls.values():
+        column = {"read_file": 0, "replace": 1, "write_file": 2}.get(c["name"])
+        if column is not None:
+            files.setdefault(c["args"]["file_path"], [0, 0, 0])[column] += 1
+        elif c["name"] == "write_todos":
+            todos = [(t["description"], t["status"]) for t in c["args"]["todos"]]
     return {
+        "files": {p: tuple(n) for p, n in files.items()},
+        "todos": todos,
         "commands": [c["args"]["command"] for c in commands],
-        "failed": [c["args"]["command"] for c in commands if c["status"] == "error"],
+        "failed": [
+            c["args"]["command"]
+            for c in commands
+            if c["status"] == "error"
+            or ("Exit Code: 0" not in str(c["result"]) and "Exit Code" in str(c["result"]))
+        ],
         "asks": asks,
         "compressions": compressions,
     }
@@ -74,7 +90,9 @@ def test_the_digest_is_what_the_recording_holds(path: Path) -> None:
     assert [c.text for c in d.failed] == truth["failed"]
     assert list(d.asks) == truth["asks"][-5:]
     assert d.compactions == truth["compressions"]
-    assert d.files == ()  # these sessions only ran shell commands
+    assert {f.path: (f.reads, f.edits, f.writes) for f in d.files} == truth["files"]
+    todos = None if d.todos is None else [(t.text, t.status) for t in d.todos]
+    assert todos == truth["todos"]
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
