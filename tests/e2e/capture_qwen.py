@@ -11,9 +11,12 @@ markers: additionalContext on SessionStart, UserPromptSubmit and PostToolUse, an
 (with a systemMessage) once per turn, so that the captures show what each output does.
 
 Scenarios:
-  print     three shell calls and an answer; the Stop block makes a second turn
-  compress  a reported prompt of 900,000 (window 1,000,000, compression at 85 %) makes the CLI
-            compress mid-turn; then `--continue` resumes the session for one more turn
+  print        three shell calls and an answer; the Stop block makes a second turn
+  compress     a reported prompt of 900,000 (window 1,000,000, compression at 85 %) makes the
+               CLI compress mid-turn; then `--continue` resumes the session for one more turn
+  interactive  the UI in tmux (no Stop block): two shell calls and an answer, `/compress`,
+               "Say bye", a rewind of that turn (Esc Esc, "Restore conversation only"),
+               "Say hi", `/quit`
 
 --save writes, with the run directory replaced by `$RUN` (and its project slug by `$SLUG`):
   tests/data/payloads/qwen/<version>/<scenario>/NN-<Event>.json   payloads in firing order
@@ -68,7 +71,8 @@ def hook(label: str) -> int:
         f.write(json.dumps({"label": label, "payload": payload, "transcript_size": size}) + "\n")
     event = payload.get("hook_event_name", label) if isinstance(payload, dict) else label
     out: dict[str, Any] | None = None
-    if label == "Stop" and not payload.get("stop_hook_active"):
+    blocks = not os.environ.get("CAPTURE_NO_BLOCK")
+    if label == "Stop" and blocks and not payload.get("stop_hook_active"):
         out = {"decision": "block", "reason": "STOP-BLOCK-MARKER", "systemMessage": "STOP-MSG"}
     elif label in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
         context = {"hookEventName": event, "additionalContext": f"{label}-CTX-MARKER"}
@@ -104,10 +108,59 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[list[str]]]] = {
 }
 
 
-def run_scenario(qwen: Path, name: str, out: Path) -> Path:
-    from e2e_support import Mock, RunDir, base_env, run, write_json
+#: The interactive scenario: the mock's steps, then (action, argument) for the UI in tmux.
+INTERACTIVE: tuple[dict[str, Any], list[tuple[str, str]]] = (
+    {
+        "steps": [
+            *_steps([12_000, 13_500, 15_000]),
+            {"text": "Bye.", "usage": {"prompt_tokens": 9_000, "completion_tokens": 40}},
+            {"text": "Hi.", "usage": {"prompt_tokens": 10_000, "completion_tokens": 40}},
+        ],
+        "step_mode": "counter",
+    },
+    [
+        ("wait", "Type your message"),
+        ("send", "Run the steps"),
+        ("wait", "Done."),
+        ("send", "/compress"),
+        ("wait", "compressed from"),
+        ("send", "Say bye"),
+        ("wait", "Bye."),
+        ("keys", "Escape Escape"),  # the rewind picker; its last entry ("Say bye") is selected
+        ("wait", "Rewind Conversation"),
+        ("keys", "Enter"),
+        ("wait", "Restore conversation only"),
+        ("keys", "Enter C-u"),  # rewound: the old prompt is back in the input, cleared
+        ("send", "Say hi"),
+        ("wait", "Hi."),
+        ("send", "/quit"),
+        ("wait", "QWEN-EXITED"),
+    ],
+)
 
-    script, calls = SCENARIOS[name]
+
+def _drive(tmux: Any, actions: list[tuple[str, str]], log: Path) -> None:
+    import time
+
+    for action, arg in actions:
+        time.sleep(1.5)  # let the UI settle (and its side requests finish)
+        if action == "send":
+            tmux.send(arg)
+        elif action == "keys":
+            for key in arg.split():
+                tmux("send-keys", "-t", tmux.name, key)
+                time.sleep(0.4)
+        elif not tmux.wait(arg, 60):
+            log.write_text(tmux.pane())
+            raise RuntimeError(f"the UI never showed {arg!r}; its screen is in {log}")
+
+
+def run_scenario(qwen: Path, name: str, out: Path) -> Path:
+    import shlex
+
+    from e2e_support import Mock, RunDir, Tmux, base_env, run, write_json
+
+    script, calls = INTERACTIVE if name == "interactive" else SCENARIOS[name]
     root = out / name
     if root.exists():
         shutil.rmtree(root)
@@ -143,7 +196,20 @@ def run_scenario(qwen: Path, name: str, out: Path) -> Path:
                 "NO_PROXY": "127.0.0.1,localhost",
             },
         )
-        for i, args in enumerate(calls):
+        if name == "interactive":
+            env["CAPTURE_NO_BLOCK"] = "1"
+            tmux = Tmux(root / "tmux.sock", "qwen")
+            words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+            argv = shlex.join(mock.wrap([str(qwen), "--yolo"]))
+            tmux.start(
+                f"cd {shlex.quote(str(rd.work))} && env -i {words} {argv}; "
+                "echo QWEN-EXITED rc=$?; sleep 30"
+            )
+            try:
+                _drive(tmux, calls, root / "pane.txt")
+            finally:
+                tmux.kill()
+        for i, args in enumerate(calls if name != "interactive" else []):
             res = run(mock.wrap([str(qwen), *args]), cwd=rd.work, env=env, timeout=200)
             (root / f"qwen.{i}.stdout").write_text(res.stdout)
             (root / f"qwen.{i}.stderr").write_text(res.stderr)
@@ -191,7 +257,7 @@ def main() -> int:
         return 1
     version = cli_version(qwen)
     out = Path(sys.argv[1]).resolve()
-    for name in SCENARIOS:
+    for name in (*SCENARIOS, "interactive"):
         root = run_scenario(qwen, name, out)
         if "--save" in sys.argv[2:]:
             save(root, name, version)

@@ -18,7 +18,10 @@ Requests are classified:
                  chat compression prompt of Gemini CLI and its forks): answered with
                  `compress_summary` and `compress_usage`.
   * "main"     - the request offers tools (the agent loop).
-  * "aux"      - anything else (titles, summaries, classifiers): `aux_text`.
+  * "aux"      - anything else (titles, summaries, classifiers), and requests whose last
+                 message contains one of `aux_markers` (side requests that carry the agent
+                 loop's tools for cache sharing, such as Qwen Code's prompt suggestion and
+                 memory updates in its UI): `aux_text`.
 For "main" requests the step index is the number of assistant messages in `messages`
 (stateless: a retry gets the same answer), or with "step_mode": "counter" the number of main
 requests served so far (use this when compression rewrites the history). Step i answers
@@ -65,6 +68,7 @@ DEFAULT_SCRIPT: dict[str, Any] = {
     " commands; they were run.</state_snapshot>",
     "compress_usage": {"prompt_tokens": 3000, "completion_tokens": 200, "cached_tokens": 0},
     "aux_text": "Mock summary",
+    "aux_markers": ["[SUGGESTION MODE:", "Managed memory has TWO directories"],
     "usage_without_include": False,
     "stream_chunk_delay": 0.0,
     "models": ["qwen3-coder-plus", "qwen3-coder-flash", "mock-model"],
@@ -108,12 +112,13 @@ def last_text(body: Json) -> str:
     return text_of(msgs[-1].get("content")) if msgs and isinstance(msgs[-1], dict) else ""
 
 
-def classify(body: Json) -> str:
+def classify(body: Json, aux_markers: list[str] | tuple[str, ...] = ()) -> str:
     # Qwen Code first asks with its own system prompt and tools (sharing the prompt cache) and
     # the compression prompt as the last user message; without cache sharing, as the system.
-    if SNAPSHOT in system_text(body) or SNAPSHOT in last_text(body):
+    last = last_text(body)
+    if SNAPSHOT in system_text(body) or SNAPSHOT in last:
         return "compress"
-    if body.get("tools"):
+    if body.get("tools") and not any(marker in last for marker in aux_markers):
         return "main"
     return "aux"
 
@@ -142,7 +147,7 @@ class Mock(ScriptedMock):
 
     def plan(self, body: Json) -> tuple[str, int, Json, Json]:
         """-> (kind, step index, step, wire usage)"""
-        kind = classify(body)
+        kind = classify(body, self.script.get("aux_markers") or ())
         if kind == "compress":
             step = {"text": self.script.get("compress_summary", "<state_snapshot/>")}
             return kind, -1, step, wire_usage(self.script.get("compress_usage") or {})

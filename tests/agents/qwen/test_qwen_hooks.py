@@ -22,6 +22,7 @@ KIND: dict[str, EventKind] = {
     "Stop": "stop",
     "PostCompact": "compaction",
     "SessionStart": "session_start",
+    "SessionEnd": "session_end",
     "PreToolUse": "other",
     "PostToolBatch": "other",
     "PreCompact": "other",  # fires before the summary request: the compression may still fail
@@ -50,7 +51,7 @@ def test_real_payload_parses(path: Path) -> None:
     assert event.transcript_path.endswith(f"/chats/{event.session_id}.jsonl")
     assert event.cwd == raw["cwd"]
     assert event.stop_hook_active is (raw.get("stop_hook_active") is True)
-    assert event.source == (raw.get("source") or raw.get("trigger"))
+    assert event.source == (raw.get("source") or raw.get("trigger") or raw.get("reason"))
     if "tool_use_id" in raw:
         assert event.tool_use_id == raw["tool_use_id"]
 
@@ -70,6 +71,22 @@ def test_a_compression_is_seen_from_its_hooks_after_it_happened() -> None:
         ("PostCompact", "compaction"),
         ("SessionStart", "compaction"),
         ("SessionStart", "session_start"),  # --continue: source "resume"
+    ]
+
+
+def test_a_manual_compression_and_the_end_of_the_ui() -> None:
+    folder = PAYLOADS / "interactive"
+    kinds = [
+        (_event_name(p), parse("qwen", p.read_bytes()).kind, parse("qwen", p.read_bytes()).source)
+        for p in sorted(folder.glob("*.json"))
+        if _event_name(p) in ("PreCompact", "PostCompact", "SessionStart", "SessionEnd")
+    ]
+    assert kinds == [
+        ("SessionStart", "session_start", "startup"),
+        ("PreCompact", "other", "manual"),  # `/compress`
+        ("PostCompact", "compaction", "manual"),
+        ("SessionStart", "compaction", "compact"),
+        ("SessionEnd", "session_end", "prompt_input_exit"),  # `/quit`
     ]
 
 

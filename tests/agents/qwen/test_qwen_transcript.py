@@ -18,7 +18,7 @@ from ctxd.agents.qwen.transcript import QwenReader
 from ctxd.core.events import UsageUpdate
 
 DATA = Path(__file__).parents[2] / "data" / "transcripts" / "qwen-code-0.24.4"
-SCENARIOS = ("print", "compress")
+SCENARIOS = ("print", "compress", "interactive")
 
 
 def _updates(name: str) -> list[UsageUpdate]:
@@ -38,8 +38,9 @@ def _records(name: str) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_every_answer_reports_the_prompt_the_mock_api_reported(name: str) -> None:
-    answers = [u for u in _updates(name) if not u.compaction]
     turn_ids = [r["uuid"] for r in _records(name) if r["type"] == "assistant"]
+    # (the figures a compression or a rewind brings are checked below)
+    answers = [u for u in _updates(name) if u.turn_id in turn_ids]
 
     # One update per recorded answer (each is its own turn), in the order the mock answered.
     assert [u.turn_id for u in answers] == turn_ids
@@ -93,6 +94,29 @@ def test_a_resumed_session_appends_to_the_same_file_and_is_read_on() -> None:
     records = _records("compress")
     assert len({r["sessionId"] for r in records}) == 1
     assert [u.tokens for u in _updates("compress")][-2:] == [31_000, 31_000]
+
+
+def test_a_manual_compression_and_a_real_rewind_in_the_ui() -> None:
+    updates = _updates("interactive")
+    (record,) = [r for r in _records("interactive") if r.get("subtype") == "chat_compression"]
+    info = record["systemPayload"]["info"]  # type: ignore[index]
+    estimate = info["newTokenCount"]
+    assert info["triggerReason"] == "manual"
+    assert [(u.tokens, u.compaction) for u in updates] == [
+        (12_000, False),
+        (13_500, False),
+        (15_000, False),
+        (estimate, True),  # `/compress`: "compressed from 15000 to ~<estimate> tokens"
+        (9_000, False),  # "Say bye"
+        # Rewound to before "Say bye": the figure in force there, the compression's estimate
+        (estimate, False),
+        (10_000, False),  # "Say hi"
+    ]
+    assert updates[3].compacted_from is None  # manual: says nothing about the window
+    assert updates[5].turn_id == updates[3].turn_id and updates[5].estimated
+    (rewind,) = [r for r in _records("interactive") if r.get("subtype") == "rewind"]
+    bye = next(r for r in _records("interactive") if r["type"] == "user" and "Say bye" in str(r))
+    assert rewind["parentUuid"] == bye["parentUuid"]
 
 
 def _line(record: dict[str, object]) -> bytes:
