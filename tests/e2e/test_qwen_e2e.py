@@ -3,8 +3,9 @@ namespace, wired to a real ctxd daemon.
 
 Qwen Code runs qwen3-coder-plus with a 1,000,000 window (it says so in every recorded answer)
 and compresses at min(85 %, window - 33,000) of it: 850,000. On ctxd's default "compaction"
-basis that puts WARNING from 552,500 prompt tokens (35 % of the room before compression left),
-CRITICAL from 637,500 (25 %), the handoff from 595,000 (70 % used).
+basis, which counts the prompt plus the answer's output (40 tokens here), as Qwen Code does, that
+puts WARNING from 552,500 (35 % of the room before compression left), CRITICAL from 637,500
+(25 %), the handoff from 595,000 (70 % used).
 """
 
 from __future__ import annotations
