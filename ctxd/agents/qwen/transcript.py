@@ -26,10 +26,11 @@ of the conversation in force.
   a line whose head is laid out otherwise is decoded.
 
 Qwen Code queues its transcript writes: a hook may run before the answer it follows is on disk
-(seen with 0.24.4 for PostToolUse right after a compression, and for Stop). Its PostToolUse
-names the call by an id of its own (`tool_use_id: "toolu_..."`) that the transcript never
-holds, so `saw_tool_use` answers whether the last answer read made tool calls whose results are
-not recorded yet: true from the answer to its tool results, false before it is written.
+(seen with 0.24.4 for PostToolUse and for Stop). Its PostToolUse names the call by an id of its
+own (`tool_use_id: "toolu_..."`) that the transcript never holds, so `saw_tool_use` answers
+whether the last answer read made tool calls whose results are not recorded yet: true from the
+answer to its tool results (recorded as a batch, after every PostToolUse of that answer), false
+before the answer is written.
 """
 
 from __future__ import annotations
