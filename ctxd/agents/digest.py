@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from ctxd.agents.lines import LineSplitter
+from ctxd.agents.lines import DEFAULT_MAX_LINE
 from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestEvent, Limits, Todo, apply
 
 __all__ = ["DigestReader", "LineDigestReader", "PendingCalls", "todo_status"]
@@ -69,10 +69,21 @@ def todo_status(value: object) -> str:
 
 
 class LineDigestReader:
-    """Lines in, events out: a subclass says what one line means (`on_line`)."""
+    """Lines in, events out: a subclass says which lines may hold a fact from their first bytes
+    (`wanted`) and what such a line means (`on_line`).
+
+    The digest must cost little next to the usage reader, which already reads every byte: the
+    lines are found with a `memchr` walk (no split, no copy), and a line is looked at only in
+    its first `window` bytes unless `wanted` says it may hold a fact. A partial last line is
+    carried over only while it may be wanted (its head is judged as soon as it is there).
+    """
+
+    #: How many bytes of a line's head `wanted` looks at.
+    window = 400
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        self._lines = LineSplitter()
+        self._carry = bytearray()
+        self._skipping = False  # the carried line was judged unwanted: drop it to its end
         self._digest = Digest()
         self.limits = limits
         self.pending = PendingCalls()
@@ -81,10 +92,53 @@ class LineDigestReader:
     def digest(self) -> Digest:
         return self._digest
 
+    def wanted(self, data: bytes, start: int, end: int) -> bool:
+        """Whether the line `data[start:end]` may hold a fact, judged from its head
+        (`data[start:min(end, start + window)]`) and, for a complete line, its tail."""
+        raise NotImplementedError
+
+    def head_unwanted(self, head: bytes) -> bool:
+        """Whether a line that begins with `head` (`window` bytes, the rest still to come)
+        surely holds no fact; by default what `wanted` says of the head."""
+        return not self.wanted(head, 0, len(head))
+
+    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
+        """The facts one complete, wanted line holds."""
+        raise NotImplementedError
+
     def feed(self, data: bytes) -> None:
-        for line in self._lines.feed(data):
-            if line:
-                self.fold(self.on_line(line))
+        find = data.find
+        start = 0
+        if self._carry or self._skipping:
+            newline = find(b"\n")
+            if newline < 0:
+                self._hold(data)
+                return
+            if not self._skipping:
+                self._carry += data[:newline]
+                line = bytes(self._carry)
+                if self.wanted(line, 0, len(line)):
+                    self.fold(self.on_line(line))
+            self._carry = bytearray()
+            self._skipping = False
+            start = newline + 1
+        wanted = self.wanted
+        while (newline := find(b"\n", start)) >= 0:
+            if newline > start and wanted(data, start, newline):
+                self.fold(self.on_line(data[start:newline]))
+            start = newline + 1
+        if start < len(data):
+            self._hold(data[start:] if start else data)
+
+    def _hold(self, tail: bytes) -> None:
+        if self._skipping:
+            return
+        self._carry += tail
+        size = len(self._carry)
+        unwanted = size >= self.window and self.head_unwanted(bytes(self._carry[: self.window]))
+        if unwanted or size > DEFAULT_MAX_LINE:  # (no agent writes such lines: a runaway file)
+            self._carry = bytearray()
+            self._skipping = True
 
     def fold(self, events: Iterable[DigestEvent]) -> None:
         digest = self._digest
@@ -93,13 +147,10 @@ class LineDigestReader:
         self._digest = digest
 
     def reset(self) -> None:
-        self._lines.reset()
+        self._carry = bytearray()
+        self._skipping = False
         self._digest = Digest()
         self.pending.clear()
-
-    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        """The facts one complete line holds (none for most lines)."""
-        raise NotImplementedError
 
 
 def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:

@@ -9,12 +9,11 @@ as the file grows, so the note is the one the daemon would draft at the handoff 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from typing import Any
 
 from ctxd import agents
-from ctxd.core.digest import Digest, render_markdown
+from ctxd.core.digest import Digest, as_json, render_markdown
 from ctxd.errors import InvalidInput, TranscriptError
 
 __all__ = ["digest_of", "handoff_document", "pick_session"]
@@ -73,7 +72,7 @@ def handoff_document(
         "agent": agent,
         "session_id": session_id,
         "transcript_path": path,
-        "digest": dataclasses.asdict(digest),
+        "digest": as_json(digest),
         "markdown": render_markdown(digest, title, limit),
     }
 

@@ -12,8 +12,8 @@ the same size however long the session runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "COMPACT_HEADER",
@@ -25,6 +25,7 @@ __all__ = [
     "Limits",
     "Todo",
     "apply",
+    "as_json",
     "estimate_tokens",
     "render_compact",
     "render_markdown",
@@ -77,8 +78,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True, slots=True)
-class Todo:
+class Todo(NamedTuple):
     text: str
     #: "pending", "in_progress" or "completed" (the agents' own words are mapped to these).
     status: str = "pending"
@@ -90,8 +90,7 @@ class Todo:
         return self.status != "completed"
 
 
-@dataclass(frozen=True, slots=True)
-class DigestEvent:
+class DigestEvent(NamedTuple):
     kind: DigestKind
     text: str = ""
     call_id: str | None = None
@@ -101,16 +100,14 @@ class DigestEvent:
     todos: tuple[Todo, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class FileUse:
+class FileUse(NamedTuple):
     path: str
     reads: int = 0
     edits: int = 0
     writes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):
     text: str
     call_id: str | None = None
     #: None until its result is seen.
@@ -120,8 +117,7 @@ class Command:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Digest:
+class Digest(NamedTuple):
     """The facts of one session so far; `Digest()` is a session with nothing yet."""
 
     first_ask: str | None = None
@@ -175,16 +171,16 @@ def _touch(d: Digest, path: str, kind: str, lim: Limits) -> Digest:
         use = files[found]
         rest = files[:found] + files[found + 1 :]
     if kind == "read":
-        use = replace(use, reads=use.reads + 1)
+        use = use._replace(reads=use.reads + 1)
     elif kind == "edit":
-        use = replace(use, edits=use.edits + 1)
+        use = use._replace(edits=use.edits + 1)
     else:
-        use = replace(use, writes=use.writes + 1)
+        use = use._replace(writes=use.writes + 1)
     dropped = d.files_dropped
     if len(rest) >= lim.files:
         dropped += len(rest) - lim.files + 1
         rest = rest[len(rest) - lim.files + 1 :]
-    return replace(d, files=(*rest, use), files_dropped=dropped, tool_calls=d.tool_calls + 1)
+    return d._replace(files=(*rest, use), files_dropped=dropped, tool_calls=d.tool_calls + 1)
 
 
 def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
@@ -194,19 +190,18 @@ def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
         if c.call_id is not None and c.call_id == e.call_id:
             if c.failed is not None:
                 return d  # seen already (a re-appended record)
-            done = replace(
-                c,
+            done = c._replace(
                 failed=e.failed,
                 exit_code=e.exit_code,
                 error=_first_line(e.text, lim.error_chars) if e.failed else "",
             )
-            new = replace(d, commands=(*commands[:i], done, *commands[i + 1 :]))
+            new = d._replace(commands=(*commands[:i], done, *commands[i + 1 :]))
             if e.failed:
                 failed = (*d.failed[-(lim.failed - 1) :], done) if lim.failed > 1 else (done,)
-                new = replace(new, failed=failed, commands_failed=d.commands_failed + 1)
+                new = new._replace(failed=failed, commands_failed=d.commands_failed + 1)
             return new
     if e.failed and e.text:
-        return replace(d, errors=_push(d.errors, _clip(e.text, lim.error_chars), lim.errors))
+        return d._replace(errors=_push(d.errors, _clip(e.text, lim.error_chars), lim.errors))
     return d
 
 
@@ -215,10 +210,10 @@ def _todo(d: Digest, item: Todo, lim: Limits) -> Digest:
     for i, t in enumerate(todos):
         if item.key is not None and t.key == item.key:
             merged = Todo(item.text or t.text, item.status, t.key)
-            return replace(d, todos=(*todos[:i], merged, *todos[i + 1 :]))
+            return d._replace(todos=(*todos[:i], merged, *todos[i + 1 :]))
     if not item.text:
         return d  # an update of an item never seen
-    return replace(d, todos=(*todos, item)[-lim.todos :])
+    return d._replace(todos=(*todos, item)[-lim.todos :])
 
 
 def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
@@ -228,8 +223,7 @@ def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
         return _touch(d, e.text, kind, lim) if e.text else d
     if kind == "command":
         cmd = Command(_clip(e.text, lim.command_chars), e.call_id)
-        return replace(
-            d,
+        return d._replace(
             commands=(*d.commands[-(lim.commands - 1) :], cmd),
             commands_run=d.commands_run + 1,
             tool_calls=d.tool_calls + 1,
@@ -241,32 +235,40 @@ def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
         if not text or text.startswith(_OWN_TEXTS):
             return d
         first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
-        return replace(d, first_ask=first, asks=_push(d.asks, _clip(text, lim.ask_chars), lim.asks))
+        return d._replace(first_ask=first, asks=_push(d.asks, _clip(text, lim.ask_chars), lim.asks))
     if kind == "reply":
-        return replace(d, last_reply=_clip(e.text, lim.reply_chars)) if e.text.strip() else d
+        return d._replace(last_reply=_clip(e.text, lim.reply_chars)) if e.text.strip() else d
     if kind == "todos":
         todos = tuple(
             Todo(_clip(t.text, lim.todo_chars), t.status, t.key) for t in e.todos[: lim.todos]
         )
-        return replace(d, todos=todos, tool_calls=d.tool_calls + 1)
+        return d._replace(todos=todos, tool_calls=d.tool_calls + 1)
     if kind == "todo":
         new = d
         for t in e.todos:
             new = _todo(new, Todo(_clip(t.text, lim.todo_chars), t.status, t.key), lim)
-        return replace(new, tool_calls=d.tool_calls + 1)
+        return new._replace(tool_calls=d.tool_calls + 1)
     if kind == "subagent":
         text = _clip(e.text or "(no description)", lim.command_chars)
-        return replace(
-            d,
+        return d._replace(
             subagents=_push(d.subagents, text, lim.subagents),
             subagents_spawned=d.subagents_spawned + 1,
             tool_calls=d.tool_calls + 1,
         )
     if kind == "tool":
-        return replace(d, tool_calls=d.tool_calls + 1)
+        return d._replace(tool_calls=d.tool_calls + 1)
     if kind == "compaction":
-        return replace(d, compactions=d.compactions + 1)
+        return d._replace(compactions=d.compactions + 1)
     return d
+
+
+def as_json(value: Any) -> Any:
+    """A digest (or any of its parts) as plain JSON values: objects for its records."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: as_json(v) for k, v in value._asdict().items()}
+    if isinstance(value, tuple):
+        return [as_json(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------- rendering

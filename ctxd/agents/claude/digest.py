@@ -14,10 +14,15 @@ What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-Tool results can be large (a file read whole): a result that is not an error is never decoded;
-its call ids are taken from the raw line (`"tool_use_id":"…"` with its quotes can only be a key,
-since quotes inside JSON strings are escaped). Sidechain lines belong to subagents, which have
-their own transcripts (and their own digest); they are skipped in a session's transcript.
+Only a line's head is looked at before it is known to hold a fact (see `LineDigestReader`):
+request-shape, blob and other `{"type":…` lines are skipped by their first bytes; user,
+assistant and boundary lines say what they are in their first few hundred bytes. Tool results
+can be large (a file read whole): Claude Code writes a successful one with its
+`tool_use_id` first (`"content":[{"tool_use_id":…,"type":"tool_result",…`) and a failed one
+with `is_error` (`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`), so a
+success is known from the head and never decoded; anything else is decoded. Sidechain lines
+belong to subagents, which have their own transcripts (and their own digest); they are skipped
+in a session's transcript.
 """
 
 from __future__ import annotations
@@ -32,12 +37,18 @@ from ctxd.core.digest import DigestEvent, Todo
 
 __all__ = ["ClaudeDigestReader"]
 
+_OTHER = b'{"type":'
 _USER = b'"type":"user"'
-_ASSISTANT = b'"type":"assistant"'
+_ASSISTANT = b'"role":"assistant"'
 _BOUNDARY = b'"subtype":"compact_boundary"'
-_RESULT = b'"tool_use_id"'
-_ERROR = b'"is_error":true'
-_RESULT_ID = re.compile(rb'"tool_use_id":"([^"\\]+)"')
+_SIDECHAIN = b'"isSidechain":true'
+_PARENT = b'{"parentUuid":'
+_MAIN_CHAIN = b'"isSidechain":false,'
+_SIDE_CHAIN = b'"isSidechain":true,'
+_USER_OR_ASSISTANT = (b'"promptId":', b'"message":{')
+_ATTACHMENT = b'"attachment":'
+_SYSTEM = b'"type":"system",'
+_RESULT_OK = re.compile(rb'"content":\[\{"tool_use_id":"([^"\\]+)","type":"tool_result"')
 _EXIT = re.compile(r"^Exit code (\d+)")
 _SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 _READ = frozenset({"Read"})
@@ -58,17 +69,52 @@ class ClaudeDigestReader(LineDigestReader):
         super().reset()
         self._seen.clear()
 
+    def wanted(self, data: bytes, start: int, end: int) -> bool:
+        # Claude Code 2.1 writes `{"parentUuid":null|"<uuid>","isSidechain":…,"<key>"` where the
+        # key says the line's kind: known from fixed offsets, without a search. Any other
+        # layout is judged by searching its head.
+        if not data.startswith(_PARENT, start):
+            return not data.startswith(_OTHER, start) and self._wanted_head(data, start, end)
+        at = start + 19 if data.startswith(b"null,", start + 14) else start + 53
+        if data.startswith(_MAIN_CHAIN, at):
+            at += len(_MAIN_CHAIN)
+        elif data.startswith(_SIDE_CHAIN, at):
+            if not self._keep_sidechain:
+                return False
+            at += len(_SIDE_CHAIN)
+        else:
+            return self._wanted_head(data, start, end)
+        if data.startswith(_USER_OR_ASSISTANT, at):
+            return True
+        if data.startswith(_ATTACHMENT, at):
+            return False
+        if data.startswith(_SYSTEM, at):
+            return data.startswith(_BOUNDARY, at + len(_SYSTEM))
+        return self._wanted_head(data, start, end)
+
+    def _wanted_head(self, data: bytes, start: int, end: int) -> bool:
+        find = data.find
+        limit = min(end, start + self.window)
+        if not self._keep_sidechain and find(_SIDECHAIN, start, limit) >= 0:
+            return False
+        return (
+            find(_USER, start, limit) >= 0
+            or find(_ASSISTANT, start, limit) >= 0
+            or find(_BOUNDARY, start, limit) >= 0
+        )
+
     def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        if _ASSISTANT in line:
+        head = line[: self.window]
+        if _ASSISTANT in head:
             return self._assistant(line)
-        if _USER in line:
-            if _RESULT in line and _ERROR not in line:
-                return self._results_ok(line)
+        if _USER in head:
+            ok = _RESULT_OK.search(head)
+            if ok is not None:
+                return self._result_ok(ok.group(1).decode("utf-8", "replace"), line)
             return self._user(line)
-        if _BOUNDARY in line:
-            record = decode(line)
-            if record is not None and record.get("subtype") == "compact_boundary":
-                return (DigestEvent("compaction"),)
+        record = decode(line)
+        if record is not None and record.get("subtype") == "compact_boundary":
+            return (DigestEvent("compaction"),)
         return ()
 
     def _wanted(self, record: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -140,18 +186,15 @@ class ClaudeDigestReader(LineDigestReader):
             return [DigestEvent("subagent", str(about or ""))]
         return [DigestEvent("tool", name)]
 
-    def _results_ok(self, line: bytes) -> list[DigestEvent]:
-        out: list[DigestEvent] = []
-        for match in _RESULT_ID.finditer(line):
-            call_id = match.group(1).decode("utf-8", "replace")
-            call = self.pending.pop(call_id)
-            if call is None:
-                continue
-            if call[0] == "TaskCreate":
-                out += self._task_created(decode(line), call[1])
-            else:
-                out.append(DigestEvent("result", call_id=call_id, exit_code=_ok_exit(call[0])))
-        return out
+    def _result_ok(self, call_id: str, line: bytes) -> list[DigestEvent]:
+        call = self.pending.pop(call_id)
+        if call is None:
+            return []
+        if call[0] == "TaskCreate":
+            return self._task_created(decode(line), call[1])
+        if call[0] != "Bash":
+            return []  # only a command's outcome is kept when all went well
+        return [DigestEvent("result", call_id=call_id, exit_code=0)]
 
     def _task_created(self, record: dict[str, Any] | None, subject: str) -> list[DigestEvent]:
         task = (record or {}).get("toolUseResult")

@@ -14,7 +14,9 @@ in `event_msg` lines of `payload.type == "item_completed"`, one finished item ea
 The todo list is the `update_plan` tool's `plan` (`step`, `status`), a `function_call` response
 item whose `arguments` are a JSON string. A `compacted` line is a compaction.
 
-Only lines that can hold one of these are decoded (a substring test on the raw line first).
+Only lines that can hold one of these are decoded, and they say so in their first few hundred
+bytes (`{"timestamp":…,"type":"event_msg","payload":{"type":"item_completed",…,"item":{"type":
+"CommandExecution"`): a line is judged from its head alone (see `LineDigestReader`).
 """
 
 from __future__ import annotations
@@ -31,29 +33,43 @@ from ctxd.core.digest import DigestEvent
 
 __all__ = ["CodexDigestReader"]
 
-_ITEM = b'"item_completed"'
+_ITEM = b'"type":"item_completed"'
+_TYPE = b',"type":"'
+_EVENT_ITEM = b'event_msg","payload":{"type":"item_completed"'
+_FUNCTION_CALL = b'response_item","payload":{"type":"function_call"'
+_ITEM_TYPE = b'"item":{"type":"'
 _COMPACTED = b'"type":"compacted"'
-_PLAN = b'"update_plan"'
-_ITEMS = (b'"UserMessage"', b'"AgentMessage"', b'"CommandExecution"', b'"FileChange"')
+_PLAN = b'"name":"update_plan"'
+_ITEMS = (b'UserMessage"', b'AgentMessage"', b'CommandExecution"', b'FileChange"')
 
 
 class CodexDigestReader(LineDigestReader):
+    def wanted(self, data: bytes, start: int, end: int) -> bool:
+        # `{"timestamp":"…","ordinal":N,"type":"<kind>","payload":{"type":"<kind>",…`
+        kind = data.find(_TYPE, start, min(end, start + 80))
+        if kind < 0:
+            return False
+        kind += len(_TYPE)
+        if data.startswith(_EVENT_ITEM, kind):
+            at = data.find(_ITEM_TYPE, kind, min(end, start + self.window))
+            return at >= 0 and data.startswith(_ITEMS, at + len(_ITEM_TYPE))
+        if data.startswith(_FUNCTION_CALL, kind):
+            return data.find(_PLAN, kind, min(end, start + self.window)) >= 0
+        return data.startswith(b'compacted"', kind)
+
     def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        if _ITEM in line:
-            if not any(kind in line for kind in _ITEMS):
-                return ()
+        head = line[: self.window]
+        if _ITEM in head:
             record = decode(line)
             payload = record.get("payload") if record is not None else None
             item = payload.get("item") if isinstance(payload, dict) else None
             return _item(item) if isinstance(item, dict) else ()
-        if _COMPACTED in line:
+        if _COMPACTED in head:
             record = decode(line)
             return (
                 (DigestEvent("compaction"),) if record and record.get("type") == "compacted" else ()
             )
-        if _PLAN in line:
-            return self._plan(decode(line))
-        return ()
+        return self._plan(decode(line))
 
     def _plan(self, record: dict[str, Any] | None) -> list[DigestEvent]:
         payload = (record or {}).get("payload")

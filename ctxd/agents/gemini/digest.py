@@ -16,7 +16,10 @@ What a recording (0.61.0) says, line by line (see `transcript.py` for the file's
   compaction. A summary already seen (a resume repeats it) does not count again.
 
 Tool call ids already folded in are remembered (bounded), since a message is written several
-times. The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
+times. A line is judged from its head (see `LineDigestReader`): a message line starts with its
+id, timestamp and type; one with empty `content` is decoded only when it carries `toolCalls`,
+known from its tail (Gemini CLI writes `model` last when there are none). The legacy
+single-object `.json` recordings keep no digest (`NullDigestReader`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ _USER = b'"type":"user"'
 _GEMINI = b'"type":"gemini"'
 _TOOL_CALLS = b'"toolCalls"'
 _EMPTY = b'"content":""'
+_MESSAGE = b'{"id":"'
+_TYPE = b'","type":"'
+_MODEL = b'"model":"'
+_TAIL = 160
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 512
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
@@ -68,22 +75,38 @@ class GeminiDigestReader(LineDigestReader):
             del self._seen[next(iter(self._seen))]
         return True
 
+    def wanted(self, data: bytes, start: int, end: int) -> bool:
+        if data.startswith(_SET, start):
+            return data.find(_MESSAGES, start, min(end, start + self.window)) >= 0
+        if not data.startswith(_MESSAGE, start):
+            return False
+        self._messages += 1  # a message line: a `$set` after it is no longer the file's start
+        # `{"id":"…","timestamp":"…","type":"user|gemini","content":…`
+        kind = data.find(_TYPE, start, min(end, start + 160))
+        if kind < 0:
+            return data.find(_GEMINI, start, min(end, start + self.window)) >= 0 or (
+                data.find(_USER, start, min(end, start + self.window)) >= 0
+            )
+        kind += len(_TYPE)
+        if data.startswith(b'user"', kind):
+            return True
+        if not data.startswith(b'gemini"', kind):
+            return False
+        # empty content and `model` last: written before its tool calls ran, nothing to take
+        empty = data.startswith(_EMPTY, kind + 8)
+        return not (empty and data.find(_MODEL, max(start, end - _TAIL), end) >= 0)
+
+    def head_unwanted(self, head: bytes) -> bool:
+        # The tail decides about a gemini message with empty content: not there yet.
+        if head.startswith(_MESSAGE):
+            return _GEMINI not in head and _USER not in head
+        return not head.startswith(_SET) or _MESSAGES not in head
+
     def on_line(self, line: bytes) -> Iterable[DigestEvent]:
         if line.startswith(_SET):
-            if _MESSAGES not in line:
-                return ()
             return self._rewrite(line)
-        if _GEMINI in line:
-            self._messages += 1
-            if _TOOL_CALLS not in line and _EMPTY in line:
-                return ()  # written before its tool calls ran, or thoughts only
-            record = decode(line)
-            return self._message(record) if record is not None else ()
-        if _USER in line:
-            self._messages += 1
-            record = decode(line)
-            return self._message(record) if record is not None else ()
-        return ()
+        record = decode(line)
+        return self._message(record) if record is not None else ()
 
     def _rewrite(self, line: bytes) -> list[DigestEvent]:
         at_start = self._messages == 0

@@ -142,8 +142,9 @@ def test_reset_forgets_everything() -> None:
 
 def test_sidechain_lines_belong_to_the_subagent_reader() -> None:
     line = {
-        "type": "user",
+        "parentUuid": None,
         "isSidechain": True,
+        "type": "user",
         "message": {"role": "user", "content": "subagent task"},
     }
     data = (json.dumps(line, separators=(",", ":")) + "\n").encode()  # as Claude Code writes
