@@ -68,7 +68,7 @@ class ContinuitySettings:
     at most `compact_tokens`), and the handoff draft written at the handoff point
     (`handoff_file`, at most `handoff_tokens`)."""
 
-    inject: bool = False
+    inject: bool = True
     compact_tokens: int = 1000
     handoff_file: bool = True
     handoff_tokens: int = 2000

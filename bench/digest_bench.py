@@ -1,0 +1,244 @@
+"""Benchmark: what the session digest costs (issue 14).
+
+1. Upkeep: each transcript is replayed in 1 MiB reads by a fresh child process twice, with the
+   usage reader alone and with the usage reader and the digest reader fed the same bytes (as
+   the daemon's `TranscriptFile` does); the digest's share is the difference. Transcripts are
+   built from real line shapes: replay_bench.py's (Claude Code 2.1.332, Codex CLI 0.171.0,
+   Gemini CLI 0.61.0), and tool-heavy ones from the continuity captures (Read, Edit, Write,
+   failing Bash, tasks; apply_patch, update_plan; read_file, replace, write_todos), every id
+   made unique per round. Each mode runs --runs times, alternating; the fastest run counts.
+2. Memory: a real `ctxd serve` tracking --sessions Claude Code transcripts, each with
+   --calls tool calls (the continuity capture's tool lines, its big request blobs left out,
+   paths and ids made unique, so that every session's digest fills up to its bounds); RSS
+   once all are read.
+
+Targets: digest upkeep ≤ 10 % of replay throughput; RSS ≤ 60 MB with 1,000 sessions.
+
+    .venv/bin/python bench/digest_bench.py [--size-mb 100] [--runs 3] [--sessions 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import common as c
+import replay_bench as rb
+
+from ctxd.agents import spec as agent_spec
+
+TARGET_SHARE = 10.0
+TARGET_RSS_MB = 60.0
+CHUNK = 1 << 20
+CONTINUITY = {
+    "claude": rb.DATA / "claude-code-2.1.332" / "transcript.continuity.jsonl",
+    "codex": rb.DATA / "codex-cli-0.171.0" / "rollout.continuity.jsonl",
+    "gemini": rb.DATA / "gemini-cli-0.61.0" / "transcript.continuity.1.jsonl",
+}
+#: The id prefixes each capture's mock wrote, replaced per round.
+ID_PREFIXES = {
+    "claude": (b"toolu_mock", b"msg_mock"),
+    "codex": (b"call_mock", b"resp_mock", b"msg_mock", b"fc_mock", b"ctc_mock"),
+    "gemini": (b'"id":"',),
+}
+
+
+def _tool_rounds(agent: str) -> Callable[[], Iterator[list[bytes]]]:
+    def rounds() -> Iterator[list[bytes]]:
+        lines = CONTINUITY[agent].read_bytes().splitlines()
+        n = 0
+        while True:
+            out = []
+            for line in lines:
+                for prefix in ID_PREFIXES[agent]:
+                    line = line.replace(prefix, prefix + f"r{n}_".encode())
+                out.append(line.replace(b"app.py", f"app_{n % 97}.py".encode()))
+            yield out
+            n += 1
+
+    return rounds
+
+
+for _agent in CONTINUITY:
+    rb.GENERATORS[f"{_agent}-tools"] = _tool_rounds(_agent)
+
+
+# --------------------------------------------------------------------------- replay (child)
+
+
+def replay(agent: str, path: Path, digest: bool) -> dict[str, float]:
+    s = agent_spec(agent)
+    reader = s.open_reader(str(path))
+    opener = s.open_digest_reader
+    digester = opener(str(path)) if digest and opener is not None else None
+    total = 0
+    started = time.perf_counter()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while data := os.read(fd, CHUNK):
+            total += len(data)
+            reader.feed(data)
+            if digester is not None:
+                digester.feed(data)
+    finally:
+        os.close(fd)
+    seconds = time.perf_counter() - started
+    calls = digester.digest.tool_calls if digester is not None else 0
+    return {"bytes": total, "seconds": seconds, "tool_calls": calls}
+
+
+def _child(*args: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+def upkeep(size_mb: int, runs: int) -> list[list[object]]:
+    rows: list[list[object]] = []
+    kinds = ["claude", "codex", "gemini", "claude-tools", "codex-tools", "gemini-tools"]
+    with tempfile.TemporaryDirectory(prefix="ctxd-digest-") as tmp:
+        for kind in kinds:
+            agent = kind.split("-")[0]
+            path = Path(tmp) / f"{kind}.jsonl"
+            written, _ = rb.build(kind, path, size_mb * rb.MB)
+            path.read_bytes()  # in the page cache for both modes alike
+            alone, both = [], []
+            calls = 0.0
+            for _ in range(runs):
+                alone.append(_child("--replay", agent, str(path), "usage")["seconds"])
+                m = _child("--replay", agent, str(path), "digest")
+                both.append(m["seconds"])
+                calls = m["tool_calls"]
+            a, b = min(alone), min(both)
+            share = (b - a) / a * 100
+            rows.append(
+                [
+                    kind,
+                    f"{written / rb.MB:.0f}",
+                    f"{int(calls):,}",
+                    f"{written / rb.MB / a:.0f}",
+                    f"{written / rb.MB / b:.0f}",
+                    f"{share:+.1f} %",
+                    c.verdict(share <= TARGET_SHARE),
+                ]
+            )
+            path.unlink()
+    return rows
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def session_content(calls: int) -> bytes:
+    """A Claude Code transcript with `calls` tool calls: the continuity capture without its big
+    lines, its tool-call lines repeated with unique ids and paths."""
+    lines = c.small_transcript(CONTINUITY["claude"]).splitlines(keepends=True)
+    head = [ln for ln in lines if b'"tool_use' not in ln]
+    tools = [ln for ln in lines if b'"tool_use' in ln]
+    per_round = sum(1 for ln in tools if b'"type":"tool_use"' in ln) or 1
+    out = list(head)
+    n = 0
+    while n * per_round < calls:
+        tag = f"r{n}_".encode()
+        for ln in tools:
+            ln = ln.replace(b"toolu_mock", b"toolu_mock" + tag).replace(b"msg_mock", b"msg_" + tag)
+            ln = ln.replace(b"NOTES.md", f"NOTES_{n}.md".encode())
+            out.append(ln.replace(b"app.py", f"app_{n}.py".encode()))
+        n += 1
+    return b"".join(out)
+
+
+def memory(sessions: int, calls: int) -> list[list[object]]:
+    content = session_content(calls)
+    opener = agent_spec("claude").open_digest_reader
+    assert opener is not None
+    sample = opener(None)
+    sample.feed(content)
+    digest = sample.digest
+    with c.sandbox("digest") as box, c.running_daemon(box) as daemon:
+        time.sleep(2)
+        empty = c.proc_memory_kib(daemon.pid)
+        cwds = [f"/home/user/src/project-{i:03d}" for i in range(100)]
+        for cwd in cwds:
+            (box.claude_projects / c.claude_slug(cwd)).mkdir(parents=True, exist_ok=True)
+        time.sleep(0.5)
+        started = time.monotonic()
+        for i in range(sessions):
+            c.place_claude_transcript(box, content, str(uuid.uuid4()), cwds[i % len(cwds)])
+        found, _ = c.wait_sessions(box, sessions, timeout=120)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            rows = c.status(box)["sessions"]
+            if len(rows) >= sessions and not any(r.get("catching_up") for r in rows):
+                break
+            time.sleep(0.5)
+        read_s = time.monotonic() - started
+        time.sleep(3)
+        loaded = c.proc_memory_kib(daemon.pid)
+    rss_mb = loaded["VmRSS"] * 1024 / 1e6
+    per = (loaded["VmRSS"] - empty["VmRSS"]) / max(found, 1)
+    print(
+        f"{found:,} sessions of {len(content) / 1024:.0f} KiB, {digest.tool_calls} tool calls "
+        f"each (digest: {len(digest.files)} files kept + {digest.files_dropped} dropped, "
+        f"{len(digest.commands)} commands, {len(digest.failed)} failed, "
+        f"{len(digest.todos or ())} todos), read in {read_s:.1f} s; "
+        f"≈ {per:.1f} KiB RSS per session; empty daemon {empty['VmRSS'] / 1024:.1f} MiB"
+    )
+    return [
+        [
+            f"RSS ≤ 60 MB with {sessions:,} sessions of {calls} tool calls",
+            f"{rss_mb:.1f} MB ({loaded['VmRSS'] / 1024:.1f} MiB; VmHWM "
+            f"{loaded['VmHWM'] / 1024:.1f} MiB)",
+            c.verdict(rss_mb <= TARGET_RSS_MB and found >= sessions),
+        ]
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--replay", nargs=3, metavar=("AGENT", "PATH", "MODE"))
+    args = parser.parse_args()
+    if args.replay:
+        agent, path, mode = args.replay
+        print(json.dumps(replay(agent, Path(path), mode == "digest")))
+        return 0
+    c.header("Session digest", " ".join([".venv/bin/python bench/digest_bench.py", *sys.argv[1:]]))
+    rows = upkeep(args.size_mb, args.runs)
+    print(
+        c.table(
+            [
+                "transcript",
+                "MB",
+                "tool calls",
+                "MB/s usage",
+                "MB/s usage+digest",
+                "digest share",
+                "≤ 10 %",
+            ],
+            rows,
+        )
+    )
+    if not args.skip_memory:
+        print()
+        checks = memory(args.sessions, args.calls)
+        print(c.table(["target", "measured", "verdict"], checks))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
