@@ -87,11 +87,13 @@ class Daemon:
         self.generation = 0
         self.peaks_kib: list[int] = []
         self.restart_s: list[float] = []
+        self.cpu_s = 0.0  # CPU time of the daemons killed so far (utime + stime)
         self.up = asyncio.Event()
         self.up.set()
 
     def kill_and_restart(self) -> None:
         self.peaks_kib.append(c.proc_memory_kib(self.proc.pid).get("VmHWM", 0))
+        self.cpu_s += c.proc_cpu_seconds(self.proc.pid)
         self.generation += 1
         self.proc.kill()
         self.proc.wait()
@@ -288,6 +290,7 @@ async def soak(args: argparse.Namespace, box: c.Sandbox, daemon: Daemon) -> dict
     await asyncio.sleep(1.0)
     rss_before = c.proc_memory_kib(daemon.proc.pid)
     load_before = os.getloadavg()
+    daemon.cpu_s = -c.proc_cpu_seconds(daemon.proc.pid)
     tally = Tally()
     t0 = time.monotonic()
     end = t0 + args.duration
@@ -303,6 +306,7 @@ async def soak(args: argparse.Namespace, box: c.Sandbox, daemon: Daemon) -> dict
     kills_at = await killer(daemon, path, args.kills, t0 + 1.0, (args.duration - 1.0) * 2 / 3)
     await asyncio.gather(*tasks)
     generator_cpu = sum(os.times()[:2]) - sum(cpu0[:2])
+    daemon_cpu = daemon.cpu_s + c.proc_cpu_seconds(daemon.proc.pid)
     wall = time.monotonic() - t0
     await asyncio.sleep(2.0)
     rss_after = c.proc_memory_kib(daemon.proc.pid)
@@ -317,6 +321,7 @@ async def soak(args: argparse.Namespace, box: c.Sandbox, daemon: Daemon) -> dict
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "generator_cpu_s": generator_cpu,
+        "daemon_cpu_s": daemon_cpu,
         "wall_s": wall,
         "last_daemon": ping,
     }
@@ -387,6 +392,13 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
                         str(r["last_daemon"].get(k))
                         for k in ("evicted", "refused", "accept_errors")
                     ),
+                    "",
+                    "",
+                ],
+                [
+                    "daemon CPU, s of wall (µs per hook answered)",
+                    f"{r['daemon_cpu_s']:.1f} of {r['wall_s']:.1f} "
+                    f"({r['daemon_cpu_s'] / max(1, t.answered) * 1e6:.0f})",
                     "",
                     "",
                 ],
