@@ -42,6 +42,8 @@ CLIENT_SCRIPT = "ctxd-hook"
 CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire")
 #: The file beside the copied client that names the command running ctxd (one word per line).
 CTXD_COMMAND_FILE = "ctxd-command"
+#: The path under which the daemon's HTTP listener takes hooks (`ctxd.daemon.http.HOOK_PATH`).
+HOOK_URL_PATH = "/ctxd/hook/"
 
 __all__ = [
     "CLIENT_MODULE",
@@ -210,6 +212,8 @@ def is_ctxd_command(command: object) -> bool:
     """
     if not isinstance(command, str):
         return False
+    if command.startswith("http://"):  # an HTTP hook's URL: the daemon's hook path
+        return HOOK_URL_PATH in command
     try:
         words = shlex.split(command)
     except ValueError:

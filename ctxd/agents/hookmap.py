@@ -43,7 +43,10 @@ def _handlers(group: object) -> list[Any] | None:
 
 
 def _is_ours(handler: object, is_ctxd: Callable[[object], bool]) -> bool:
-    return isinstance(handler, dict) and is_ctxd(handler.get("command"))
+    # A command hook by its command, an HTTP hook by its URL.
+    return isinstance(handler, dict) and (
+        is_ctxd(handler.get("command")) or is_ctxd(handler.get("url"))
+    )
 
 
 def add_hooks(doc: Json, specs: tuple[HookSpec, ...], is_ctxd: Callable[[object], bool]) -> Json:

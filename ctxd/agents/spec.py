@@ -55,6 +55,9 @@ class InstallRequest:
     command: Callable[[str | None], str]
     #: The user asked to replace a foreign statusline (agents that have one).
     statusline: bool = False
+    #: `--transport http`: the URL of the daemon's HTTP hooks for this agent (agents that can
+    #: post their hooks); None: command hooks.
+    http_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

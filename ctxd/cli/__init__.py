@@ -223,7 +223,12 @@ def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.cli.install import apply_plan, plan_install, plan_uninstall
 
     if args.verb == "install":
-        plan = plan_install(args.agent, settings=args.settings, statusline=args.statusline)
+        plan = plan_install(
+            args.agent,
+            settings=args.settings,
+            statusline=args.statusline,
+            transport=args.transport,
+        )
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
     if args.verb == "install" and not args.dry_run:
@@ -287,6 +292,30 @@ def cmd_handoff(args: argparse.Namespace) -> int:
         _print_json(doc)
     else:
         sys.stdout.write(doc["markdown"])
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from ctxd.cli.web import dashboard_url
+
+    url = dashboard_url(os.environ, check=True)
+    _print(url)
+    if not args.print:
+        import webbrowser
+
+        webbrowser.open(url)
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from ctxd.cli.client import request_json
+    from ctxd.cli.web import metrics_text, write_textfile
+
+    text = metrics_text(request_json("status"))
+    if args.textfile is not None:
+        write_textfile(args.textfile, text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -395,7 +424,15 @@ def build_parser() -> argparse.ArgumentParser:
             if verb == "install"
             else "remove only ctxd's statusline, keep its hooks (Claude Code)",
         )
-        sub.set_defaults(func=cmd_install)
+        if verb == "install":
+            sub.add_argument(
+                "--transport",
+                choices=["command", "http"],
+                default="command",
+                help="http: the agent posts its hooks to the daemon's [http] listener, no process "
+                "per event (Claude Code; SessionStart stays a command, which starts the daemon)",
+            )
+        sub.set_defaults(func=cmd_install, transport="command")
 
     service = verbs.add_parser("service", help="run ctxd under systemd or launchd")
     service.add_argument("action", choices=["install", "uninstall", "status"])
@@ -405,6 +442,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the files and commands install/uninstall would write and run; do nothing",
     )
     service.set_defaults(func=cmd_service)
+
+    dashboard = verbs.add_parser("dashboard", help="open the live dashboard ([http] enabled)")
+    dashboard.add_argument("--print", action="store_true", help="print its address, open nothing")
+    dashboard.set_defaults(func=cmd_dashboard)
+
+    metrics = verbs.add_parser("metrics", help="the status as Prometheus text")
+    metrics.add_argument(
+        "--textfile",
+        type=Path,
+        metavar="PATH",
+        help="write it atomically to PATH (node_exporter's textfile collector), print nothing",
+    )
+    metrics.set_defaults(func=cmd_metrics)
 
     doctor = verbs.add_parser("doctor", help="check the setup, one line per check")
     doctor.set_defaults(func=cmd_doctor)

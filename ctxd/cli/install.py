@@ -19,7 +19,7 @@ from ctxd import agents
 from ctxd.agents.hookcmd import hook_command
 from ctxd.agents.settings_file import comments, parse, read_text, render, write_settings
 from ctxd.agents.spec import InstallRequest
-from ctxd.errors import SettingsFileError
+from ctxd.errors import InvalidInput, SettingsFileError
 
 __all__ = [
     "Plan",
@@ -103,21 +103,40 @@ def plan_install(
     settings: Path | None = None,
     statusline: bool = False,
     env: Mapping[str, str] = os.environ,
+    transport: str = "command",
 ) -> Plan:
     """What installing ctxd's hooks for `agent` would do to its settings file (nothing written).
 
     `settings` overrides the file's path; `statusline` (Claude Code only) replaces a foreign
-    statusLine. Raises `SettingsFileError` when the file cannot be read or parsed, and
+    statusLine; `transport` "http" registers HTTP hooks posting to the daemon's listener where
+    the agent can post them (CtxdError when `[http]` is off, InvalidInput when the agent
+    cannot). Raises `SettingsFileError` when the file cannot be read or parsed, and
     `InvalidInput` for an unknown agent.
     """
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
     before = read_text(path)
     doc = parse(before, path)
+    http_url = None
+    if transport == "http":
+        from ctxd.cli.web import hook_url
+
+        http_url = hook_url(agent, env)
     request = InstallRequest(
-        path=path, command=lambda event: hook_command(agent, event, env), statusline=statusline
+        path=path,
+        command=lambda event: hook_command(agent, event, env),
+        statusline=statusline,
+        http_url=http_url,
     )
     new, notes = spec.installer.install(doc, request)
+    if http_url is not None:
+        if http_url not in str(new.get("hooks")):
+            raise InvalidInput(f"{spec.title} cannot post its hooks over HTTP: use command hooks")
+        notes = (
+            *notes,
+            f"HTTP hooks post to {http_url}: the daemon must be running with [http] enabled "
+            "(SessionStart's command hook starts it)",
+        )
     if statusline and spec.statusline is None:
         notes = (*notes, f"--statusline applies to agents with a statusline; ignored for {agent}")
     return _finish(agent, path, before, doc, new, notes)

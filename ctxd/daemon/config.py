@@ -26,6 +26,9 @@ inject = true         # a compact digest into the agent's context once after eac
 compact_tokens = 1000 # its size limit
 handoff_file = true   # write a handoff draft at the handoff point
 handoff_tokens = 2000 # its size limit
+[http]                # the loopback listener: Claude Code's HTTP hooks, /metrics, the dashboard
+enabled = false       # read when the daemon starts
+port = 0              # 0: 20000 + uid % 10000
 ```
 
 Unknown keys are errors: a typo that silently does nothing is worse than a clear message, and so
@@ -40,6 +43,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -60,7 +64,9 @@ __all__ = [
     "DEFAULT_WINDOWS",
     "MAX_CONFIG_BYTES",
     "MAX_WINDOWS",
+    "HttpSettings",
     "default_settings",
+    "load_http_settings",
     "load_settings",
     "parse_settings",
 ]
@@ -213,9 +219,11 @@ def parse_settings(text: str) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}") from exc
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
+    known.add("http")
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
+    _http(doc)  # checked with the rest; the listener reads it when the daemon starts
     window = _table(doc, "window", {"default"})
     try:
         return Settings(
@@ -247,6 +255,49 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: not UTF-8 text: {exc}") from exc
     try:
         return parse_settings(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """`[http]`: the optional loopback listener (ctxd/daemon/http.py)."""
+
+    enabled: bool = False
+    port: int = 0  # 0: default_http_port()
+    host: str = "127.0.0.1"
+
+
+def default_http_port(uid: int | None = None) -> int:
+    """20000 + uid % 10000: below Linux's ephemeral range, and another user's on the same host
+    gets another port."""
+    return 20000 + (os.getuid() if uid is None else uid) % 10000
+
+
+def _http(doc: Mapping[str, Any]) -> HttpSettings:
+    h = _table(doc, "http", {"enabled", "port"})
+    enabled = h.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"http.enabled must be true or false, got {enabled!r}")
+    port = _integer(h, "port", "http", 0) if "port" in h else 0
+    if port > 65535:
+        raise ConfigError(f"http.port must be a TCP port (1 to 65535, or 0), got {port}")
+    return HttpSettings(enabled=enabled, port=port or default_http_port())
+
+
+def load_http_settings(path: Path) -> HttpSettings:
+    """`[http]` from the config file at `path` (disabled when there is none); ConfigError
+    naming the file when it cannot be used."""
+    try:
+        data = _read_config(path)
+    except FileNotFoundError:
+        return HttpSettings(port=default_http_port())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return _http(tomllib.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
 

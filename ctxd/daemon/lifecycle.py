@@ -34,7 +34,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
-from ctxd.daemon import snapshot, watcher
+from ctxd.daemon import http, snapshot, watcher
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.registry import Registry
 from ctxd.daemon.server import MAX_CONNECTIONS, Answer, Server, json_result
@@ -359,6 +359,16 @@ class Daemon:
             tg.start_soon(self._housekeeping)
             tg.start_soon(self.registry.drain_backlog)
             async with anyio.create_task_group() as serving:
+                # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
+                # listening before the socket answers, so a daemon that answers serves both.
+                await http.start(
+                    self.paths.config,
+                    self.paths.state.parent,
+                    self.server.handlers,
+                    self.registry,
+                    serving,
+                    self._stopping,
+                )
                 serving.start_soon(self.server.serve, listener, self._stopping)
                 logger.info(
                     "ctxd %s serving on %s (pid %d)", __version__, self.paths.socket, os.getpid()

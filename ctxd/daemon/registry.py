@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -75,6 +76,9 @@ class Registry:
         self.ids: dict[tuple[str, str], str] = {}  # (agent, session_id) -> session key
         self.dirty = False
         self.hooks_answered = 0
+        #: Since start: ("hooks", agent, event), ("warnings", agent, severity), ("handoffs",
+        #: agent), ("compactions", agent) -> how many (what `GET /metrics` counts).
+        self.counts: Counter[tuple[str, ...]] = Counter()
         self.agent_settings = AgentSettings(os.environ)
         #: The session digest's handoff drafts and post-compaction notes (issue 14).
         self.continuity = Continuity(os.environ)
@@ -307,6 +311,7 @@ class Registry:
         tracked = self.files.get(key)
         digest = None if tracked is None else tracked.digest
         reply = self.continuity.amend(event, state, new_state, reply, digest, self.settings)
+        self._count(event, state.policy, new_state.policy, reply)
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
         return agents.render(event, reply) if reply != Reply() else b""
@@ -330,6 +335,7 @@ class Registry:
         )
         self._store(replace(recorded, tokens=state.tokens))
         self.hooks_answered += 1
+        self._count(event, state.policy, state.policy, Reply())
         progress = self.catching_up(key)
         if progress is None or key in self._announced:
             return b""
@@ -417,6 +423,7 @@ class Registry:
             "learned_windows": dict(self.learned),
             "config_error": self.config_error,
             "hooks_answered": self.hooks_answered,
+            "counters": _counters(self.counts),
         }
 
     def _row(self, state: SessionState, now: float) -> dict[str, Any]:
@@ -504,7 +511,21 @@ class Registry:
             cwd=state.cwd or early.cwd,
         )
 
+    def _count(
+        self, event: HookEvent, before: PolicyState, after: PolicyState, reply: Reply
+    ) -> None:
+        known = agents.spec(event.agent).dialect.kinds
+        # Event names come from payloads: only the agent's own count as themselves.
+        self.counts["hooks", event.agent, event.name if event.name in known else "other"] += 1
+        if reply.context and event.kind == "tool_call" and after.warned.label != "ok":
+            self.counts["warnings", event.agent, after.warned.label] += 1
+        if after.handoff_asked and not before.handoff_asked:
+            self.counts["handoffs", event.agent] += 1
+
     def _store(self, state: SessionState) -> None:
+        earlier = self.sessions.get(state.key)
+        if earlier is not None and state.compactions > earlier.compactions:
+            self.counts["compactions", state.agent] += state.compactions - earlier.compactions
         self.sessions[state.key] = state
         self.ids[(state.agent, state.session_id)] = state.key
         self.dirty = True
@@ -547,6 +568,14 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
     )
+
+
+def _counters(counts: Counter[tuple[str, ...]]) -> dict[str, list[list[object]]]:
+    """`counts` as plain values: {kind: [[label, ..., count], ...]}."""
+    out: dict[str, list[list[object]]] = {}
+    for (kind, *labels), count in sorted(counts.items()):
+        out.setdefault(kind, []).append([*labels, count])
+    return out
 
 
 def _mb(size: int) -> str:

@@ -55,7 +55,11 @@ def _read_settings(data: bytes) -> dict[str, str]:
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
     return install.install(
-        doc, request.command(None), request.command("statusline"), statusline=request.statusline
+        doc,
+        request.command(None),
+        request.command("statusline"),
+        statusline=request.statusline,
+        http_url=request.http_url,
     )
 
 

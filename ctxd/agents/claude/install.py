@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ctxd.agents.claude.compaction import CONFIG_ENV
 from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks
 
@@ -24,7 +25,18 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 
-__all__ = ["EVENTS", "hook_specs", "install", "settings_path", "uninstall"]
+#: The environment the daemon reads for Claude Code (the spec's `config_env`).
+HTTP_ENV = (*CONFIG_ENV, "CLAUDE_CONFIG_DIR")
+
+__all__ = [
+    "EVENTS",
+    "HTTP_ENV",
+    "hook_specs",
+    "http_handler",
+    "install",
+    "settings_path",
+    "uninstall",
+]
 
 
 def settings_path(env: Mapping[str, str]) -> Path:
@@ -35,10 +47,29 @@ def settings_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "settings.json"
 
 
-def hook_specs(command: str) -> tuple[HookSpec, ...]:
-    """One command hook per event ctxd needs."""
+def hook_specs(command: str, http_url: str | None = None) -> tuple[HookSpec, ...]:
+    """One hook per event ctxd needs: a command, or with `http_url` an HTTP hook posting to the
+    daemon for every event but SessionStart (Claude Code runs no HTTP hook there, and its command
+    starts the daemon when it is down)."""
     handler = {"type": "command", "command": command, "timeout": TIMEOUT}
-    return tuple(HookSpec(event, matcher, handler) for event, matcher in EVENTS)
+    if http_url is None:
+        return tuple(HookSpec(event, matcher, handler) for event, matcher in EVENTS)
+    return tuple(
+        HookSpec(event, matcher, handler if event == "SessionStart" else http_handler(http_url))
+        for event, matcher in EVENTS
+    )
+
+
+def http_handler(url: str) -> dict[str, object]:
+    """An HTTP hook: the payload posted to `url`; the variables Claude Code's compaction rule
+    reads go along as headers (what the command client passes in its request's "env")."""
+    return {
+        "type": "http",
+        "url": url,
+        "timeout": TIMEOUT,
+        "headers": {f"X-Ctxd-Env-{name}": f"${{{name}}}" for name in HTTP_ENV},
+        "allowedEnvVars": list(HTTP_ENV),
+    }
 
 
 def _describe(statusline: object) -> str:
@@ -48,14 +79,19 @@ def _describe(statusline: object) -> str:
 
 
 def install(
-    doc: Json, command: str, statusline_command: str, *, statusline: bool
+    doc: Json,
+    command: str,
+    statusline_command: str,
+    *,
+    statusline: bool,
+    http_url: str | None = None,
 ) -> tuple[Json, tuple[str, ...]]:
     """`doc` with ctxd's hooks, and ctxd's statusLine where allowed; plus notes for the user.
 
     The statusLine is set when none is set (with a note saying so), or when `statusline` is
     true; a foreign one is otherwise left alone, with a note saying how to switch.
     """
-    out = add_hooks(doc, hook_specs(command), is_ctxd_command)
+    out = add_hooks(doc, hook_specs(command, http_url), is_ctxd_command)
     notes: list[str] = []
     plugins = doc.get("enabledPlugins")
     if isinstance(plugins, dict) and any(

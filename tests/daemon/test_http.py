@@ -1,0 +1,348 @@
+"""The daemon's loopback HTTP listener, on a real daemon: hooks answered as the command path
+answers them, /metrics as `ctxd status --json` says, a second uid refused on every path, and the
+listener's bounds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import World
+
+NOBODY = 65534
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Http:
+    """The listener of a running daemon."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        req = urllib.request.Request(self.base + path, data=body, method=method)
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as answer:
+                return answer.status, dict(answer.headers), answer.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read()
+
+    def hook(self, agent: str, payload: dict[str, Any], **headers: str) -> Any:
+        status, _, body = self.request(
+            "POST",
+            f"/ctxd/hook/{agent}",
+            json.dumps(payload).encode(),
+            {"Content-Type": "application/json", **headers},
+        )
+        assert status == 200, (status, body)
+        return json.loads(body) if body else None
+
+    def raw(self, data: bytes, timeout: float = 10.0) -> bytes:
+        """Send `data` as is; everything the daemon answers before it closes."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
+            sock.sendall(data)
+            chunks = []
+            try:
+                while chunk := sock.recv(65536):
+                    chunks.append(chunk)
+            except (ConnectionResetError, TimeoutError):
+                pass
+        return b"".join(chunks)
+
+
+@pytest.fixture
+def http(world: World) -> Iterator[Http]:
+    port = free_port()
+    world.write_config(f'[thresholds]\nbasis = "window"\n[http]\nenabled = true\nport = {port}\n')
+    world.start()
+    yield Http(port)
+
+
+def test_off_by_default(ctxd: World) -> None:
+    from ctxd.daemon.config import default_http_port
+
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", default_http_port()), timeout=1).close()
+    assert "HTTP on" not in ctxd.log()
+
+
+def test_hooks_answer_as_the_command_path_does(world: World, http: Http) -> None:
+    """Two sessions with the same transcript, one hooked by the command client and one over
+    HTTP: the same answers, call for call (warnings, debounce, escalation, handoff)."""
+    by_command, by_http = world.claude(), world.claude()
+    trace = [600_000, 655_000, 660_000, 665_000, 670_000, 675_000, 680_000, 755_000, 760_000]
+    for tokens in trace:
+        for t in (by_command, by_http):
+            t.assistant(tokens)
+        said = world.hook_out("claude", by_command.payload("PostToolUse"))
+        heard = http.hook("claude", by_http.payload("PostToolUse"))
+        assert said == heard, tokens
+    said = json.dumps(world.hook_out("claude", by_command.payload("Stop")))
+    heard = json.dumps(http.hook("claude", by_http.payload("Stop")))
+    # the handoff names the session's own draft file
+    assert said.replace(by_command.session_id, "S") == heard.replace(by_http.session_id, "S")
+    assert "CONTEXT HANDOFF" in heard
+    rows = {r["session_id"]: r for r in world.status()["sessions"]}
+    a, b = rows[by_command.session_id], rows[by_http.session_id]
+    for key in ("tokens", "severity", "warned", "handoff_asked", "window", "compaction_at"):
+        assert a[key] == b[key], key
+
+
+def test_an_http_hook_passes_the_agents_environment(world: World, http: Http) -> None:
+    """The headers Claude Code fills from allowedEnvVars reach the compaction rule as the
+    command client's "env" does: CLAUDE_CODE_MAX_OUTPUT_TOKENS=8000 moves 1M's point to 979k."""
+    t = world.claude()
+    t.assistant(100_000)
+    http.hook(
+        "claude",
+        t.payload("PostToolUse"),
+        **{"X-Ctxd-Env-CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000", "X-Ctxd-Env-DISABLE_COMPACT": ""},
+    )
+    assert world.row(t)["compaction_at"] == 979_000  # type: ignore[index]
+
+
+def test_a_bad_payload_is_an_empty_answer(http: Http) -> None:
+    status, headers, body = http.request(
+        "POST", "/ctxd/hook/claude", b"not json", {"Content-Type": "application/json"}
+    )
+    assert (status, body) == (200, b"")
+    assert "X-Ctxd-Error" in headers
+
+
+def test_metrics_parse_and_equal_status(world: World, http: Http) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    sessions = [world.claude() for _ in range(3)]
+    for t, tokens in zip(sessions, (300_000, 660_000, 760_000), strict=True):
+        t.assistant(tokens)
+        http.hook("claude", t.payload("PostToolUse"))
+    status, headers, body = http.request("GET", "/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    doc = json.loads(world.cli("status", "--json").stdout)
+
+    def gauge(name: str) -> dict[str, float]:
+        return {s.labels["session"]: s.value for s in families[name].samples}
+
+    rows = {r["session_id"]: r for r in doc["sessions"] if r["ended_at"] is None}
+    assert set(rows) == {t.session_id for t in sessions}
+    assert gauge("ctxd_context_tokens") == {k: r["tokens"] for k, r in rows.items()}
+    assert gauge("ctxd_context_window_tokens") == {k: r["window"] for k, r in rows.items()}
+    used = gauge("ctxd_context_used_ratio")
+    assert used == pytest.approx({k: r["tokens"] / r["window"] for k, r in rows.items()})
+    to_compaction = gauge("ctxd_tokens_to_compaction")
+    assert to_compaction == {k: r["tokens_to_compaction"] for k, r in rows.items()}
+    levels = {"ok": 0, "warning": 1, "critical": 2}
+    assert gauge("ctxd_severity") == {k: levels[r["severity"]] for k, r in rows.items()}
+    for sample in families["ctxd_context_tokens"].samples:
+        assert sample.labels["agent"] == "claude"
+        assert sample.labels["model"] == rows[sample.labels["session"]]["model"]
+    hooks = {
+        (s.labels["agent"], s.labels["event"]): s.value
+        for s in families["ctxd_hooks_answered"].samples
+        if s.name == "ctxd_hooks_answered_total"
+    }
+    assert hooks == {("claude", "PostToolUse"): 3}
+    warnings = {
+        s.labels["severity"]: s.value
+        for s in families["ctxd_warnings"].samples
+        if s.name == "ctxd_warnings_total"
+    }
+    assert warnings == {"warning": 1, "critical": 1}
+
+
+def test_metrics_textfile_is_the_same_text(world: World, http: Http, tmp_path: Path) -> None:
+    t = world.claude()
+    t.assistant(400_000)
+    http.hook("claude", t.payload("PostToolUse"))
+    out = tmp_path / "ctxd.prom"
+    done = world.cli("metrics", "--textfile", str(out))
+    assert done.returncode == 0 and done.stdout == "", done
+    scraped = http.request("GET", "/metrics")[2].decode()
+    ours = [line for line in out.read_text().splitlines() if "ctxd_requests_refused" not in line]
+    assert "ctxd_context_tokens{" in out.read_text()
+    assert set(ours) <= set(scraped.splitlines())
+    assert oct(out.stat().st_mode & 0o777) == "0o644"
+
+
+def test_dashboard_and_its_status(world: World, http: Http) -> None:
+    t = world.claude()
+    t.assistant(400_000)
+    http.hook("claude", t.payload("PostToolUse"))
+    status, headers, page = http.request("GET", "/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"/api/status" in page and b"http://" not in page.replace(b"http://www.w3.org", b"")
+    status, _, body = http.request("GET", "/api/status")
+    doc = json.loads(body)
+    assert [r["session_id"] for r in doc["status"]["sessions"]] == [t.session_id]
+    assert world.cli("dashboard", "--print").stdout.strip() == http.base + "/"
+
+
+# ---------------------------------------------------------------------- the owner only
+
+PATHS = [("GET", "/"), ("GET", "/metrics"), ("GET", "/api/status"), ("GET", "/nowhere")]
+NOBODY_CLIENT = """
+import json, sys, urllib.request, urllib.error
+base, paths = sys.argv[1], json.loads(sys.argv[2])
+codes = []
+for method, path in paths:
+    data = b'{"session_id":"x","hook_event_name":"Stop"}' if method == "POST" else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            codes.append([r.status, r.read().decode(errors="replace")])
+    except urllib.error.HTTPError as e:
+        codes.append([e.code, e.read().decode(errors="replace")])
+print(json.dumps(codes))
+"""
+
+
+def test_a_second_uid_gets_403_on_every_path(world: World, http: Http) -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to connect as a second real uid")
+    t = world.claude()
+    t.assistant(660_000)
+    http.hook("claude", t.payload("PostToolUse"))
+    paths = [*PATHS, ("POST", "/ctxd/hook/claude"), ("POST", "/ctxd/hook/claude/Stop")]
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            sys.executable,
+            "-I",
+            "-c",
+            NOBODY_CLIENT,
+            http.base,
+            json.dumps(paths),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    answers = json.loads(done.stdout)
+    assert [code for code, _ in answers] == [403] * len(paths), answers
+    assert all(t.session_id not in text and "ctxd" not in text for _, text in answers)
+    assert f"uid {NOBODY}" in world.log()
+    # The owner still gets answers, and the refusals were counted.
+    metrics = http.request("GET", "/metrics")[2].decode()
+    assert 'ctxd_requests_refused_total{transport="http"} ' in metrics
+    refused = [
+        line for line in metrics.splitlines() if line.startswith("ctxd_requests_refused_total")
+    ]
+    assert any(line.endswith(f" {len(paths)}") for line in refused), refused
+
+
+def test_foreign_host_and_origin_are_refused(http: Http) -> None:
+    """DNS rebinding (a foreign Host) and cross-site pages (a foreign Origin) in the owner's own
+    browser; a form post (not JSON) to the hook path."""
+    assert http.request("GET", "/metrics", headers={"Host": "evil.example:80"})[0] == 403
+    assert http.request("GET", "/api/status", headers={"Origin": "http://evil.example"})[0] == 403
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert http.request("POST", "/ctxd/hook/claude", b"a=b", form)[0] == 415
+    assert http.request("GET", "/metrics", headers={"Origin": http.base})[0] == 200
+
+
+# ---------------------------------------------------------------------- bounds
+
+
+def test_bounds_of_a_request(http: Http) -> None:
+    host = f"Host: 127.0.0.1:{http.port}\r\n".encode()
+    big_head = b"GET / HTTP/1.1\r\n" + host + b"X-Pad: " + b"a" * 20_000 + b"\r\n\r\n"
+    assert http.raw(big_head).startswith(b"HTTP/1.1 431 ")
+    many = b"GET / HTTP/1.1\r\n" + host + b"".join(b"X-%d: 1\r\n" % i for i in range(70))
+    assert http.raw(many + b"\r\n").startswith(b"HTTP/1.1 431 ")
+    huge = b"POST /ctxd/hook/claude HTTP/1.1\r\n" + host + b"Content-Length: 99999999\r\n\r\n"
+    assert http.raw(huge).startswith(b"HTTP/1.1 413 ")
+    chunked = b"POST /ctxd/hook/claude HTTP/1.1\r\n" + host + b"Transfer-Encoding: chunked\r\n\r\n"
+    assert http.raw(chunked).startswith(b"HTTP/1.1 411 ")
+    assert http.raw(b"garbage\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    assert http.raw(b"GET / HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 403 ")  # no Host
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(http: Http) -> None:
+    host = f"Host: 127.0.0.1:{http.port}\r\n".encode()
+    two = b"GET /metrics HTTP/1.1\r\n" + host + b"\r\n"
+    answer = http.raw(two + two + two.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+    assert answer.count(b"HTTP/1.1 200 OK") == 3
+
+
+def test_a_stalled_request_times_out_and_others_are_served(http: Http) -> None:
+    from ctxd.daemon.http import REQUEST_DEADLINE
+
+    with socket.create_connection(("127.0.0.1", http.port), timeout=REQUEST_DEADLINE + 5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\n")  # and nothing more
+        assert http.request("GET", "/metrics")[0] == 200
+        assert s.recv(100).startswith(b"HTTP/1.1 408 ")
+
+
+# ---------------------------------------------------------------------- install
+
+
+def test_install_transport_http(world: World, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        '{"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]}}'
+    )
+    off = world.cli("install", "claude", "--settings", str(settings), "--transport", "http")
+    assert off.returncode != 0 and "[http]" in off.stderr
+    world.write_config("[http]\nenabled = true\nport = 24242\n")
+    done = world.cli("install", "claude", "--settings", str(settings), "--transport", "http")
+    assert done.returncode == 0, done
+    hooks = json.loads(settings.read_text())["hooks"]
+    start = hooks["SessionStart"][0]["hooks"][0]
+    assert start["type"] == "command" and "ctxd_hook" in start["command"]
+    for event in ("PostToolUse", "Stop", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"):
+        ours = [h for g in hooks[event] for h in g["hooks"] if h.get("type") == "http"]
+        assert len(ours) == 1, (event, hooks[event])
+        assert ours[0]["url"] == "http://127.0.0.1:24242/ctxd/hook/claude"
+        names = ours[0]["allowedEnvVars"]
+        assert "CLAUDE_CODE_MAX_OUTPUT_TOKENS" in names
+        assert ours[0]["headers"] == {f"X-Ctxd-Env-{n}": f"${{{n}}}" for n in names}
+    assert hooks["PostToolUse"][0]["hooks"] == [{"type": "command", "command": "x"}]
+    # back to commands: the HTTP hooks are replaced, not doubled; uninstall removes them all
+    assert world.cli("install", "claude", "--settings", str(settings)).returncode == 0
+    text = settings.read_text()
+    assert '"type": "http"' not in text and text.count("ctxd_hook") == 8  # 7 + statusLine
+    assert (
+        world.cli(
+            "install", "claude", "--settings", str(settings), "--transport", "http"
+        ).returncode
+        == 0
+    )
+    assert world.cli("uninstall", "claude", "--settings", str(settings)).returncode == 0
+    assert json.loads(settings.read_text())["hooks"] == {
+        "PostToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]
+    }
+    other = world.cli("install", "gemini", "--settings", str(settings), "--transport", "http")
+    assert other.returncode != 0 and "HTTP" in other.stderr
