@@ -211,6 +211,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-upkeep", action="store_true")
     parser.add_argument("--replay", nargs=3, metavar=("AGENT", "PATH", "MODE"))
     args = parser.parse_args()
     if args.replay:
@@ -218,7 +219,7 @@ def main() -> int:
         print(json.dumps(replay(agent, Path(path), mode == "digest")))
         return 0
     c.header("Session digest", " ".join([".venv/bin/python bench/digest_bench.py", *sys.argv[1:]]))
-    rows = upkeep(args.size_mb, args.runs)
+    rows = [] if args.skip_upkeep else upkeep(args.size_mb, args.runs)
     print(
         c.table(
             [

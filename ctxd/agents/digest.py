@@ -19,7 +19,7 @@ from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestEvent, Limits, Todo, 
 __all__ = ["DigestReader", "LineDigestReader", "PendingCalls", "todo_status"]
 
 #: How many tool calls awaiting their result a reader remembers.
-PENDING_KEPT = 64
+PENDING_KEPT = 16
 
 
 class DigestReader(Protocol):

@@ -60,12 +60,12 @@ class Limits:
     """How much a digest keeps: the newest items of each kind, each text clipped."""
 
     asks: int = 5
-    files: int = 40
-    commands: int = 12
-    failed: int = 8
-    errors: int = 8
-    todos: int = 30
-    subagents: int = 10
+    files: int = 30
+    commands: int = 10
+    failed: int = 6
+    errors: int = 6
+    todos: int = 20
+    subagents: int = 8
     ask_chars: int = 600
     first_ask_chars: int = 1200
     reply_chars: int = 600
@@ -191,6 +191,7 @@ def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
             if c.failed is not None:
                 return d  # seen already (a re-appended record)
             done = c._replace(
+                call_id=None,  # its result is in: the id is needed no more
                 failed=e.failed,
                 exit_code=e.exit_code,
                 error=_first_line(e.text, lim.error_chars) if e.failed else "",

@@ -56,7 +56,7 @@ _EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
 _WRITE = frozenset({"Write"})
 _SUBAGENT = frozenset({"Task", "Agent"})
 #: Recent tool call ids already folded in (a streamed message may be written twice).
-_SEEN_KEPT = 256
+_SEEN_KEPT = 32
 
 
 class ClaudeDigestReader(LineDigestReader):
@@ -227,7 +227,9 @@ class ClaudeDigestReader(LineDigestReader):
     def _result(self, block: dict[str, Any], record: dict[str, Any]) -> list[DigestEvent]:
         call_id = block["tool_use_id"]
         call = self.pending.pop(call_id)
-        tool, about = call if call is not None else ("tool", "")
+        if call is None:
+            return []  # a call never seen, or a result already folded in
+        tool, about = call
         if not block.get("is_error"):
             if tool == "TaskCreate":
                 return self._task_created(record, about)

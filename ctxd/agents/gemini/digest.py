@@ -48,7 +48,7 @@ _TYPE = b'","type":"'
 _MODEL = b'"model":"'
 _TAIL = 160
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
-_SEEN_KEPT = 512
+_SEEN_KEPT = 64
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
 _READ = frozenset({"read_file"})
