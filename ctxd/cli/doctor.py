@@ -27,6 +27,7 @@ from ctxd.agents.hookcmd import (
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check
+from ctxd.cli.web import http_hook_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
 
@@ -327,4 +328,5 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     hooks = list(_hooks(env))
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
+    checks += http_hook_checks(env)
     return checks

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
+from ctxd import paths
 from ctxd.agents.hookcmd import interpreter
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
@@ -135,12 +136,31 @@ def systemd_quote(word: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def render_systemd(python: str, dirs: tuple[Path, ...] | None = None) -> dict[str, str]:
-    """Unit name -> content, with `python` as the daemon's interpreter."""
+def render_systemd(
+    python: str, dirs: tuple[Path, ...] | None = None, http_port: int | None = None
+) -> dict[str, str]:
+    """Unit name -> content, with `python` as the daemon's interpreter; with `http_port` the
+    socket unit keeps that loopback port too ([http] on: an HTTP hook then starts ctxd rather
+    than failing while it is down; the daemon takes it as its second descriptor)."""
     service = load_template(f"systemd/{SERVICE_UNIT}", dirs).replace(
         "@PYTHON@", systemd_quote(python)
     )
-    return {SERVICE_UNIT: service, SOCKET_UNIT: load_template(f"systemd/{SOCKET_UNIT}", dirs)}
+    socket_unit = load_template(f"systemd/{SOCKET_UNIT}", dirs)
+    if http_port is not None:
+        first = "ListenStream=%t/ctxd/ctxd.sock\n"
+        socket_unit = socket_unit.replace(first, f"{first}ListenStream=127.0.0.1:{http_port}\n")
+    return {SERVICE_UNIT: service, SOCKET_UNIT: socket_unit}
+
+
+def _http_port(env: Mapping[str, str]) -> int | None:
+    """The [http] port when the config turns the listener on, else None."""
+    from ctxd.daemon.config import load_http_settings
+
+    try:
+        settings = load_http_settings(paths.config_path(env))
+    except CtxdError:
+        return None
+    return settings.port if settings.enabled else None
 
 
 def render_plist(python: str, log: Path, dirs: tuple[Path, ...] | None = None) -> str:
@@ -161,7 +181,7 @@ def _stop_command(python: str) -> Command:
 
 def _systemd_install(env: Mapping[str, str], python: str) -> ServicePlan:
     unit_dir = systemd_unit_dir(env)
-    units = render_systemd(python)
+    units = render_systemd(python, http_port=_http_port(env))
     stop = _stop_command(python)
     return ServicePlan(
         manager="systemd",
@@ -369,7 +389,7 @@ def service_status(
         unit_dir = systemd_unit_dir(env)
         lines = [
             f"{name}: {_file_state(unit_dir / name, text)}"
-            for name, text in render_systemd(python).items()
+            for name, text in render_systemd(python, http_port=_http_port(env)).items()
         ]
         _, enabled = _output(run, _systemctl("is-enabled", SOCKET_UNIT))
         lines.append(f"{SOCKET_UNIT}: {enabled or 'unknown'} at login")

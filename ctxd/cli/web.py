@@ -9,13 +9,23 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxd import paths
+from ctxd import agents, paths
+from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.settings_file import parse, read_text
+from ctxd.agents.spec import Check
 from ctxd.daemon import http, metrics
 from ctxd.daemon.config import HttpSettings, load_http_settings
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
 
-__all__ = ["dashboard_url", "hook_url", "http_settings", "metrics_text", "write_textfile"]
+__all__ = [
+    "dashboard_url",
+    "hook_url",
+    "http_hook_checks",
+    "http_settings",
+    "metrics_text",
+    "write_textfile",
+]
 
 
 def http_settings(env: Mapping[str, str] = os.environ) -> HttpSettings:
@@ -66,3 +76,75 @@ def write_textfile(path: Path, text: str) -> None:
         write_atomic(path, text.encode(), 0o644)
     except OSError as exc:
         raise CtxdError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
+    """`ctxd doctor`'s lines about HTTP hooks, when an agent's settings hold ctxd's: the listener
+    they post to is on, and a service manager keeps its port while ctxd is down. Without one,
+    Claude Code reports every HTTP hook that finds nothing on the port as a failed hook
+    ("connect ECONNREFUSED", measured with 2.1.332) until a SessionStart starts ctxd again."""
+    from ctxd.cli.service import SOCKET_UNIT, systemd_unit_dir
+
+    checks = []
+    for agent in agents.AGENTS:
+        path = agents.spec(agent).installer.settings_path(env)
+        try:
+            doc = parse(read_text(path), path)
+        except CtxdError:
+            continue  # `ctxd doctor`'s hooks check says so
+        urls = sorted(_ctxd_urls(doc))
+        if not urls:
+            continue
+        name = f"{agent} http hooks"
+        fix_command = f"`ctxd install {agent}` for command hooks"
+        try:
+            settings = load_http_settings(paths.config_path(env))
+        except CtxdError as exc:
+            checks.append(Check(name, False, str(exc), "fix the config file"))
+            continue
+        wanted = http.hook_url(settings.port, agent)
+        if not settings.enabled or urls != [wanted]:
+            state = "[http] is off" if not settings.enabled else f"the listener is at {wanted}"
+            checks.append(
+                Check(
+                    name,
+                    False,
+                    f"they post to {', '.join(urls)}, but {state}",
+                    f"enable [http] in {paths.config_path(env)} with that port, or {fix_command}",
+                )
+            )
+            continue
+        unit = systemd_unit_dir(env) / SOCKET_UNIT
+        try:
+            kept = f"ListenStream=127.0.0.1:{settings.port}\n" in unit.read_text()
+        except OSError:
+            kept = False
+        if kept:
+            checks.append(
+                Check(name, True, f"{wanted}; systemd keeps the port ({unit}): a hook starts ctxd")
+            )
+        else:
+            checks.append(
+                Check(
+                    name,
+                    False,
+                    f"{wanted}, but nothing keeps port {settings.port} while ctxd is down: "
+                    f"{agents.spec(agent).title} then reports every hook as failed",
+                    f"`ctxd service install` (systemd keeps the port and starts ctxd), or "
+                    f"{fix_command}",
+                )
+            )
+    return checks
+
+
+def _ctxd_urls(doc: Mapping[str, object]) -> set[str]:
+    found = set()
+    hooks = doc.get("hooks")
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else ():
+                url = handler.get("url") if isinstance(handler, dict) else None
+                if isinstance(url, str) and is_ctxd_command(url):
+                    found.add(url)
+    return found

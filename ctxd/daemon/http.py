@@ -62,6 +62,7 @@ __all__ = [
     "REQUEST_DEADLINE",
     "History",
     "HttpServer",
+    "adopted_listener",
     "hook_url",
     "load_or_create_token",
     "open_http_listener",
@@ -87,6 +88,7 @@ TOKEN_COOKIE = "ctxd_token"
 ENV_HEADER = b"x-ctxd-env-"
 #: The per-user secret, in the state dir, where the kernel cannot tell a peer's uid.
 TOKEN_FILE = "http-token"
+SD_LISTEN_FDS_START = 3
 #: Points of each session's context kept for the dashboard's chart.
 HISTORY_POINTS = 600
 HISTORY_TICK = 1.0
@@ -677,7 +679,27 @@ def open_http_listener(port: int, host: str = "127.0.0.1") -> socket.socket:
     return sock
 
 
+def adopted_listener(env: Mapping[str, str]) -> socket.socket | None:
+    """The loopback TCP listener systemd passed us beside the Unix socket (socket activation
+    with a second `ListenStream=127.0.0.1:PORT`), if any: it keeps the port while no daemon
+    runs, so an HTTP hook then starts one instead of failing."""
+    if env.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    count = int(env.get("LISTEN_FDS", "0") or 0)
+    for fd in range(SD_LISTEN_FDS_START + 1, SD_LISTEN_FDS_START + count):
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+            sock.setblocking(False)
+            return sock
+        sock.detach()  # not ours to close
+    return None
+
+
 async def start(
+    env: Mapping[str, str],
     config: Path,
     state_dir: Path,
     handlers: Mapping[str, Handler],
@@ -685,29 +707,40 @@ async def start(
     tg: TaskGroup,
     stopping: anyio.Event,
 ) -> HttpServer | None:
-    """Serve HTTP in `tg` (until `stopping`) when the config's `[http]` enables it; None when it
-    does not, or when the port cannot be had (logged: the Unix socket serves on regardless)."""
+    """Serve HTTP in `tg` (until `stopping`) when the config's `[http]` enables it, on the
+    listener systemd passed (`adopted_listener`) or a new one; None when it is off, or when the
+    port cannot be had (logged: the Unix socket serves on regardless)."""
     try:
         settings = await anyio.to_thread.run_sync(load_http_settings, config)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
         return None
+    adopted = adopted_listener(env)
     if not settings.enabled:
+        if adopted is not None:
+            logger.warning("systemd passed a TCP listener, but [http] is off: not serving it")
+            adopted.close()
         return None
     try:
-        listener = open_http_listener(settings.port, settings.host)
+        listener = adopted or open_http_listener(settings.port, settings.host)
         # Where the kernel cannot name a peer's owner, a secret proves it.
         token = None if proc_net_available() else load_or_create_token(state_dir / TOKEN_FILE)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
         return None
-    server = HttpServer(handlers["hook"], handlers["status"], port=settings.port, token=token)
+    host, port = listener.getsockname()[:2]
+    if adopted is not None and port != settings.port:
+        logger.warning(
+            "systemd's TCP listener is on port %d; the config says %d", port, settings.port
+        )
+    server = HttpServer(handlers["hook"], handlers["status"], port=port, token=token)
     tg.start_soon(server.serve, listener, stopping)
     tg.start_soon(server.record_history, registry, stopping)
     logger.info(
-        "HTTP on http://%s:%d (owner checked by %s)",
-        settings.host,
-        settings.port,
+        "HTTP on http://%s:%d%s (owner checked by %s)",
+        host,
+        port,
+        " (from systemd)" if adopted is not None else "",
         "token" if token else "the kernel's socket table",
     )
     return server

@@ -362,6 +362,7 @@ class Daemon:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
                 await http.start(
+                    self.env,
                     self.paths.config,
                     self.paths.state.parent,
                     self.server.handlers,

@@ -346,3 +346,85 @@ def test_install_transport_http(world: World, tmp_path: Path) -> None:
     }
     other = world.cli("install", "gemini", "--settings", str(settings), "--transport", "http")
     assert other.returncode != 0 and "HTTP" in other.stderr
+
+
+# ---------------------------------------------------------------------- socket activation
+
+
+def test_socket_activation_keeps_the_port_while_no_daemon_runs(world: World) -> None:
+    """systemd's socket unit with the TCP port beside the Unix socket (what `ctxd service
+    install` writes when [http] is on), played by systemd-socket-activate: an HTTP request to a
+    port with no daemon behind it starts the daemon, which answers it."""
+    if shutil.which("systemd-socket-activate") is None:
+        pytest.skip("systemd-socket-activate not installed (apt-get install systemd)")
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
+    sock = world.run_base / "ctxd" / "ctxd.sock"
+    sock.parent.mkdir(mode=0o700)
+    argv = ["systemd-socket-activate", "-l", str(sock), "-l", f"127.0.0.1:{port}"]
+    argv += [f"--setenv={k}={v}" for k, v in world.env.items()]
+    argv += [sys.executable, "-m", "ctxd", "serve"]
+    log = (world.root / "activate.log").open("wb")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=world.root)
+    try:
+        world.wait_for(lambda: sock.exists() or None, 10, "the socket unit's socket")
+        http = Http(port)
+        t = world.claude()
+        t.assistant(660_000)
+        # the first request starts the daemon: it waits in the listen queue, it is not refused
+        out = http.hook("claude", t.payload("PostToolUse"))
+        assert "CONTEXT WARNING" in json.dumps(out)
+        assert "from systemd" in (world.root / "activate.log").read_text()
+        assert http.request("GET", "/metrics")[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def test_service_install_keeps_the_http_port_in_the_socket_unit(world: World) -> None:
+    from ctxd.cli.service import SOCKET_UNIT, plan_service_install
+
+    python = sys.executable
+    off = plan_service_install(manager="systemd", env=world.env, python=python)
+    assert "127.0.0.1:" not in next(t for p, t in off.files.items() if p.name == SOCKET_UNIT)
+    world.write_config("[http]\nenabled = true\nport = 24243\n")
+    on = plan_service_install(manager="systemd", env=world.env, python=python)
+    unit = next(t for p, t in on.files.items() if p.name == SOCKET_UNIT)
+    listen = [line for line in unit.splitlines() if line.startswith("ListenStream=")]
+    # the Unix socket first: the daemon takes it as fd 3, the port as fd 4
+    assert listen == ["ListenStream=%t/ctxd/ctxd.sock", "ListenStream=127.0.0.1:24243"]
+    analyze = shutil.which("systemd-analyze")
+    if analyze is not None:
+        unit_dir = world.root / "units"
+        unit_dir.mkdir()
+        for path, text in on.files.items():
+            (unit_dir / path.name).write_text(text)
+        done = subprocess.run(
+            [analyze, "--user", "verify", *sorted(str(p) for p in unit_dir.iterdir())],
+            capture_output=True,
+            text=True,
+            env={**world.env, "SYSTEMD_LOG_COLOR": "0"},
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_doctor_says_when_nothing_keeps_the_port(world: World) -> None:
+    from ctxd.cli.service import plan_service_install
+
+    world.write_config("[http]\nenabled = true\nport = 24244\n")
+    assert world.cli("install", "claude", "--transport", "http").returncode == 0
+
+    def line() -> str:
+        out = world.cli("doctor", timeout=60).stdout
+        return next(x for x in out.splitlines() if "claude http hooks" in x)
+
+    assert line().startswith("FAIL") and "nothing keeps port 24244" in line()
+    plan = plan_service_install(manager="systemd", env=world.env, python=sys.executable)
+    for path, text in plan.files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert line().startswith("ok") and "systemd keeps the port" in line()
+    world.write_config("[http]\nenabled = false\n")
+    assert line().startswith("FAIL") and "[http] is off" in line()
