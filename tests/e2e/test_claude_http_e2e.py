@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -220,3 +221,36 @@ def test_daemon_down_during_http_hooks(make_http_rig: Callable[..., Rig], tmp_pa
     assert events[-1]["result"] == "Done."
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
     assert failed, "expected the HTTP hooks to fail with nothing listening"
+
+
+def test_a_port_kept_by_systemd_starts_ctxd_on_the_first_http_hook(
+    make_http_rig: Callable[..., Rig],
+) -> None:
+    """What `ctxd service install` sets up when [http] is on (systemd keeps the port; played by
+    systemd-socket-activate): no daemon runs and SessionStart's command hook cannot reach one,
+    so the first PostToolUse over HTTP is what starts ctxd, and it is answered, not failed."""
+    if shutil.which("systemd-socket-activate") is None:
+        pytest.skip("systemd-socket-activate not installed (apt-get install systemd)")
+    rig = make_http_rig(claude_tool_steps(10, CACHE_READ, TOOL_SECONDS), start=False)
+    port = int(re.search(r"port = (\d+)", rig.ctxd.config_path.read_text()).group(1))  # type: ignore[union-attr]
+    activated = rig.rd.root / "run" / "activated.sock"
+    env = {**rig.ctxd._cmd_env(), "CTXD_SOCKET": str(activated)}
+    argv = ["systemd-socket-activate", "-l", str(activated), "-l", f"127.0.0.1:{port}"]
+    argv += [f"--setenv={k}={v}" for k, v in env.items()]
+    argv += [sys.executable, "-m", "ctxd", "serve", "--log-level", "debug"]
+    with (rig.rd.root / "activated.log").open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=rig.rd.root)
+    try:
+        res = rig.claude("Run the steps")
+        events = stream_events(res)
+        responses = [e for e in events if e.get("subtype") == "hook_response"]
+        assert responses and all(e.get("outcome") == "success" for e in responses), responses
+        main = rig.main()
+        assert at_calls(main, WARNING) == [2, 7]
+        assert at_calls(main, CRITICAL) == [8]
+        assert "from systemd" in (rig.rd.root / "activated.log").read_text()
+        rig.ctxd.env["CTXD_SOCKET"] = str(activated)
+        assert rig.ctxd.session(session_id(res))["tokens"] == 780_000
+    finally:
+        proc.terminate()
+        proc.wait(15)
