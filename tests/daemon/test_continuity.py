@@ -1,0 +1,162 @@
+"""The daemon's uses of the digest (`ctxd.daemon.continuity`): the handoff draft at the handoff
+point, the note once per compaction, each session with its own digest; and `[continuity]`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxd.agents import spec
+from ctxd.core.events import HookEvent, Reply
+from ctxd.core.policy import PolicyState
+from ctxd.core.session import SessionState
+from ctxd.core.settings import ContinuitySettings, Settings
+from ctxd.daemon.config import parse_settings
+from ctxd.daemon.continuity import Continuity
+from ctxd.errors import ConfigError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+CONTINUITY = DATA / "claude-code-2.1.332" / "transcript.continuity.jsonl"
+COMPACT = DATA / "claude-code-2.1.197" / "transcript.compact.jsonl"
+ON = Settings(continuity=ContinuitySettings(inject=True))
+
+
+def _reader(path: Path):  # type: ignore[no-untyped-def]
+    opener = spec("claude").open_digest_reader
+    assert opener is not None
+    reader = opener(str(path))
+    reader.feed(path.read_bytes())
+    return reader
+
+
+def _state(sid: str, handoff_asked: bool = False) -> SessionState:
+    return SessionState(
+        key=f"/t/{sid}.jsonl",
+        agent="claude",
+        session_id=sid,
+        transcript_path=f"/t/{sid}.jsonl",
+        cwd="/w",
+        policy=PolicyState(handoff_asked=handoff_asked),
+    )
+
+
+def _event(name: str, kind: str, sid: str, source: str | None = None) -> HookEvent:
+    return HookEvent("claude", name, kind, sid, f"/t/{sid}.jsonl", "/w", source=source)  # type: ignore[arg-type]
+
+
+def test_the_handoff_draft_is_written_and_named(tmp_path: Path) -> None:
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    before, after = _state("s1"), _state("s1", handoff_asked=True)
+    stop = _event("Stop", "stop", "s1")
+    asked = Reply(block_reason="CONTEXT HANDOFF: 72% used.")
+    reply = c.amend(stop, before, after, asked, _reader(CONTINUITY), ON)
+    draft = tmp_path / "ctxd" / "handoffs" / "s1.md"
+    assert reply.block_reason is not None and str(draft) in reply.block_reason
+    assert "review and complete this draft" in reply.block_reason
+    text = draft.read_text()
+    assert text.startswith("# Handoff: Claude Code session s1 in /w\n")
+    assert "ls /nonexistent-ctxd-e2e-dir" in text and "Write the release notes" in text
+    assert (draft.stat().st_mode & 0o777, draft.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    # shown to the user instead: the message names the file
+    message = c.amend(stop, before, after, Reply(user_message="CONTEXT HANDOFF: x"), None, ON)
+    assert message == Reply(user_message="CONTEXT HANDOFF: x")  # no digest, no draft
+    shown = c.amend(stop, before, after, Reply(user_message="H"), _reader(CONTINUITY), ON)
+    assert shown.user_message == f"H ctxd drafted a handoff note from the transcript: {draft}"
+
+
+def test_no_draft_when_turned_off_or_not_asked(tmp_path: Path) -> None:
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    off = Settings(continuity=ContinuitySettings(handoff_file=False))
+    asked = Reply(block_reason="CONTEXT HANDOFF")
+    stop = _event("Stop", "stop", "s1")
+    assert c.amend(stop, _state("s1"), _state("s1", True), asked, _reader(CONTINUITY), off) == asked
+    again = _state("s1", True)  # asked before: this Stop asks nothing
+    assert c.amend(stop, again, again, Reply(), _reader(CONTINUITY), ON) == Reply()
+    assert not (tmp_path / "ctxd" / "handoffs").exists()
+
+
+def test_the_note_once_per_compaction_on_events_that_carry_context(tmp_path: Path) -> None:
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    reader = _reader(CONTINUITY)  # one compaction in the transcript, already there
+    s = _state("s1")
+    tool = _event("PostToolUse", "tool_call", "s1")
+    # the first answer sets the mark: compactions before ctxd saw the session are not news
+    assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
+    start = _event("SessionStart", "compaction", "s1", source="compact")
+    first = c.amend(start, s, s, Reply(), reader, ON)
+    assert first.context is not None and first.context.startswith("[ctxd continuity]")
+    assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()  # once
+    # a PreCompact carries no context: nothing there, nothing used up
+    c2 = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    pre = _event("PreCompact", "compaction", "s1", source="auto")
+    assert c2.amend(pre, s, s, Reply(), reader, ON) == Reply()
+    # a warning already due is kept, after the note
+    warned = c2.amend(start, s, s, Reply(context="CONTEXT WARNING: x"), reader, ON)
+    assert warned.context is not None and warned.context.endswith("\nCONTEXT WARNING: x")
+    off = Settings(continuity=ContinuitySettings(inject=False))
+    assert Continuity({}).amend(start, s, s, Reply(), reader, off) == Reply()
+
+
+def test_a_compaction_seen_in_the_transcript_is_announced_at_the_next_context_event(
+    tmp_path: Path,
+) -> None:
+    """Gemini CLI's way: no hook follows a compression; the transcript says it happened."""
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    opener = spec("claude").open_digest_reader
+    assert opener is not None
+    reader = opener("/t/s1.jsonl")
+    lines = CONTINUITY.read_bytes().splitlines(keepends=True)
+    boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
+    reader.feed(b"".join(lines[:boundary]))
+    s = _state("s1")
+    tool = _event("PostToolUse", "tool_call", "s1")
+    assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
+    reader.feed(b"".join(lines[boundary:]))
+    note = c.amend(tool, s, s, Reply(), reader, ON).context
+    assert note is not None and "ls /nonexistent-ctxd-e2e-dir" in note
+    assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
+
+
+def test_sessions_never_see_each_others_digest(tmp_path: Path) -> None:
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    ours, theirs = _reader(CONTINUITY), _reader(COMPACT)
+    start_a = _event("SessionStart", "compaction", "a", source="compact")
+    start_b = _event("SessionStart", "compaction", "b", source="compact")
+    a = c.amend(start_a, _state("a"), _state("a"), Reply(), ours, ON).context or ""
+    b = c.amend(start_b, _state("b"), _state("b"), Reply(), theirs, ON).context or ""
+    assert "app.py" in a and "app.py" not in b
+    assert "Run the steps" in b and "Run the steps" not in a
+    stop = _event("Stop", "stop", "b")
+    c.amend(stop, _state("b"), _state("b", True), Reply(user_message="H"), theirs, ON)
+    assert "app.py" not in (tmp_path / "ctxd" / "handoffs" / "b.md").read_text()
+
+
+def test_continuity_config() -> None:
+    s = parse_settings(
+        "[continuity]\ninject = false\ncompact_tokens = 500\n"
+        "handoff_file = false\nhandoff_tokens = 3000\n"
+    )
+    assert s.continuity == ContinuitySettings(False, 500, False, 3000)
+    assert parse_settings("").continuity == ContinuitySettings()
+    assert ContinuitySettings().inject is True
+    for bad in ('inject = "yes"', "compact_tokens = 10", "handoff_tokens = 999999", "x = 1"):
+        with pytest.raises(ConfigError):
+            parse_settings(f"[continuity]\n{bad}\n")
+
+
+def test_cli_handoff_json_for_a_transcript(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "ctxd", "handoff", "--json", "--transcript", str(CONTINUITY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    doc = json.loads(out.stdout)
+    assert doc["agent"] == "claude"
+    assert doc["digest"]["failed"][0]["exit_code"] == 2
+    assert doc["markdown"].startswith("# Handoff: Claude Code session")
