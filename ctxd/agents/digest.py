@@ -80,6 +80,9 @@ class LineDigestReader:
 
     #: How many bytes of a line's head `wanted` looks at.
     window = 400
+    #: Lines that begin with one of these hold no fact: skipped without calling `wanted` (the
+    #: most common kinds of line; one C call instead of a Python one).
+    skip: tuple[bytes, ...] = ()
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self._carry = bytearray()
@@ -123,8 +126,10 @@ class LineDigestReader:
             self._skipping = False
             start = newline + 1
         wanted = self.wanted
+        skip = data.startswith
+        skipped = self.skip
         while (newline := find(b"\n", start)) >= 0:
-            if newline > start and wanted(data, start, newline):
+            if newline > start and not skip(skipped, start) and wanted(data, start, newline):
                 self.fold(self.on_line(data[start:newline]))
             start = newline + 1
         if start < len(data):

@@ -60,6 +60,8 @@ _SEEN_KEPT = 32
 
 
 class ClaudeDigestReader(LineDigestReader):
+    skip = (_OTHER,)
+
     def __init__(self, subagent: bool = False) -> None:
         super().__init__()
         self._keep_sidechain = subagent

@@ -57,6 +57,8 @@ _WRITE = frozenset({"write_file"})
 
 
 class GeminiDigestReader(LineDigestReader):
+    skip = (b'{"$set":{"lastUpdated"', b'{"$set":{"sessionId"')
+
     def __init__(self) -> None:
         super().__init__()
         self._seen: dict[str, None] = {}  # tool call ids and summary ids already folded in
