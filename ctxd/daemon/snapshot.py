@@ -25,7 +25,7 @@ import contextlib
 import logging
 import os
 import stat
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,8 @@ def snapshot(registry: Registry, journal_seq: int = 0) -> bytes:
     doc = {
         "format": FORMAT,
         "journal": journal_seq,
-        "sessions": [asdict(state) for state in exported["sessions"]],
+        # orjson writes dataclasses (and enums) itself, as `asdict` would, at a tenth of the cost.
+        "sessions": exported["sessions"],
         "files": exported["files"],
         "learned": exported["learned"],
     }
@@ -88,7 +89,7 @@ class Journal:
         if self._fd is None:
             raise OSError("no journal started (no snapshot could be written yet)")
         seq = self.seq + 1
-        line = orjson.dumps({"seq": seq, "session": asdict(state), "file": position}) + b"\n"
+        line = orjson.dumps({"seq": seq, "session": state, "file": position}) + b"\n"
         try:
             view = memoryview(line)
             while view:
