@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, RunDir, claude_prepare, claude_tool_steps, run
+from e2e_support import (
+    Ctxd,
+    Json,
+    Mock,
+    RunDir,
+    Tmux,
+    claude_prepare,
+    claude_tool_steps,
+    run,
+    wait_for,
+)
 from test_claude_e2e import (
     CRITICAL,
     HANDOFF,
@@ -254,3 +266,37 @@ def test_a_port_kept_by_systemd_starts_ctxd_on_the_first_http_hook(
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_what_the_user_sees_when_the_daemon_is_down(
+    make_http_rig: Callable[..., Rig], tmp_path: Path
+) -> None:
+    """The interactive UI (tmux) with HTTP hooks and no daemon on the port: Claude Code shows
+    a failed hook under every tool call. This is why `ctxd doctor` asks for a service manager
+    that keeps the port (see the test above) with --transport http."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    rig = make_http_rig(claude_tool_steps(2, [95_000, 295_000, 300_000], TOOL_SECONDS), start=False)
+    doc = json.loads(rig.settings.read_text())
+    doc["permissions"] = {"allow": ["Bash"]}
+    rig.settings.write_text(json.dumps(doc))
+    tmux = Tmux(tmp_path / "tmux.sock", "cc")
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
+    tmux.start(
+        f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
+        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
+    )
+    try:
+        assert tmux.wait("❯", 40), tmux.pane()
+        tmux.send("Run the steps")
+        assert wait_for(lambda: len(rig.main()) >= 3, 60), tmux.pane()
+        assert tmux.wait("Done.", 30), tmux.pane()
+        time.sleep(1.0)
+        pane = tmux.pane()
+        (tmp_path / "pane.txt").write_text(pane)
+        print(pane)
+        # one "hook failed" per tool call, with the connection error, and the Stop hook's
+        assert pane.count("PostToolUse:Bash hook failed") == 2, pane
+        assert pane.count("connect ECONNREFUSED") == 3 and "Stop hook failed" in pane, pane
+    finally:
+        tmux.kill()
