@@ -1,0 +1,245 @@
+"""The dashboard in a real headless Chromium (the distribution's package), driven over the
+DevTools protocol on a pipe (`--remote-debugging-pipe`: no port, no extra library): it loads with
+no console error, shows the sessions the daemon tracks, and follows a transcript append within
+a second. `CTXD_DASHBOARD_SCREENSHOT=PATH` also saves a screenshot there (docs/dashboard.png)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ctxd.daemon.http import HISTORY_TICK
+
+if TYPE_CHECKING:
+    from conftest import World
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class Browser:
+    """Headless Chromium, one page, over the DevTools protocol on fds 3 (in) and 4 (out)."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+        args = [
+            "--headless=new",
+            "--no-sandbox",  # root in a container; the page is our own
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ]
+
+        # Chromium reads commands from its fd 3 and writes answers to its fd 4 (moved out of
+        # the way first: either pipe end may itself be 3 or 4).
+        def pipes_on_3_and_4() -> None:
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_chrome_r, from_chrome_w)]
+            os.dup2(high[0], 3)
+            os.dup2(high[1], 4)
+
+        self.proc = subprocess.Popen(
+            [binary, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=pipes_on_3_and_4,
+        )
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buffer = b""
+        self._next_id = 0
+        self.events: list[dict[str, Any]] = []
+        self.session: str | None = None
+
+    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 20) -> Any:
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
+        if self.session is not None and not method.startswith("Target."):
+            message["sessionId"] = self.session
+        os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for reply in self._read(deadline):
+                if reply.get("id") == self._next_id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+                self.events.append(reply)
+        raise TimeoutError(method)
+
+    def _read(self, deadline: float) -> list[dict[str, Any]]:
+        import select
+
+        ready, _, _ = select.select(
+            [self._from_chrome], [], [], max(0, deadline - time.monotonic())
+        )
+        if not ready:
+            return []
+        chunk = os.read(self._from_chrome, 1 << 20)
+        if not chunk:
+            raise RuntimeError("Chromium closed the pipe")
+        self._buffer += chunk
+        *messages, self._buffer = self._buffer.split(b"\0")
+        return [json.loads(m) for m in messages if m]
+
+    def open_page(self, width: int = 1280, height: int = 720) -> None:
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        attached = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
+        self.session = attached["sessionId"]
+        for domain in ("Runtime", "Log", "Page"):
+            self.send(f"{domain}.enable")
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+
+    def go(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url})
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(result["exceptionDetails"])
+        return result["result"].get("value")
+
+    def wait(self, expression: str, timeout: float, interval: float = 0.02) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            time.sleep(interval)
+        return None
+
+    def console_errors(self) -> list[dict[str, Any]]:
+        self.evaluate("1")  # collect what arrived meanwhile
+        errors = []
+        for event in self.events:
+            method, params = event.get("method"), event.get("params", {})
+            level = params.get("entry", {}).get("level")
+            if (
+                method == "Runtime.exceptionThrown"
+                or (method == "Runtime.consoleAPICalled" and params.get("type") == "error")
+                or (method == "Log.entryAdded" and level == "error")
+            ):
+                errors.append(params)
+        return errors
+
+    def screenshot(self, path: Path) -> None:
+        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+            self.send("Browser.close", timeout=5)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._to_chrome)
+        os.close(self._from_chrome)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("Chromium not installed (apt-get install chromium)")
+    b = Browser(binary, tmp_path / "profile")
+    try:
+        b.open_page()
+        yield b
+    finally:
+        b.close()
+
+
+def test_the_dashboard_shows_the_sessions_and_follows_an_append(
+    world: World, browser: Browser
+) -> None:
+    port = free_port()
+    world.write_config(f'[thresholds]\nbasis = "window"\n[http]\nenabled = true\nport = {port}\n')
+    world.start()
+    sessions = [world.claude(), world.claude(), world.claude()]
+    for t, tokens in zip(sessions, (180_000, 655_000, 770_000), strict=True):
+        t.model = "claude-opus-5-5"
+        for step in range(4):
+            t.assistant(tokens - (3 - step) * 40_000)
+            world.hook_out("claude", t.payload("PostToolUse"))
+    world.wait_for(lambda: len(world.status()["sessions"]) == 3 or None, 5, "three sessions")
+    # One session's context over a few seconds, through a compaction, for its chart (the
+    # daemon samples every session's figure once a second).
+    charted = world.claude()
+    charted.model = "claude-opus-5-5"
+    for step in (400_000, 650_000, "compact", 120_000, 380_000, 520_000):
+        if step == "compact":
+            charted.compact_boundary(60_000, 660_000)
+        else:
+            charted.assistant(int(step))
+        time.sleep(HISTORY_TICK + 0.15)
+    sessions.append(charted)
+
+    browser.go(f"http://127.0.0.1:{port}/")
+    shown = browser.wait(
+        "document.querySelectorAll('[data-session]').length === 4 && "
+        "[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)",
+        10,
+    )
+    assert shown and sorted(shown) == sorted(t.session_id for t in sessions)
+    chart = f"document.querySelector(\"[data-session='{charted.session_id}'] svg.chart\")"
+    points = browser.evaluate(f"{chart}.querySelector('polyline').getAttribute('points')")
+    assert len(points.split()) >= 5, points
+    assert browser.evaluate(f"{chart}.querySelectorAll('[data-compaction]').length") == 1
+    texts = browser.evaluate("document.body.innerText")
+    assert "critical" in texts.lower() and "warning" in texts.lower()
+    assert "770,000" in texts and "655,000" in texts
+
+    # An append to a transcript, with no hook: the watcher sees it, the page within a second.
+    quiet = sessions[0]
+    quiet.assistant(300_000)
+    appended = time.monotonic()
+    selector = f"[data-session='{quiet.session_id}'] .tokens"
+    seen = browser.wait(
+        f"document.querySelector(\"{selector}\")?.textContent === '300,000'", 3, 0.01
+    )
+    lag = time.monotonic() - appended
+    assert seen, browser.evaluate("document.body.innerText")
+    print(f"dashboard followed the append in {lag * 1000:.0f} ms")
+    assert lag < 1.0, lag
+
+    errors = browser.console_errors()
+    assert errors == [], errors
+    shot = os.environ.get("CTXD_DASHBOARD_SCREENSHOT")
+    if shot:
+        browser.screenshot(Path(shot))
