@@ -31,6 +31,7 @@ import logging
 import os
 import secrets
 import socket
+import struct
 import sys
 import time
 from collections import deque
@@ -62,6 +63,7 @@ __all__ = [
     "REQUEST_DEADLINE",
     "History",
     "HttpServer",
+    "PeerOwner",
     "adopted_listener",
     "hook_url",
     "load_or_create_token",
@@ -160,6 +162,74 @@ def proc_net_uid(sock: socket.socket, proc: Path = Path("/proc/net")) -> int | N
 
 def proc_net_available(proc: Path = Path("/proc/net")) -> bool:
     return (proc / "tcp").is_file()
+
+
+# netlink sock_diag (linux/sock_diag.h, linux/inet_diag.h)
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NLMSG_ERROR = 2
+_NLMSG_HEADER = struct.Struct("=IHHII")
+_DIAG_REQUEST = struct.Struct("=BBBBI")  # family, protocol, ext, pad, states
+_DIAG_PORTS = struct.Struct("!HH16s16s")  # sport, dport (big-endian), src, dst
+_DIAG_TAIL = struct.Struct("=III")  # interface, cookie (none: all ones)
+_UID_OFFSET = _NLMSG_HEADER.size + 64  # inet_diag_msg: 4 bytes, sockid 48, 3 u32, then uid
+
+
+class PeerOwner:
+    """The uid owning the other end of an accepted loopback connection, as the kernel knows
+    it: an exact socket lookup over netlink (sock_diag, the table /proc/net/tcp prints, without
+    printing all of it: reading /proc/net/tcp costs milliseconds once a few hundred sockets
+    exist, the lookup tens of microseconds), else the row in /proc/net/tcp{,6}."""
+
+    def __init__(self, proc: Path = Path("/proc/net")) -> None:
+        self.proc = proc
+        self._netlink: socket.socket | None = None
+        self._netlink_failed = False
+        self._seq = 0
+
+    def uid(self, sock: socket.socket) -> int | None:
+        if not self._netlink_failed:
+            try:
+                return self._diag_uid(sock)
+            except OSError as exc:
+                self._netlink_failed = True
+                logger.info("sock_diag unavailable (%s); reading %s instead", exc, self.proc)
+        return proc_net_uid(sock, self.proc)
+
+    def _diag_uid(self, sock: socket.socket) -> int | None:
+        if self._netlink is None:
+            self._netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+            self._netlink.settimeout(1.0)
+        family = sock.family
+        peer, ours = sock.getpeername(), sock.getsockname()
+        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        body = (
+            _DIAG_REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
+            + _DIAG_PORTS.pack(
+                peer[1],
+                ours[1],
+                socket.inet_pton(family, peer[0]).ljust(16, b"\0"),
+                socket.inet_pton(family, ours[0]).ljust(16, b"\0"),
+            )
+            + _DIAG_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
+        )
+        header = _NLMSG_HEADER.pack(
+            _NLMSG_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, self._seq, 0
+        )
+        self._netlink.send(header + body)
+        while True:
+            reply = self._netlink.recv(8192)
+            _, kind, _, seq, _ = _NLMSG_HEADER.unpack_from(reply)
+            if seq == self._seq:
+                break  # an answer to an earlier, abandoned question is skipped
+        if kind == _NLMSG_ERROR or len(reply) < _UID_OFFSET + 4:
+            return None  # no such socket: the peer is gone
+        return int.from_bytes(reply[_UID_OFFSET : _UID_OFFSET + 4], sys.byteorder)
+
+    def close(self) -> None:
+        if self._netlink is not None:
+            self._netlink.close()
 
 
 def load_or_create_token(path: Path) -> str:
@@ -374,7 +444,7 @@ class HttpServer:
         self.token = token
         self.history = history or History()
         self.max_connections = max_connections
-        self.proc = proc
+        self.owner = PeerOwner(proc)
         self.dashboard = (
             importlib.resources.files("ctxd.daemon").joinpath("dashboard.html").read_bytes()
         )
@@ -393,7 +463,7 @@ class HttpServer:
 
     async def serve(self, listener: socket.socket, stopping: anyio.Event) -> None:
         listener.setblocking(False)
-        with listener:
+        with listener, contextlib.closing(self.owner):
             async with anyio.create_task_group() as connections:
                 with anyio.CancelScope() as accepting:
 
@@ -448,8 +518,7 @@ class HttpServer:
             with sock:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                uid = None if self.token is not None else proc_net_uid(sock, self.proc)
-                conn = _Conn(sock, uid)
+                conn = _Conn(sock, None)
                 for _ in range(MAX_REQUESTS_PER_CONNECTION):
                     if not await self._one_request(conn):
                         break
@@ -509,6 +578,8 @@ class HttpServer:
             finally:
                 self.budget.used -= length
         started = time.perf_counter()
+        if self.token is None and conn.uid is None:
+            conn.uid = self.owner.uid(conn.sock)  # once per connection
         refusal = self._refusal(conn, request)
         if refusal is not None:
             self._refuse(conn, request, refusal)
