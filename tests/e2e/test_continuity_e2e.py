@@ -127,8 +127,9 @@ def _note(body: Json) -> str:
     return text[text.index(NOTE) :]
 
 
+@pytest.mark.parametrize("config", [INJECT, claude_e2e.WINDOW_BASIS], ids=["inject", "default"])
 def test_claude_auto_compaction_gets_the_digest_once(
-    make_rig: Callable[..., claude_e2e.Rig],
+    make_rig: Callable[..., claude_e2e.Rig], config: str
 ) -> None:
     def steps(work: Path) -> list[Json]:
         return [
@@ -139,7 +140,7 @@ def test_claude_auto_compaction_gets_the_digest_once(
             {"text": "Done.", "usage": claude_usage(21_000)},
         ]
 
-    rig = make_rig(steps, INJECT)
+    rig = make_rig(steps, config)
     res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
 
     after = _requests_after_compaction(rig)
