@@ -128,9 +128,15 @@ def spawn_daemon(env: "Mapping[str, str] | None" = None) -> "int | None":
         os.makedirs(run_dir, mode=0o700, exist_ok=True)
     finally:
         os.umask(old_umask)
+    info = os.lstat(run_dir)
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None  # not a private dir of ours: the daemon would refuse it; write nothing there
     lock_path = run_dir + "/spawn.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     try:
+        info = os.fstat(fd)
+        if info.st_nlink != 1 or info.st_uid != os.getuid() or info.st_mode & 0o170000 != 0o100000:
+            return None  # a hard link or something else planted there: not ours to write to
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

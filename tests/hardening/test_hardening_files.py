@@ -194,3 +194,25 @@ def test_symlink_at_the_lock_path_is_a_one_line_error(home: Home) -> None:
         pytest.fail(f"a traceback instead of a message, ending: {output.splitlines()[-1]}")
     assert len(output.splitlines()) == 1 and str(lock) in output, output
     assert target.read_bytes() == PRECIOUS
+
+
+def test_hook_client_writes_nothing_into_a_runtime_dir_that_is_not_private(home: Home) -> None:
+    """Issue 11 (7), the client's side: with `CTXD_SOCKET` in a directory another user owns and
+    no daemon there, the hook that would start one wrote its spawn lock into that directory
+    (a planted hard link there would have been truncated). It now leaves such a directory alone:
+    the daemon would refuse it anyway."""
+    theirs = Path(tempfile.mkdtemp(prefix="ctxd-hd-theirs-", dir="/tmp"))
+    try:
+        os.chown(theirs, NOBODY, NOBODY)
+        theirs.chmod(0o777)
+        session = home.claude()
+        session.assistant(650_000)
+        env = {k: v for k, v in home.env.items() if k != "CTXD_NO_SPAWN"}
+        env["CTXD_SOCKET"] = str(theirs / "ctxd.sock")
+
+        result = home.hook(session.payload("PostToolUse"), env=env)
+
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+        assert os.listdir(theirs) == [], os.listdir(theirs)
+    finally:
+        shutil.rmtree(theirs, ignore_errors=True)
