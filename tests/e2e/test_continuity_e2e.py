@@ -30,6 +30,7 @@ from e2e_support import (
     gemini_prepare,
     gemini_usage,
     last_turn_text_claude,
+    last_turn_text_codex,
     last_turn_text_gemini,
     marks,
 )
@@ -365,3 +366,30 @@ def test_codex_compaction_gets_the_digest_once(make_codex: Callable[..., codex_e
     assert f"`{FAILING}` — exit 2" in note, note
     assert "- [~] Write the release notes\n- [ ] Run the test suite" in note, note
     assert "## Last request\nTidy the greeting and keep notes\n" in note, note
+
+
+def test_codex_handoff_block_names_the_draft(make_codex: Callable[..., codex_e2e.Rig]) -> None:
+    """Codex CLI's Stop `decision: block` adds the reason as a user message: it names the
+    draft, which holds what the session did."""
+
+    def steps(work: Path) -> list[Json]:
+        del work
+        return [
+            {"shell": "cat app.py", "usage": codex_usage(40_000)},
+            {"shell": FAILING, "usage": codex_usage(50_000)},
+            # the answer that stops at 74 % of the room before compaction: the handoff point
+            {"text": "Done.", "usage": codex_usage(175_000)},
+            {"text": "Done.", "usage": codex_usage(176_000)},
+        ]
+
+    rig = make_codex(steps, '[handoff]\naction = "block"\n')
+    rig.codex("Look at the app")
+    main = rig.main()
+    carried = marks(main, claude_e2e.HANDOFF, last_turn_text_codex)
+    assert carried[-1] and not any(carried[:-1]), carried
+    (draft,) = (Path(rig.ctxd.env["XDG_STATE_HOME"]) / "ctxd" / "handoffs").iterdir()
+    reason = last_turn_text_codex(main[-1]["body"])
+    assert str(draft) in reason and "review and complete this draft" in reason, reason
+    text = draft.read_text()
+    assert f"`{rig.rd.work / 'app.py'}` — read 1×" in text, text
+    assert f"`{FAILING}` — exit 2" in text, text
