@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Container, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,7 @@ class Registry:
         #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
         self.backlog: dict[str, None] = {}
         self._backlog_added: anyio.Event | None = None
+        self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._announced: set[str] = set()  # sessions told they are catching up, this time
         #: Called with a session's key before an answer that depends on its new state leaves
         #: (a warning given, a handoff asked): the daemon makes that state durable there.
@@ -169,11 +170,13 @@ class Registry:
         """Read the backlog in the background, forever: steps of STEP_BUDGET, each transcript
         in turn (a huge one does not hold up the others), the event loop free between steps."""
         while True:
-            if not self.backlog:
+            if not self.backlog and not self._scans:
                 self._backlog_added = anyio.Event()
                 await self._backlog_added.wait()
                 self._backlog_added = None
             until = time.monotonic() + STEP_BUDGET
+            if self._scans:
+                self._scan(self._scans.pop(0), until)
             while self.backlog and time.monotonic() < until:
                 path = next(iter(self.backlog))
                 del self.backlog[path]  # `catch_up` puts it back at the end if not done
@@ -186,6 +189,9 @@ class Registry:
 
     def _defer(self, path: str) -> None:
         self.backlog[path] = None
+        self._wake()
+
+    def _wake(self) -> None:
         if self._backlog_added is not None:
             self._backlog_added.set()
 
@@ -211,15 +217,23 @@ class Registry:
         return True
 
     def discover(self, roots: list[Path], until: float | None = None) -> int:
-        """Track transcripts under `roots` that are recent and not tracked yet; how many. What
-        the deadline (default STEP_BUDGET from now) leaves unread goes to the backlog."""
+        """Track transcripts under `roots` that are recent and not tracked yet; how many were
+        found before the deadline (default STEP_BUDGET from now). What it leaves, unread bytes
+        or the rest of the scan (a directory at a time), is carried on in the background."""
         since = self.clock() - self.settings.sessions.idle_seconds
         if until is None:
             until = time.monotonic() + STEP_BUDGET
+        return self._scan(watcher.find_transcripts(roots, since), until)
+
+    def _scan(self, paths: Iterator[str], until: float) -> int:
         found = 0
-        for path in watcher.find_transcripts(roots, since):
+        for path in paths:
             if path not in self.files and self._track_found(path, until):
                 found += 1
+            if time.monotonic() >= until:
+                self._scans.append(paths)
+                self._wake()
+                break
         return found
 
     def sweep(self, everything: bool = True) -> None:
