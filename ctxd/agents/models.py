@@ -9,6 +9,7 @@ measured figures and leave a model out rather than invent a number.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ _BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]\s*$")
 _VENDOR_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?[a-z]+\.(?=[a-z]+-)")
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and asked on every hook for the same few ids
 def normalise_model_id(model: str) -> str:
     """The id tables are keyed by: lower-case, blanks, a trailing "[...]" and any provider path
     ("models/", "openai/") or vendor prefix ("us.anthropic.") removed.
@@ -61,6 +63,11 @@ def lookup(model: str | None, rows: Iterable[ModelInfo]) -> ModelInfo | None:
     """
     if not model:
         return None
+    return _lookup(model, rows if isinstance(rows, tuple) else tuple(rows))
+
+
+@functools.lru_cache(maxsize=4096)  # the tables are constant tuples; each hook asks again
+def _lookup(model: str, rows: tuple[ModelInfo, ...]) -> ModelInfo | None:
     key = normalise_model_id(model)
     if not key:
         return None

@@ -8,9 +8,10 @@ fired 5-7x too early on 1M models for exactly that reason).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxd.errors import InvalidInput
@@ -78,6 +79,7 @@ def window_from_model_id(model: str | None) -> int | None:
     return size if size > 0 else None
 
 
+@functools.lru_cache(maxsize=4096)  # pure; every hook asks for the same few models
 def model_key(model: str) -> str:
     """The key under which a window learned for `model` is remembered and looked up.
 
@@ -100,23 +102,56 @@ def lookup_table(model: str | None, table: Mapping[str, int]) -> int | None:
     """The table's window for `model`: exact key first, then the longest key that is a prefix.
 
     Keys and model are compared by `model_key`, so "claude-sonnet-4-5" matches
-    "claude-sonnet-4-5-20250929". Entries <= 0 are ignored.
+    "claude-sonnet-4-5-20250929". Entries <= 0 are ignored. Every hook asks this, so the table
+    is indexed once and each model's answer remembered (see `_TableIndex`).
     """
     if not model:
         return None
-    key = model_key(model)
-    best: tuple[int, int] | None = None  # (prefix length, window)
+    return _index_of(table).window_for(model_key(model))
+
+
+@dataclass(slots=True)
+class _TableIndex:
+    """A table's keys normalised once, longest prefix first, and the answers given so far: a
+    lookup is a dict hit instead of a scan of the table (a large user table made every hook
+    scan thousands of keys)."""
+
+    exact: dict[str, int]
+    prefixes: list[tuple[str, int]]
+    answers: dict[str, int | None] = field(default_factory=dict)
+
+    def window_for(self, key: str) -> int | None:
+        if key in self.answers:
+            return self.answers[key]
+        found = self.exact.get(key)
+        if found is None:
+            found = next((size for k, size in self.prefixes if key.startswith(k)), None)
+        if len(self.answers) >= _MAX_ANSWERS:
+            self.answers.clear()
+        self.answers[key] = found
+        return found
+
+
+_MAX_ANSWERS = 4096
+# Tables by identity, each kept with the index built from it (the strong reference keeps the id
+# from being reused). Settings are replaced only when the config changes: a few entries at most.
+_INDEXES: dict[int, tuple[Mapping[str, int], _TableIndex]] = {}
+
+
+def _index_of(table: Mapping[str, int]) -> _TableIndex:
+    cached = _INDEXES.get(id(table))
+    if cached is not None and cached[0] is table:
+        return cached[1]
+    exact: dict[str, int] = {}
     for raw_key, size in table.items():
-        if size <= 0:
-            continue
         k = model_key(raw_key)
-        if not k:
-            continue
-        if k == key:
-            return size
-        if key.startswith(k) and (best is None or len(k) > best[0]):
-            best = (len(k), size)
-    return best[1] if best is not None else None
+        if k and size > 0 and k not in exact:
+            exact[k] = size
+    index = _TableIndex(exact, sorted(exact.items(), key=lambda item: -len(item[0])))
+    if len(_INDEXES) >= 8:
+        _INDEXES.clear()
+    _INDEXES[id(table)] = (table, index)
+    return index
 
 
 def window_for_usage(tokens: int) -> int:

@@ -31,6 +31,7 @@ keys by their JSON path with the value as JSON text (`settings_config`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -315,6 +316,14 @@ def compaction_point(
     check_window(window)
     if rules.claude_reserve is not None:
         return at_least_one(window - rules.claude_reserve)
+    return _measured_point(window, model, tuple(sorted(config.items())))
+
+
+@functools.lru_cache(maxsize=4096)  # pure; every hook of a session asks with the same values
+def _measured_point(
+    window: int, model: str | None, config_items: tuple[tuple[str, str], ...]
+) -> int | None:
+    config = dict(config_items)
     return claude_compaction_point(
         window, model, config_from(config, model), version=config.get(VERSION_KEY)
     )
