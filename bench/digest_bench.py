@@ -1,8 +1,9 @@
 """Benchmark: what the session digest costs (issue 14).
 
 1. Upkeep: each transcript is replayed in 1 MiB reads by a fresh child process twice, with the
-   usage reader alone and with the usage reader and the digest reader fed the same bytes (as
-   the daemon's `TranscriptFile` does); the digest's share is the difference. Transcripts are
+   usage reader alone and with the digest kept too, as the daemon's `TranscriptFile` does (the
+   usage reader carrying the digest's facts in its one pass); the digest's share is the
+   difference. Transcripts are
    built from real line shapes: replay_bench.py's (Claude Code 2.1.332, Codex CLI 0.171.0,
    Gemini CLI 0.61.0), and tool-heavy ones from the continuity captures (Read, Edit, Write,
    failing Bash, tasks; apply_patch, update_plan; read_file, replace, write_todos), every id
@@ -76,9 +77,12 @@ for _agent in CONTINUITY:
 
 def replay(agent: str, path: Path, digest: bool) -> dict[str, float]:
     s = agent_spec(agent)
-    reader = s.open_reader(str(path))
     opener = s.open_digest_reader
     digester = opener(str(path)) if digest and opener is not None else None
+    # As `TranscriptFile` does: a digest that rides on its usage reader is fed through it.
+    shared = None if digester is None else digester.usage_reader
+    reader = shared or s.open_reader(str(path))
+    apart = digester if digester is not None and shared is None else None
     total = 0
     started = time.perf_counter()
     fd = os.open(path, os.O_RDONLY)
@@ -86,8 +90,8 @@ def replay(agent: str, path: Path, digest: bool) -> dict[str, float]:
         while data := os.read(fd, CHUNK):
             total += len(data)
             reader.feed(data)
-            if digester is not None:
-                digester.feed(data)
+            if apart is not None:
+                apart.feed(data)
     finally:
         os.close(fd)
     seconds = time.perf_counter() - started

@@ -1,11 +1,18 @@
 """The interface of a digest reader, and what every agent's digest reader shares.
 
-A digest reader is fed the same appended bytes as the usage reader (`ctxd.agents.reader`), split
-anywhere, and keeps the session's `Digest` (`ctxd.core.digest`) up to date: it turns each line
-that can hold a fact (a request, a tool call, a tool's result, a todo list, a compaction) into
-`DigestEvent`s and folds them in. It holds the partial last line, the digest (bounded) and a
-bounded map of the tool calls whose result has not come yet; nothing else. Lines that cannot
-hold a fact are skipped by a substring test before any JSON work, as the usage readers do.
+A digest reader keeps a session's `Digest` (`ctxd.core.digest`) up to date from the bytes
+appended to its transcript, split anywhere: each line that can hold a fact (a request, a tool
+call, a tool's result, a todo list, a compaction) becomes `DigestEvent`s folded in.
+
+It does not read the lines itself. The agent's usage reader (`ctxd.agents.<agent>.transcript`)
+already splits every line and judges it with a C-level substring test; a second pass over the
+lines in Python would cost more than the digest's own work (issue 14). So an agent's `Facts`
+rides on its usage reader: the reader, given one, classifies each line once for both, decodes it
+at most once, and hands the digest the records it decoded anyway and the few other lines that
+may hold a fact. `UsageDigestReader` is the pair seen as a `DigestReader`; a caller that wants
+usage too feeds only its `usage_reader` (`daemon/files.py`), a caller that wants the digest
+alone (`ctxd handoff`) feeds it. Everything a `Facts` holds is bounded: the digest, and the tool
+calls whose result has not come yet.
 """
 
 from __future__ import annotations
@@ -13,10 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from ctxd.agents.lines import DEFAULT_MAX_LINE
+from ctxd.agents.reader import TranscriptReader
 from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestEvent, Limits, Todo, apply
 
-__all__ = ["DigestReader", "LineDigestReader", "PendingCalls", "todo_status"]
+__all__ = [
+    "DigestReader",
+    "Facts",
+    "PendingCalls",
+    "UsageDigestReader",
+    "todo_status",
+    "todos_from",
+]
 
 #: How many tool calls awaiting their result a reader remembers.
 PENDING_KEPT = 16
@@ -27,6 +41,12 @@ class DigestReader(Protocol):
 
     @property
     def digest(self) -> Digest: ...
+
+    @property
+    def usage_reader(self) -> TranscriptReader | None:
+        """The usage reader this digest rides on: feeding that one keeps the digest up to date
+        (and this one must then not be fed as well). None: the digest reads its own bytes."""
+        ...
 
     def feed(self, data: bytes) -> None:
         """Consume the next bytes of the file."""
@@ -68,25 +88,13 @@ def todo_status(value: object) -> str:
     return "pending"
 
 
-class LineDigestReader:
-    """Lines in, events out: a subclass says which lines may hold a fact from their first bytes
-    (`wanted`) and what such a line means (`on_line`).
+class Facts:
+    """The digest side of an agent's reader: the digest so far and the calls awaiting their
+    result. An agent's subclass says what a line or a record means; its usage reader calls it."""
 
-    The digest must cost little next to the usage reader, which already reads every byte: the
-    lines are found with a `memchr` walk (no split, no copy), and a line is looked at only in
-    its first `window` bytes unless `wanted` says it may hold a fact. A partial last line is
-    carried over only while it may be wanted (its head is judged as soon as it is there).
-    """
-
-    #: How many bytes of a line's head `wanted` looks at.
-    window = 400
-    #: Lines that begin with one of these hold no fact: skipped without calling `wanted` (the
-    #: most common kinds of line; one C call instead of a Python one).
-    skip: tuple[bytes, ...] = ()
+    __slots__ = ("_digest", "limits", "pending")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        self._carry = bytearray()
-        self._skipping = False  # the carried line was judged unwanted: drop it to its end
         self._digest = Digest()
         self.limits = limits
         self.pending = PendingCalls()
@@ -95,56 +103,6 @@ class LineDigestReader:
     def digest(self) -> Digest:
         return self._digest
 
-    def wanted(self, data: bytes, start: int, end: int) -> bool:
-        """Whether the line `data[start:end]` may hold a fact, judged from its head
-        (`data[start:min(end, start + window)]`) and, for a complete line, its tail."""
-        raise NotImplementedError
-
-    def head_unwanted(self, head: bytes) -> bool:
-        """Whether a line that begins with `head` (`window` bytes, the rest still to come)
-        surely holds no fact; by default what `wanted` says of the head."""
-        return not self.wanted(head, 0, len(head))
-
-    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        """The facts one complete, wanted line holds."""
-        raise NotImplementedError
-
-    def feed(self, data: bytes) -> None:
-        find = data.find
-        start = 0
-        if self._carry or self._skipping:
-            newline = find(b"\n")
-            if newline < 0:
-                self._hold(data)
-                return
-            if not self._skipping:
-                self._carry += data[:newline]
-                line = bytes(self._carry)
-                if self.wanted(line, 0, len(line)):
-                    self.fold(self.on_line(line))
-            self._carry = bytearray()
-            self._skipping = False
-            start = newline + 1
-        wanted = self.wanted
-        skip = data.startswith
-        skipped = self.skip
-        while (newline := find(b"\n", start)) >= 0:
-            if newline > start and not skip(skipped, start) and wanted(data, start, newline):
-                self.fold(self.on_line(data[start:newline]))
-            start = newline + 1
-        if start < len(data):
-            self._hold(data[start:] if start else data)
-
-    def _hold(self, tail: bytes) -> None:
-        if self._skipping:
-            return
-        self._carry += tail
-        size = len(self._carry)
-        unwanted = size >= self.window and self.head_unwanted(bytes(self._carry[: self.window]))
-        if unwanted or size > DEFAULT_MAX_LINE:  # (no agent writes such lines: a runaway file)
-            self._carry = bytearray()
-            self._skipping = True
-
     def fold(self, events: Iterable[DigestEvent]) -> None:
         digest = self._digest
         for event in events:
@@ -152,10 +110,39 @@ class LineDigestReader:
         self._digest = digest
 
     def reset(self) -> None:
-        self._carry = bytearray()
-        self._skipping = False
         self._digest = Digest()
         self.pending.clear()
+
+
+class _Riding(TranscriptReader, Protocol):
+    @property
+    def facts(self) -> Facts | None: ...
+
+
+class UsageDigestReader:
+    """A usage reader with `Facts` attached, seen as a `DigestReader`: `feed` runs the usage
+    reader's one pass (its updates dropped), `digest` is what the facts hold."""
+
+    __slots__ = ("_facts", "_reader")
+
+    def __init__(self, reader: _Riding) -> None:
+        assert reader.facts is not None
+        self._reader = reader
+        self._facts = reader.facts
+
+    @property
+    def digest(self) -> Digest:
+        return self._facts.digest
+
+    @property
+    def usage_reader(self) -> TranscriptReader:
+        return self._reader
+
+    def feed(self, data: bytes) -> None:
+        self._reader.feed(data)
+
+    def reset(self) -> None:
+        self._reader.reset()  # which resets the facts too
 
 
 def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:

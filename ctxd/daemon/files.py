@@ -38,10 +38,14 @@ class TranscriptFile:
     def __init__(self, path: str, agent: str) -> None:
         self.path = path
         self.agent = agent
-        self.reader: TranscriptReader = spec(agent).open_reader(path)
-        # The session digest is fed the same bytes (issue 14); None for an agent without one.
+        # The session digest (issue 14); None for an agent without one. It rides on its own
+        # usage reader when it has one (one pass over the lines for both): that one is ours.
         open_digest = spec(agent).open_digest_reader
         self.digest: DigestReader | None = None if open_digest is None else open_digest(path)
+        shared = None if self.digest is None else self.digest.usage_reader
+        self.reader: TranscriptReader = shared or spec(agent).open_reader(path)
+        #: The digest reads its own bytes (it does not ride on `reader`).
+        self._feed_digest = self.digest is not None and shared is None
         self.offset = 0
         self.identity: tuple[int, int] | None = None
         #: The file's size when last looked at (what `behind` is measured against).
@@ -151,7 +155,7 @@ class TranscriptFile:
                 else (self._tail + chunk)[-FINGERPRINT:]
             )
             fed = self.reader.feed(chunk)
-            if self.digest is not None:
+            if self._feed_digest and self.digest is not None:
                 self.digest.feed(chunk)
             if not skipping:
                 updates.extend(fed)
@@ -166,7 +170,7 @@ class TranscriptFile:
 
     def _start_over(self, identity: tuple[int, int]) -> None:
         self.reader.reset()
-        if self.digest is not None:
+        if self._feed_digest and self.digest is not None:
             self.digest.reset()
         self.offset = 0
         self.identity = identity

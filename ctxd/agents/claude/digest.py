@@ -14,28 +14,32 @@ What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-Only a line's head is looked at before it is known to hold a fact (see `LineDigestReader`):
-request-shape, blob and other `{"type":…` lines are skipped by their first bytes; user,
+The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`): assistant and
+boundary lines, which it decodes for their usage, come decoded (`take_record`); of the other
+lines it hands over (`take_line`) only those `wanted` judges from their head: request-shape,
+blob and other `{"type":…` lines are skipped by their first bytes by the reader itself, user,
 assistant and boundary lines say what they are in their first few hundred bytes. Tool results
 can be large (a file read whole): Claude Code writes a successful one with its
 `tool_use_id` first (`"content":[{"tool_use_id":…,"type":"tool_result",…`) and a failed one
 with `is_error` (`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`), so a
 success is known from the head and never decoded; anything else is decoded. Sidechain lines
 belong to subagents, which have their own transcripts (and their own digest); they are skipped
-in a session's transcript.
+in a session's transcript. A tool call already folded in (a streamed message written twice) is
+known by the usage reader's recent tool call ids, which the facts share.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Container
 from typing import Any
 
-from ctxd.agents.digest import LineDigestReader, todo_status, todos_from
+from ctxd.agents.claude.transcript import ClaudeReader
+from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
 from ctxd.agents.lines import decode
 from ctxd.core.digest import DigestEvent, Todo
 
-__all__ = ["ClaudeDigestReader"]
+__all__ = ["ClaudeDigestReader", "ClaudeFacts"]
 
 _OTHER = b'{"type":'
 _USER = b'"type":"user"'
@@ -48,89 +52,113 @@ _SIDE_CHAIN = b'"isSidechain":true,'
 _USER_OR_ASSISTANT = (b'"promptId":', b'"message":{')
 _ATTACHMENT = b'"attachment":'
 _SYSTEM = b'"type":"system",'
-_RESULT_OK = re.compile(rb'"content":\[\{"tool_use_id":"([^"\\]+)","type":"tool_result"')
+_RESULT_HEAD = b'"content":[{"tool_use_id":"'
+_RESULT_TYPE = b'","type":"tool_result"'
+_SUMMARY_FLAG = b'"isCompactSummary":true'
+_META_FLAG = b'"isMeta":true'
 _EXIT = re.compile(r"^Exit code (\d+)")
 _SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 _READ = frozenset({"Read"})
 _EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
 _WRITE = frozenset({"Write"})
 _SUBAGENT = frozenset({"Task", "Agent"})
-#: Recent tool call ids already folded in (a streamed message may be written twice).
-_SEEN_KEPT = 32
+#: How many bytes of a line's head `wanted` looks at.
+_WINDOW = 400
 
 
-class ClaudeDigestReader(LineDigestReader):
-    skip = (_OTHER,)
+class ClaudeDigestReader(UsageDigestReader):
+    """A Claude Code transcript's digest (a `ClaudeReader` carrying `ClaudeFacts`)."""
+
+    __slots__ = ()
+
+    def __init__(self, subagent: bool = False) -> None:
+        super().__init__(ClaudeReader(subagent, ClaudeFacts(subagent)))
+
+
+class ClaudeFacts(Facts):
+    """The digest side of a `ClaudeReader`; see the module docstring."""
+
+    __slots__ = ("_keep_sidechain", "calls_seen")
 
     def __init__(self, subagent: bool = False) -> None:
         super().__init__()
         self._keep_sidechain = subagent
-        self._seen: dict[str, None] = {}
+        #: The reader's recent tool call ids (a call among them was folded in already).
+        self.calls_seen: Container[str] = ()
 
-    def reset(self) -> None:
-        super().reset()
-        self._seen.clear()
-
-    def wanted(self, data: bytes, start: int, end: int) -> bool:
+    def take_line(self, line: bytes) -> None:
+        """A line the usage reader did not decode: judged from its head, and taken if it may
+        hold a fact."""
         # Claude Code 2.1 writes `{"parentUuid":null|"<uuid>","isSidechain":…,"<key>"` where the
         # key says the line's kind: known from fixed offsets, without a search. Any other
         # layout is judged by searching its head.
-        if not data.startswith(_PARENT, start):
-            return not data.startswith(_OTHER, start) and self._wanted_head(data, start, end)
-        at = start + 19 if data.startswith(b"null,", start + 14) else start + 53
-        if data.startswith(_MAIN_CHAIN, at):
-            at += len(_MAIN_CHAIN)
-        elif data.startswith(_SIDE_CHAIN, at):
-            if not self._keep_sidechain:
-                return False
-            at += len(_SIDE_CHAIN)
-        else:
-            return self._wanted_head(data, start, end)
-        if data.startswith(_USER_OR_ASSISTANT, at):
-            return True
-        if data.startswith(_ATTACHMENT, at):
-            return False
-        if data.startswith(_SYSTEM, at):
-            return data.startswith(_BOUNDARY, at + len(_SYSTEM))
-        return self._wanted_head(data, start, end)
+        if line.startswith(_PARENT):
+            at = 19 if line.startswith(b"null,", 14) else 53
+            if line.startswith(_MAIN_CHAIN, at):
+                at += len(_MAIN_CHAIN)
+            elif line.startswith(_SIDE_CHAIN, at):
+                if not self._keep_sidechain:
+                    return
+                at += len(_SIDE_CHAIN)
+            else:
+                at = -1
+            if at >= 0:
+                if line.startswith(_SYSTEM, at):
+                    wanted = line.startswith(_BOUNDARY, at + len(_SYSTEM))
+                else:
+                    wanted = line.startswith(_USER_OR_ASSISTANT, at) or (
+                        not line.startswith(_ATTACHMENT, at) and self._wanted_head(line)
+                    )
+                if wanted:
+                    self._take(line)
+                return
+        elif line.startswith(_OTHER):
+            return
+        if self._wanted_head(line):
+            self._take(line)
 
-    def _wanted_head(self, data: bytes, start: int, end: int) -> bool:
+    def _wanted_head(self, data: bytes) -> bool:
         find = data.find
-        limit = min(end, start + self.window)
-        if not self._keep_sidechain and find(_SIDECHAIN, start, limit) >= 0:
+        limit = min(len(data), _WINDOW)
+        if not self._keep_sidechain and find(_SIDECHAIN, 0, limit) >= 0:
             return False
         return (
-            find(_USER, start, limit) >= 0
-            or find(_ASSISTANT, start, limit) >= 0
-            or find(_BOUNDARY, start, limit) >= 0
+            find(_USER, 0, limit) >= 0
+            or find(_ASSISTANT, 0, limit) >= 0
+            or find(_BOUNDARY, 0, limit) >= 0
         )
 
-    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        head = line[: self.window]
-        if _ASSISTANT in head:
-            return self._assistant(line)
-        if _USER in head:
-            ok = _RESULT_OK.search(head)
-            if ok is not None:
-                return self._result_ok(ok.group(1).decode("utf-8", "replace"), line)
-            return self._user(line)
+    def _take(self, line: bytes) -> None:
+        # A successful tool result is known from its head (`"content":[{"tool_use_id":"…",
+        # "type":"tool_result"`) and never decoded: it can be big, and says no more.
+        at = line.find(_RESULT_HEAD, 0, _WINDOW)
+        if at >= 0:
+            at += len(_RESULT_HEAD)
+            end = line.find(b'"', at)
+            if line.startswith(_RESULT_TYPE, end) and line.find(b"\\", at, end) < 0:
+                self.fold(self._result_ok(line[at:end].decode("utf-8", "replace"), line))
+                return
+        if _SUMMARY_FLAG in line or _META_FLAG in line:
+            return  # a compaction's summary, or text Claude Code added: no request
         record = decode(line)
-        if record is not None and record.get("subtype") == "compact_boundary":
-            return (DigestEvent("compaction"),)
-        return ()
+        if record is not None:
+            self.take_record(record, line)
 
-    def _wanted(self, record: dict[str, Any] | None) -> dict[str, Any] | None:
-        if record is None or (record.get("isSidechain") and not self._keep_sidechain):
-            return None
+    def take_record(self, record: dict[str, Any], line: bytes) -> None:
+        """A line's record, decoded (by the usage reader, or by `take_line`)."""
+        if record.get("isSidechain") and not self._keep_sidechain:
+            return
+        kind = record.get("type")
+        if kind == "assistant":
+            self.fold(self._assistant(record))
+        elif kind == "user":
+            self.fold(self._user(record))
+        elif kind == "system" and record.get("subtype") == "compact_boundary":
+            self.fold((DigestEvent("compaction"),))
+
+    def _assistant(self, record: dict[str, Any]) -> list[DigestEvent]:
         message = record.get("message")
-        return message if isinstance(message, dict) else None
-
-    def _assistant(self, line: bytes) -> list[DigestEvent]:
-        record = decode(line)
-        message = self._wanted(record)
-        if message is None or record is None or record.get("type") != "assistant":
-            return []
-        if record.get("isApiErrorMessage"):
+        if not isinstance(message, dict) or record.get("isApiErrorMessage"):
             return []
         out: list[DigestEvent] = []
         content = message.get("content")
@@ -147,12 +175,8 @@ class ClaudeDigestReader(LineDigestReader):
         call_id = block.get("id")
         if not isinstance(call_id, str):
             call_id = None
-        elif call_id in self._seen:
-            return []
-        else:
-            self._seen[call_id] = None
-            if len(self._seen) > _SEEN_KEPT:
-                del self._seen[next(iter(self._seen))]
+        elif call_id in self.calls_seen:
+            return []  # a streamed copy of a message already folded in
         name = str(block.get("name") or "")
         data = block.get("input")
         args: dict[str, Any] = data if isinstance(data, dict) else {}
@@ -205,10 +229,9 @@ class ClaudeDigestReader(LineDigestReader):
         todo = Todo(subject, "pending", str(key) if isinstance(key, str | int) else None)
         return [DigestEvent("todo", todos=(todo,))] if subject else []
 
-    def _user(self, line: bytes) -> list[DigestEvent]:
-        record = decode(line)
-        message = self._wanted(record)
-        if message is None or record is None or record.get("type") != "user":
+    def _user(self, record: dict[str, Any]) -> list[DigestEvent]:
+        message = record.get("message")
+        if not isinstance(message, dict):
             return []
         if record.get("isMeta") or record.get("isCompactSummary"):
             return []

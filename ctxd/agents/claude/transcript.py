@@ -25,41 +25,67 @@ Only lines that can carry usage are decoded. Claude Code 2.1.332 writes attachme
 and blob lines of 10-60 KB; a substring test on the raw bytes rejects them before any JSON work.
 `"usage"` with its quotes can only occur as a real key, since quotes inside JSON strings are
 escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
+
+Given `facts` (the session digest, `digest.py`), the same pass keeps them too: a line decoded for
+usage is handed over decoded, and of the others only those the facts want from their first
+bytes (`ClaudeFacts.wanted`: user lines; not the request-shape, blob and attachment lines that
+are most of the file) are handed over as bytes. Without facts (`ctxd replay`) the loop is the
+usage-only one.
+
+`saw_tool_use` answers from the ids of the recent tool calls: all of the newest model turn's and
+the last `_TOOL_USES_KEPT` overall. That is enough: Claude Code runs a PostToolUse hook before it
+sends the call's result back to the model, so no later turn can be written before the hook is
+answered; the hook asks about a call of the newest turn that made calls (a turn's parallel calls
+are written one line per call, under one message id), or of one not written yet. The older ids
+kept are slack for a subagent's late hook, nothing more.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.core.events import UsageUpdate
 
+if TYPE_CHECKING:
+    from ctxd.agents.claude.digest import ClaudeFacts
+
 __all__ = ["ClaudeReader", "context_tokens"]
 
 _USAGE_KEY = b'"usage"'
-#: How many recent tool calls a reader remembers (for `saw_tool_use`).
-_TOOL_USES_KEPT = 256
+#: How many recent tool calls a reader remembers (for `saw_tool_use`), beyond the newest turn's.
+_TOOL_USES_KEPT = 16
 _BOUNDARY = b"compact_boundary"
 _SUMMARY = b'"isCompactSummary":true'
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
+_OTHER = b'{"type":'  # request-shape, blob and other lines that are neither usage nor facts
+_ATTACHMENT = b'"isSidechain":false,"attachment":'
 
 
 class ClaudeReader:
     """Incremental reader for Claude Code transcripts; see the module docstring."""
 
-    def __init__(self, subagent: bool = False) -> None:
+    def __init__(self, subagent: bool = False, facts: ClaudeFacts | None = None) -> None:
         self._keep_sidechain = subagent
+        #: The session digest kept in the same pass, if any.
+        self.facts = facts
         self._lines = LineSplitter()
         self._final_id: str | None = None
         self._reported = Changes()
         self._tool_uses: dict[str, None] = {}  # insertion-ordered set of recent tool_use ids
+        self._turn: object = None  # the message id of the newest turn that made tool calls
+        self._turn_calls = 0  # how many of the newest `_tool_uses` that turn made
+        if facts is not None:
+            facts.calls_seen = self._tool_uses
         self._baseline: int | None = None  # the first main-chain context: prompt and tools
         self._estimating: str | None = None  # a boundary without postTokens, until its summary
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
+        if self.facts is not None:
+            return self._feed_both(data, self.facts)
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
             wanted = _USAGE_KEY in line or _BOUNDARY in line
@@ -74,14 +100,44 @@ class ClaudeReader:
                 updates.append(update)
         return updates
 
+    def _feed_both(self, data: bytes, facts: ClaudeFacts) -> list[UsageUpdate]:
+        # The loop above, with the digest's lines handed over (see the module docstring).
+        updates: list[UsageUpdate] = []
+        take_line = facts.take_line
+        for line in self._lines.feed(data):
+            if not (
+                _USAGE_KEY in line
+                or _BOUNDARY in line
+                or (self._estimating is not None and _SUMMARY in line)
+            ):
+                # The commonest lines that hold no fact, known from their first bytes: others,
+                # and attachments (`"isSidechain":false,"attachment":` after the parent's uuid).
+                if line and not line.startswith(_OTHER) and line.find(_ATTACHMENT, 30, 110) < 0:
+                    take_line(line)
+                continue
+            record = decode(line)
+            if record is not None:
+                facts.take_record(record, line)  # before its tool ids count as seen
+            update = self._on_record(record)
+            if update is None:
+                continue
+            key = (update.tokens, update.pending, update.turn_id, update.model)
+            if self._reported.is_new(key, force=update.compaction):
+                updates.append(update)
+        return updates
+
     def reset(self) -> None:
         """Forget everything: the file was truncated or replaced and is read again from 0."""
         self._lines.reset()
         self._final_id = None
         self._reported.reset()
         self._tool_uses.clear()
+        self._turn = None
+        self._turn_calls = 0
         self._baseline = None
         self._estimating = None
+        if self.facts is not None:
+            self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether a recent assistant message of this transcript made tool call `tool_use_id`.
@@ -91,16 +147,21 @@ class ClaudeReader:
         """
         return tool_use_id in self._tool_uses
 
-    def _remember_tool_uses(self, content: object) -> None:
+    def _remember_tool_uses(self, turn: object, content: object) -> None:
         if not isinstance(content, list):
             return
+        tool_uses = self._tool_uses
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 tool_use_id = block.get("id")
-                if isinstance(tool_use_id, str):
-                    self._tool_uses[tool_use_id] = None
-        while len(self._tool_uses) > _TOOL_USES_KEPT:
-            del self._tool_uses[next(iter(self._tool_uses))]
+                if isinstance(tool_use_id, str) and tool_use_id not in tool_uses:
+                    if turn != self._turn:
+                        self._turn, self._turn_calls = turn, 0
+                    tool_uses[tool_use_id] = None
+                    self._turn_calls += 1
+        # The newest turn's ids are the newest entries: all of them stay (see the docstring).
+        while len(tool_uses) > max(_TOOL_USES_KEPT, self._turn_calls):
+            del tool_uses[next(iter(tool_uses))]
 
     def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
         if record is None or (record.get("isSidechain") is True and not self._keep_sidechain):
@@ -161,7 +222,7 @@ class ClaudeReader:
         model = message.get("model")
         if model == _SYNTHETIC_MODEL:
             return None
-        self._remember_tool_uses(message.get("content"))
+        self._remember_tool_uses(message.get("id"), message.get("content"))
         tokens = context_tokens(message.get("usage"))
         if tokens is None:
             return None

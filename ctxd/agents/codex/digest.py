@@ -14,75 +14,73 @@ in `event_msg` lines of `payload.type == "item_completed"`, one finished item ea
 The todo list is the `update_plan` tool's `plan` (`step`, `status`), a `function_call` response
 item whose `arguments` are a JSON string. A `compacted` line is a compaction.
 
-Only lines that can hold one of these are decoded, and they say so in their first few hundred
-bytes (`{"timestamp":…,"type":"event_msg","payload":{"type":"item_completed",…,"item":{"type":
-"CommandExecution"`): a line is judged from its head alone (see `LineDigestReader`).
+The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which finds each
+line's kind anyway: only lines that can hold one of these are handed over, and they say so in
+their first few hundred bytes (`{"timestamp":…,"type":"event_msg","payload":{"type":
+"item_completed",…,"item":{"type":"CommandExecution"`); a `compacted` line comes decoded.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
-from ctxd.agents.digest import LineDigestReader, todos_from
+from ctxd.agents.codex.transcript import CodexReader
+from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.lines import decode
 from ctxd.core.digest import DigestEvent
 
-__all__ = ["CodexDigestReader"]
+__all__ = ["CodexDigestReader", "CodexFacts"]
 
-_ITEM = b'"type":"item_completed"'
-_TYPE = b',"type":"'
-_EVENT_ITEM = b'event_msg","payload":{"type":"item_completed"'
-_FUNCTION_CALL = b'response_item","payload":{"type":"function_call"'
 _ITEM_TYPE = b'"item":{"type":"'
-_COMPACTED = b'"type":"compacted"'
-_PLAN = b'"name":"update_plan"'
 _ITEMS = (b'UserMessage"', b'AgentMessage"', b'CommandExecution"', b'FileChange"')
+_HEAD = 400
 
 
-class CodexDigestReader(LineDigestReader):
-    def wanted(self, data: bytes, start: int, end: int) -> bool:
-        # `{"timestamp":"…","ordinal":N,"type":"<kind>","payload":{"type":"<kind>",…`
-        kind = data.find(_TYPE, start, min(end, start + 80))
-        if kind < 0:
-            return False
-        kind += len(_TYPE)
-        if data.startswith(_EVENT_ITEM, kind):
-            at = data.find(_ITEM_TYPE, kind, min(end, start + self.window))
-            return at >= 0 and data.startswith(_ITEMS, at + len(_ITEM_TYPE))
-        if data.startswith(_FUNCTION_CALL, kind):
-            return data.find(_PLAN, kind, min(end, start + self.window)) >= 0
-        return data.startswith(b'compacted"', kind)
+class CodexDigestReader(UsageDigestReader):
+    """A Codex CLI rollout's digest (a `CodexReader` carrying `CodexFacts`)."""
 
-    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        head = line[: self.window]
-        if _ITEM in head:
-            record = decode(line)
-            payload = record.get("payload") if record is not None else None
-            item = payload.get("item") if isinstance(payload, dict) else None
-            return _item(item) if isinstance(item, dict) else ()
-        if _COMPACTED in head:
-            record = decode(line)
-            return (
-                (DigestEvent("compaction"),) if record and record.get("type") == "compacted" else ()
-            )
-        return self._plan(decode(line))
+    __slots__ = ()
 
-    def _plan(self, record: dict[str, Any] | None) -> list[DigestEvent]:
-        payload = (record or {}).get("payload")
+    def __init__(self) -> None:
+        super().__init__(CodexReader(CodexFacts()))
+
+
+class CodexFacts(Facts):
+    """The digest side of a `CodexReader`; see the module docstring."""
+
+    __slots__ = ()
+
+    def take_item(self, line: bytes) -> None:
+        """An `item_completed` event line: folded in when its item is of a kind that holds a
+        fact (`"item":{"type":"<kind>"` in its head)."""
+        at = line.find(_ITEM_TYPE, 0, _HEAD)
+        if at < 0 or not line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
+            return
+        record = decode(line)
+        payload = record.get("payload") if record is not None else None
+        item = payload.get("item") if isinstance(payload, dict) else None
+        if isinstance(item, dict):
+            self.fold(_item(item))
+
+    def take_compacted(self, record: dict[str, Any]) -> None:
+        self.fold((DigestEvent("compaction"),))
+
+    def take_plan(self, line: bytes) -> None:
+        """A `function_call` line that names `update_plan` in its head."""
+        payload = (decode(line) or {}).get("payload")
         if not isinstance(payload, dict) or payload.get("type") != "function_call":
-            return []
+            return
         if payload.get("name") != "update_plan":
-            return []
+            return
         try:
             args = orjson.loads(payload.get("arguments") or "{}")
         except orjson.JSONDecodeError:
-            return []
+            return
         plan = args.get("plan") if isinstance(args, dict) else None
-        return [DigestEvent("todos", todos=todos_from(plan, ("step",)))]
+        self.fold((DigestEvent("todos", todos=todos_from(plan, ("step",))),))
 
 
 def _texts(item: dict[str, Any]) -> str:

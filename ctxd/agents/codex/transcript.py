@@ -28,16 +28,24 @@ with `estimated=True`); but also impossible ones, larger than the window itself 
 (the reader is pure; the daemon logs the count).
 `reported_window` is `model_context_window` (Codex reports 95 % of the catalog window); `model`
 comes from `turn_context` lines.
+
+Given `facts` (the session digest, `digest.py`), the same pass keeps them too: the line kind
+found for usage also says whether a line may hold a fact (a finished item, an `update_plan`
+call, a compaction), from bytes at fixed places after it; a `compacted` line is handed over
+decoded. Without facts (`ctxd replay`) the loop is the usage-only one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.core.events import UsageUpdate
+
+if TYPE_CHECKING:
+    from ctxd.agents.codex.digest import CodexFacts
 
 __all__ = ["CodexReader"]
 
@@ -59,6 +67,11 @@ _CATEGORIES = (
     "output_tokens",
     "reasoning_output_tokens",
 )
+# What follows a line's first `"type":"` when it may hold a fact for the digest.
+_ITEM_DONE = b'event_msg","payload":{"type":"item_completed"'
+_FUNCTION_CALL = b'response_item","payload":{"type":"function_call"'
+_PLAN = b'"name":"update_plan"'
+_HEAD = 400
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 
@@ -66,7 +79,9 @@ _CHARS_PER_TOKEN = 4
 class CodexReader:
     """Incremental reader for Codex CLI rollouts; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: CodexFacts | None = None) -> None:
+        #: The session digest kept in the same pass, if any.
+        self.facts = facts
         self._lines = LineSplitter()
         self._model: str | None = None
         self._window: int | None = None
@@ -81,6 +96,8 @@ class CodexReader:
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
+        if self.facts is not None:
+            return self._feed_both(data, self.facts)
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
             if not _wanted(line):
@@ -88,6 +105,41 @@ class CodexReader:
             record = decode(line)
             if record is None or not isinstance(record.get("payload"), dict):
                 continue
+            update = self._on_record(record.get("type"), record["payload"], record)
+            if update is None:
+                continue
+            key = (update.tokens, update.turn_id, update.model, update.reported_window)
+            if self._reported.is_new(key, force=update.compaction):
+                updates.append(update)
+        return updates
+
+    def _feed_both(self, data: bytes, facts: CodexFacts) -> list[UsageUpdate]:
+        # The loop above, with the digest's lines handed over (see the module docstring).
+        updates: list[UsageUpdate] = []
+        for line in self._lines.feed(data):
+            begin = line.find(_TYPE)
+            if begin < 0:
+                kind = b""
+            else:
+                begin += len(_TYPE)
+                end = line.find(b'"', begin)
+                kind = line[begin:end] if end > 0 else b""
+            if not _wanted_kind(kind, line):
+                if kind == b"event_msg":
+                    if line.startswith(_ITEM_DONE, begin):
+                        facts.take_item(line)
+                elif (
+                    kind == b"response_item"
+                    and line.startswith(_FUNCTION_CALL, begin)
+                    and line.find(_PLAN, begin, _HEAD) >= 0
+                ):
+                    facts.take_plan(line)
+                continue
+            record = decode(line)
+            if record is None or not isinstance(record.get("payload"), dict):
+                continue
+            if kind == b"compacted":
+                facts.take_compacted(record)
             update = self._on_record(record.get("type"), record["payload"], record)
             if update is None:
                 continue
@@ -107,6 +159,8 @@ class CodexReader:
         self._reported.reset()
         self._baseline = None
         self.skipped = 0
+        if self.facts is not None:
+            self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Codex writes the response's usage before it runs the tool (see the module docstring)."""
@@ -229,7 +283,10 @@ def _first_type(line: bytes) -> bytes:
 
 
 def _wanted(line: bytes) -> bool:
-    kind = _first_type(line)
+    return _wanted_kind(_first_type(line), line)
+
+
+def _wanted_kind(kind: bytes, line: bytes) -> bool:
     if kind in _WANTED:
         return True
     if kind == b"event_msg":

@@ -16,37 +16,50 @@ What a recording (0.61.0) says, line by line (see `transcript.py` for the file's
   compaction. A summary already seen (a resume repeats it) does not count again.
 
 Tool call ids already folded in are remembered (bounded), since a message is written several
-times. A line is judged from its head (see `LineDigestReader`): a message line starts with its
-id, timestamp and type; one with empty `content` is decoded only when it carries `toolCalls`,
-known from its tail (Gemini CLI writes `model` last when there are none). The legacy
-single-object `.json` recordings keep no digest (`NullDigestReader`).
+times. The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which hands
+over each message line and the records it decodes. A message line is judged from its head: it
+starts with its id, timestamp and type; a gemini message with empty `content` is decoded only
+when it carries `toolCalls`, known from its tail (Gemini CLI writes `model` last when there are
+none). The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
-from ctxd.agents.digest import LineDigestReader, todos_from
+import orjson
+
+from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
+from ctxd.agents.gemini.transcript import GeminiReader
 from ctxd.agents.lines import decode
 from ctxd.core.digest import Digest, DigestEvent
 
-__all__ = ["GeminiDigestReader", "NullDigestReader"]
+__all__ = ["GeminiDigestReader", "GeminiFacts", "NullDigestReader"]
 
 _SNAPSHOT = "<state_snapshot>"
 _ACK = "Got it. Thanks for the additional context!"
-_SET = b'{"$set":'
-_MESSAGES = b'"messages"'
 _MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
 _USER = b'"type":"user"'
 _GEMINI = b'"type":"gemini"'
 _TOOL_CALLS = b'"toolCalls"'
 _EMPTY = b'"content":""'
-_MESSAGE = b'{"id":"'
 _TYPE = b'","type":"'
 _MODEL = b'"model":"'
 _TAIL = 160
+_TOOL_CALLS_AT = b',"toolCalls":[{"id":"'
+_CALL_AT = b'{"id":"'
+_NAME_AT = b'","name":"'
+_ARGS_AT = b'","args":'
+_RESULT_AT = b',"result":[{"functionResponse":{'
+_RESPONSE_AT = b'"response":{'
+_OUTPUT = b'"output":'
+_STATUS_AT = b'}],"status":"'
+_SUCCESS = b'success"'
+_NEXT_CALL_AT = b'},{"id":"'
+_EXIT_CODE = b"Exit Code: "
+_SHELL = "run_shell_command"
+_WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
@@ -56,18 +69,30 @@ _EDIT = frozenset({"replace", "edit"})
 _WRITE = frozenset({"write_file"})
 
 
-class GeminiDigestReader(LineDigestReader):
-    skip = (b'{"$set":{"lastUpdated"', b'{"$set":{"sessionId"')
+class GeminiDigestReader(UsageDigestReader):
+    """A Gemini CLI recording's digest (a `GeminiReader` carrying `GeminiFacts`)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(GeminiReader(GeminiFacts()))
+
+
+class GeminiFacts(Facts):
+    """The digest side of a `GeminiReader`; see the module docstring."""
+
+    __slots__ = ("_seen", "messages")
 
     def __init__(self) -> None:
         super().__init__()
         self._seen: dict[str, None] = {}  # tool call ids and summary ids already folded in
-        self._messages = 0  # message lines seen in this file
+        #: Message lines seen in this file (the reader counts them).
+        self.messages = 0
 
     def reset(self) -> None:
         super().reset()
         self._seen.clear()
-        self._messages = 0
+        self.messages = 0
 
     def _first_time(self, key: str) -> bool:
         if key in self._seen:
@@ -77,48 +102,99 @@ class GeminiDigestReader(LineDigestReader):
             del self._seen[next(iter(self._seen))]
         return True
 
-    def wanted(self, data: bytes, start: int, end: int) -> bool:
-        if data.startswith(_SET, start):
-            return data.find(_MESSAGES, start, min(end, start + self.window)) >= 0
-        if not data.startswith(_MESSAGE, start):
-            return False
-        self._messages += 1  # a message line: a `$set` after it is no longer the file's start
-        # `{"id":"…","timestamp":"…","type":"user|gemini","content":…`
-        kind = data.find(_TYPE, start, min(end, start + 160))
+    def take_message_line(self, line: bytes) -> None:
+        """A message line (`{"id":"…","timestamp":"…","type":…`), not decoded yet."""
+        kind = line.find(_TYPE, 0, 160)
         if kind < 0:
-            return data.find(_GEMINI, start, min(end, start + self.window)) >= 0 or (
-                data.find(_USER, start, min(end, start + self.window)) >= 0
-            )
-        kind += len(_TYPE)
-        if data.startswith(b'user"', kind):
-            return True
-        if not data.startswith(b'gemini"', kind):
-            return False
-        # empty content and `model` last: written before its tool calls ran, nothing to take
-        empty = data.startswith(_EMPTY, kind + 8)
-        return not (empty and data.find(_MODEL, max(start, end - _TAIL), end) >= 0)
-
-    def head_unwanted(self, head: bytes) -> bool:
-        # The tail decides about a gemini message with empty content: not there yet.
-        if head.startswith(_MESSAGE):
-            return _GEMINI not in head and _USER not in head
-        return not head.startswith(_SET) or _MESSAGES not in head
-
-    def on_line(self, line: bytes) -> Iterable[DigestEvent]:
-        if line.startswith(_SET):
-            return self._rewrite(line)
+            if _GEMINI not in line[:_WINDOW] and _USER not in line[:_WINDOW]:
+                return
+        else:
+            kind += len(_TYPE)
+            if line.startswith(b'gemini"', kind) and line.startswith(_EMPTY, kind + 8):
+                # empty content and `model` last: written before its tool calls ran
+                if line.find(_MODEL, max(0, len(line) - _TAIL)) >= 0:
+                    return
+                events = self._calls(line)
+                if events is not None:
+                    self.fold(events)
+                    return
+            elif not line.startswith(b'user"', kind):
+                return
         record = decode(line)
-        return self._message(record) if record is not None else ()
+        if record is not None:
+            self.fold(self._message(record))
 
-    def _rewrite(self, line: bytes) -> list[DigestEvent]:
-        at_start = self._messages == 0
+    def _calls(self, line: bytes) -> list[DigestEvent] | None:
+        """The tool calls of a gemini message line with empty content, read without decoding
+        their results (most of the line: a file read whole); None when the line must be
+        decoded instead (a call that did not succeed, a command's exit code, another shape).
+
+        Gemini CLI writes each call as `{"id":"…","name":"…","args":{…},"result":[{
+        "functionResponse":{"id":…,"name":…,"response":{"output"|"error":…}}}],"status":"…",…}`:
+        the walk reads each call's head, decodes its `args`, skips its result to its status
+        (one pass over the line's bytes, in C) and goes on to the next call. Only a command's
+        output says `Exit Code: N`; it is looked for in that output alone.
+        """
+        at = line.find(_TOOL_CALLS_AT)
+        if at < 0:
+            return None
+        pos = at + len(_TOOL_CALLS_AT) - len(_CALL_AT)
+        calls: list[dict[str, Any]] = []
+        while True:
+            if not line.startswith(_CALL_AT, pos):
+                return None
+            id_end = line.find(b'"', pos + len(_CALL_AT))
+            if not line.startswith(_NAME_AT, id_end):
+                return None
+            name_end = line.find(b'"', id_end + len(_NAME_AT))
+            if not line.startswith(_ARGS_AT, name_end):
+                return None
+            args_at = name_end + len(_ARGS_AT)
+            result_at = line.find(_RESULT_AT, args_at)
+            status_at = line.find(_STATUS_AT, result_at)
+            if result_at < 0 or status_at < 0:
+                return None
+            status_end = status_at + len(_STATUS_AT)
+            if not line.startswith(_SUCCESS, status_end):
+                return None  # failed, cancelled, or not run yet: decoded whole
+            name = line[id_end + len(_NAME_AT) : name_end].decode("utf-8", "replace")
+            response = line.find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
+            if response < 0 or not line.startswith(_OUTPUT, response + len(_RESPONSE_AT)):
+                return None  # an error response, or another shape
+            if name == _SHELL and line.find(_EXIT_CODE, result_at, status_at) >= 0:
+                return None  # a command's exit code: decoded whole
+            call_id = line[pos + len(_CALL_AT) : id_end].decode("utf-8", "replace")
+            if call_id not in self._seen:
+                try:
+                    args = orjson.loads(line[args_at:result_at])
+                except orjson.JSONDecodeError:
+                    return None
+                if not isinstance(args, dict):
+                    return None
+                calls.append({"id": call_id, "name": name, "args": args})
+            pos = line.find(_NEXT_CALL_AT, status_end)
+            if pos < 0:
+                break
+            pos += 2
+        out: list[DigestEvent] = []
+        for call in calls:
+            if self._first_time(call["id"]):
+                out += _tool_call(call)
+        return out
+
+    def take_message(self, record: dict[str, Any]) -> None:
+        """A message line's record, decoded."""
+        self.fold(self._message(record))
+
+    def take_rewrite(self, record: dict[str, Any], line: bytes) -> None:
+        """A `$set` line's record, decoded."""
+        at_start = self.messages == 0
         if not at_start and not any(m in line for m in _MARKERS):
-            return []
-        record = decode(line)
-        changes = record.get("$set") if record is not None else None
+            return
+        changes = record.get("$set")
         messages = changes.get("messages") if isinstance(changes, dict) else None
         if not isinstance(messages, list):
-            return []
+            return
         out: list[DigestEvent] = []
         compressed = False
         for message in messages:
@@ -129,7 +205,7 @@ class GeminiDigestReader(LineDigestReader):
                 compressed |= self._first_time(f"summary:{message.get('id')}") and not at_start
             elif at_start:
                 out += self._message(message)
-        return [*out, DigestEvent("compaction")] if compressed else out
+        self.fold([*out, DigestEvent("compaction")] if compressed else out)
 
     def _message(self, message: dict[str, Any]) -> list[DigestEvent]:
         kind = message.get("type")
@@ -247,6 +323,7 @@ class NullDigestReader:
     """For recordings that keep no digest: always the empty one."""
 
     digest = Digest()
+    usage_reader = None
 
     def feed(self, data: bytes) -> None:
         pass

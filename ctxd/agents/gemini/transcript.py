@@ -27,6 +27,10 @@ line (2-14 KB in real recordings: thoughts, tool calls and their results) is not
 when Gemini CLI's own key order shows where its few fields are (`_gemini_line`); anything else
 is decoded.
 
+Given `facts` (the session digest, `digest.py`), the same pass keeps them too: each message line
+is handed over once its kind is known (a user or a gemini message), a `$set` of messages
+decoded, as is any line the fallback decodes. Without facts (`ctxd replay`) no more is done.
+
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
 parses the whole file each time it is read (`rewritten_whole`: the daemon reads it again from 0
@@ -36,12 +40,15 @@ whenever it changes) and reports the gemini messages it has not reported yet, in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.core.events import UsageUpdate
+
+if TYPE_CHECKING:
+    from ctxd.agents.gemini.digest import GeminiFacts
 
 __all__ = ["GeminiJsonReader", "GeminiReader"]
 
@@ -74,7 +81,9 @@ class _Figure:
 class GeminiReader:
     """Incremental reader for Gemini CLI chat recordings; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: GeminiFacts | None = None) -> None:
+        #: The session digest kept in the same pass, if any.
+        self.facts = facts
         self._lines = LineSplitter()
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
@@ -85,10 +94,11 @@ class GeminiReader:
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
         updates: list[UsageUpdate] = []
+        facts = self.facts
         for line in self._lines.feed(data):
             if not line:
                 continue
-            compaction = self._on_line(line)
+            compaction = self._on_line(line) if facts is None else self._on_line_both(line, facts)
             if compaction is not None:
                 self._changed = False
                 self._reported.is_new((compaction.tokens, compaction.turn_id), force=True)
@@ -120,6 +130,8 @@ class GeminiReader:
         self._figures = {}
         self._changed = False
         self._reported.reset()
+        if self.facts is not None:
+            self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Gemini CLI records the model turn before it runs the tool."""
@@ -146,6 +158,38 @@ class GeminiReader:
         record = decode(line)
         if record is None:
             return None
+        return self._on_record(record, line)
+
+    def _on_line_both(self, line: bytes, facts: GeminiFacts) -> UsageUpdate | None:
+        """`_on_line`, with the digest's lines and records handed over."""
+        if line.startswith(_SET_PREFIX):
+            if _MESSAGES_KEY not in line:
+                return None
+        elif line.startswith(_MESSAGE_PREFIX):
+            facts.messages += 1  # a `$set` after a message line is no longer the file's start
+            if line.endswith(b"}"):
+                if _TOKENS_KEY not in line:
+                    end = line.find(b'"', len(_MESSAGE_PREFIX))
+                    if end > 0 and line.find(b"\\", 0, end) < 0:
+                        facts.take_message_line(line)
+                        self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
+                        return None
+                else:
+                    fast = _gemini_line(line)
+                    if fast is not None:
+                        facts.take_message_line(line)
+                        self._put(*fast)
+                        return None
+        record = decode(line)
+        if record is None:
+            return None
+        if "$set" in record:
+            facts.take_rewrite(record, line)
+        elif "$rewindTo" not in record and isinstance(record.get("id"), str):
+            facts.take_message(record)
+        return self._on_record(record, line)
+
+    def _on_record(self, record: dict[str, Any], line: bytes) -> UsageUpdate | None:
         if "$rewindTo" in record:
             self._rewind(record["$rewindTo"])
         elif "$set" in record:
