@@ -52,6 +52,7 @@ COMPACT_HEADER = "[ctxd continuity]"
 _CHARS_PER_TOKEN = 4  # the usual rough rate for English text and code
 #: How ctxd's own texts begin: an agent that records a hook's text as a user message (Gemini CLI
 #: does, for a Stop hook's reason) must not make it the user's last request.
+_FILE_KINDS = frozenset({"read", "edit", "write"})
 _OWN_TEXTS = ("CONTEXT HANDOFF:", "CONTEXT WARNING:", "CONTEXT CRITICAL:", COMPACT_HEADER)
 
 
@@ -144,6 +145,38 @@ class Digest(NamedTuple):
     tool_calls: int = 0
 
 
+# Field positions of a Digest, for `_set`.
+(
+    _FIRST_ASK,
+    _ASKS,
+    _FILES,
+    _FILES_DROPPED,
+    _COMMANDS,
+    _COMMANDS_RUN,
+    _FAILED,
+    _COMMANDS_FAILED,
+    _TODOS,
+    _ERRORS,
+    _LAST_REPLY,
+    _SUBAGENTS,
+    _SUBAGENTS_SPAWNED,
+    _COMPACTIONS,
+    _TOOL_CALLS,
+) = range(len(Digest._fields))
+_new = tuple.__new__
+
+
+def _set(d: Digest, *changes: Any) -> Digest:
+    """`d` with the fields at the given positions replaced: `_set(d, _ASKS, asks, ...)`.
+    A digest is updated for every tool call as a transcript is read; this is about three times
+    cheaper than `d._replace(asks=asks, ...)`."""
+    items = list(d)
+    for i in range(0, len(changes), 2):
+        items[changes[i]] = changes[i + 1]
+    digest: Digest = _new(Digest, items)
+    return digest
+
+
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -163,24 +196,26 @@ def _push(items: tuple[str, ...], item: str, keep: int) -> tuple[str, ...]:
 def _touch(d: Digest, path: str, kind: str, lim: Limits) -> Digest:
     path = _clip(path, lim.path_chars)
     files = d.files
-    found = next((i for i in range(len(files) - 1, -1, -1) if files[i].path == path), None)
-    if found is None:
-        use = FileUse(path)
-        rest = files
-    else:
-        use = files[found]
-        rest = files[:found] + files[found + 1 :]
+    rest = files
+    reads = edits = writes = 0
+    for i in range(len(files) - 1, -1, -1):
+        if files[i].path == path:
+            _, reads, edits, writes = files[i]
+            path = files[i].path  # one string for the path, however often it is touched
+            rest = files[:i] + files[i + 1 :]
+            break
     if kind == "read":
-        use = use._replace(reads=use.reads + 1)
+        reads += 1
     elif kind == "edit":
-        use = use._replace(edits=use.edits + 1)
+        edits += 1
     else:
-        use = use._replace(writes=use.writes + 1)
+        writes += 1
     dropped = d.files_dropped
     if len(rest) >= lim.files:
         dropped += len(rest) - lim.files + 1
         rest = rest[len(rest) - lim.files + 1 :]
-    return d._replace(files=(*rest, use), files_dropped=dropped, tool_calls=d.tool_calls + 1)
+    use = FileUse(path, reads, edits, writes)
+    return _set(d, _FILES, (*rest, use), _FILES_DROPPED, dropped, _TOOL_CALLS, d.tool_calls + 1)
 
 
 def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
@@ -196,11 +231,13 @@ def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
                 exit_code=e.exit_code,
                 error=_first_line(e.text, lim.error_chars) if e.failed else "",
             )
-            new = d._replace(commands=(*commands[:i], done, *commands[i + 1 :]))
+            commands = (*commands[:i], done, *commands[i + 1 :])
             if e.failed:
                 failed = (*d.failed[-(lim.failed - 1) :], done) if lim.failed > 1 else (done,)
-                new = new._replace(failed=failed, commands_failed=d.commands_failed + 1)
-            return new
+                return _set(
+                    d, _COMMANDS, commands, _FAILED, failed, _COMMANDS_FAILED, d.commands_failed + 1
+                )
+            return _set(d, _COMMANDS, commands)
     if e.failed and e.text:
         return d._replace(errors=_push(d.errors, _clip(e.text, lim.error_chars), lim.errors))
     return d
@@ -220,25 +257,32 @@ def _todo(d: Digest, item: Todo, lim: Limits) -> Digest:
 def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
     """`d` with one more fact folded in."""
     kind = e.kind
-    if kind in ("read", "edit", "write"):
+    if kind in _FILE_KINDS:
         return _touch(d, e.text, kind, lim) if e.text else d
     if kind == "command":
         cmd = Command(_clip(e.text, lim.command_chars), e.call_id)
-        return d._replace(
-            commands=(*d.commands[-(lim.commands - 1) :], cmd),
-            commands_run=d.commands_run + 1,
-            tool_calls=d.tool_calls + 1,
+        return _set(
+            d,
+            _COMMANDS,
+            (*d.commands[-(lim.commands - 1) :], cmd),
+            _COMMANDS_RUN,
+            d.commands_run + 1,
+            _TOOL_CALLS,
+            d.tool_calls + 1,
         )
     if kind == "result":
         return _result(d, e, lim)
+    if kind == "tool":
+        return _set(d, _TOOL_CALLS, d.tool_calls + 1)
+    if kind == "reply":
+        return _set(d, _LAST_REPLY, _clip(e.text, lim.reply_chars)) if e.text.strip() else d
     if kind == "ask":
         text = e.text.strip()
         if not text or text.startswith(_OWN_TEXTS):
             return d
         first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
-        return d._replace(first_ask=first, asks=_push(d.asks, _clip(text, lim.ask_chars), lim.asks))
-    if kind == "reply":
-        return d._replace(last_reply=_clip(e.text, lim.reply_chars)) if e.text.strip() else d
+        asks = _push(d.asks, _clip(text, lim.ask_chars), lim.asks)
+        return _set(d, _FIRST_ASK, first, _ASKS, asks)
     if kind == "todos":
         todos = tuple(
             Todo(_clip(t.text, lim.todo_chars), t.status, t.key) for t in e.todos[: lim.todos]
@@ -256,8 +300,6 @@ def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
             subagents_spawned=d.subagents_spawned + 1,
             tool_calls=d.tool_calls + 1,
         )
-    if kind == "tool":
-        return d._replace(tool_calls=d.tool_calls + 1)
     if kind == "compaction":
         return d._replace(compactions=d.compactions + 1)
     return d
