@@ -84,7 +84,11 @@ IDLE_TIMEOUT = 5.0
 MAX_REQUESTS_PER_CONNECTION = 1000
 RECEIVE_SIZE = 65536
 ACCEPT_BACKOFF = 0.1
-REFUSAL_LOG_EVERY = 1.0  # seconds between log lines about refusals of the same peer uid
+REFUSAL_LOG_EVERY = 1.0
+#: Other users' connections answered 403 at once (the rest are closed unanswered), and how long
+#: one may take to send its request line.
+MAX_FOREIGN = 16
+FOREIGN_DEADLINE = 1.0  # seconds between log lines about refusals of the same peer uid
 TOKEN_HEADER = b"x-ctxd-token"
 TOKEN_COOKIE = "ctxd_token"
 ENV_HEADER = b"x-ctxd-env-"
@@ -338,12 +342,13 @@ class _Budget:
 class _Conn:
     """One accepted socket, the bytes received past the last request, and its peer's uid."""
 
-    __slots__ = ("buffer", "sock", "uid")
+    __slots__ = ("buffer", "looked_up", "sock", "uid")
 
     def __init__(self, sock: socket.socket, uid: int | None) -> None:
         self.sock = sock
         self.uid = uid
         self.buffer = b""
+        self.looked_up = 0.0  # seconds the owner lookup took at accept
 
     async def receive(self) -> bytes:
         while True:
@@ -452,6 +457,9 @@ class HttpServer:
         self.refused = 0
         self.errors = 0
         self.in_flight = 0
+        self.evicted = 0
+        self._foreign = 0  # other users' connections being refused now
+        self._idle: dict[_Conn, anyio.CancelScope] = {}  # waiting for a request, oldest first
         self.budget = _Budget(BODY_BUDGET)
         #: Seconds from a request's last byte to its answer's, per request (for the histogram).
         self.durations = metrics.Histogram()
@@ -484,14 +492,7 @@ class HttpServer:
                             logger.error("HTTP accept() failed (%s)", exc.strerror or exc)
                             await anyio.sleep(ACCEPT_BACKOFF)
                             continue
-                        if self.in_flight >= self.max_connections:
-                            self.refused += 1
-                            with contextlib.suppress(OSError):
-                                sock.send(_response(503, b"", "text/plain", keep_alive=False))
-                            sock.close()
-                            continue
-                        self.in_flight += 1
-                        connections.start_soon(self._connection, sock)
+                        self._accepted(sock, connections)
 
     async def record_history(self, registry: Registry, stopping: anyio.Event) -> None:
         """Record every session's context in `history` every HISTORY_TICK until `stopping`."""
@@ -513,12 +514,77 @@ class HttpServer:
 
     # ------------------------------------------------------------------ a connection
 
-    async def _connection(self, sock: socket.socket) -> None:
+    def _accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
+        """Give `sock` a task, once its peer is known to be the owner. Other users' connections
+        never take the owner's places: a few get their 403, the rest are closed at once. When
+        every place is taken, the connection idle longest (waiting for a request) makes room."""
+        uid = None
+        looked_up = 0.0
+        if self.token is None:
+            started = time.perf_counter()
+            try:
+                uid = self.owner.uid(sock)
+            except OSError:
+                uid = None
+            looked_up = time.perf_counter() - started
+            if uid != self.uid:
+                self._foreign_accepted(sock, uid, connections)
+                return
+        if self.in_flight >= self.max_connections and not self._evict_idle():
+            self.refused += 1
+            with contextlib.suppress(OSError):
+                sock.send(_response(503, b"", "text/plain", keep_alive=False))
+            sock.close()
+            return
+        self.in_flight += 1
+        conn = _Conn(sock, uid)
+        conn.looked_up = looked_up
+        connections.start_soon(self._connection, conn)
+
+    def _foreign_accepted(self, sock: socket.socket, uid: int | None, tg: TaskGroup) -> None:
+        if self._foreign >= MAX_FOREIGN:
+            self.refused += 1
+            self._log_refusal(uid, "-", "-", _peer(sock), "too many of theirs open: closed")
+            sock.close()
+            return
+        self._foreign += 1
+        tg.start_soon(self._foreign_connection, _Conn(sock, uid))
+
+    async def _foreign_connection(self, conn: _Conn) -> None:
+        """Another user's connection: its request read (briefly), a 403, a log line."""
+        try:
+            with conn.sock:
+                conn.sock.setblocking(False)
+                method = target = "-"
+                with anyio.move_on_after(FOREIGN_DEADLINE):
+                    with contextlib.suppress(_HttpError, anyio.EndOfStream, OSError):
+                        head = await conn.read_head()
+                        if head is not None:
+                            line = head.partition(b"\r\n")[0].decode("latin-1").split(" ")
+                            method, target = line[0], line[1] if len(line) > 1 else "-"
+                self.refused += 1
+                self._log_refusal(conn.uid, method, target, _peer(conn.sock), "not the owner")
+                with contextlib.suppress(OSError):
+                    conn.sock.send(_response(403, b"forbidden\n", "text/plain", keep_alive=False))
+                    conn.sock.shutdown(socket.SHUT_WR)
+        finally:
+            self._foreign -= 1
+
+    def _evict_idle(self) -> bool:
+        """Close the connection idle longest; False when none is idle."""
+        conn = next(iter(self._idle), None)
+        if conn is None:
+            return False
+        self._idle.pop(conn).cancel()
+        self.evicted += 1
+        return True
+
+    async def _connection(self, conn: _Conn) -> None:
+        sock = conn.sock
         try:
             with sock:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                conn = _Conn(sock, None)
                 for _ in range(MAX_REQUESTS_PER_CONNECTION):
                     if not await self._one_request(conn):
                         break
@@ -527,18 +593,21 @@ class HttpServer:
         except Exception:
             logger.exception("HTTP connection failed")
         finally:
+            self._idle.pop(conn, None)
             self.in_flight -= 1
 
     async def _one_request(self, conn: _Conn) -> bool:
         """Read, check and answer one request; whether the connection stays open."""
         if not conn.buffer:
-            with anyio.move_on_after(IDLE_TIMEOUT):
+            with anyio.move_on_after(IDLE_TIMEOUT) as self._idle[conn]:
                 try:
                     conn.buffer = await conn.receive()
                 except anyio.EndOfStream:
                     return False
+                finally:
+                    self._idle.pop(conn, None)
             if not conn.buffer:
-                return False  # idle too long between requests
+                return False  # idle too long between requests, or evicted
         keep = False
         with anyio.move_on_after(REQUEST_DEADLINE) as deadline:
             try:
@@ -577,9 +646,9 @@ class HttpServer:
                 request.body = await conn.read_body(length)
             finally:
                 self.budget.used -= length
-        started = time.perf_counter()
-        if self.token is None and conn.uid is None:
-            conn.uid = self.owner.uid(conn.sock)  # once per connection
+        # The owner lookup at accept counts toward the connection's first request.
+        started = time.perf_counter() - conn.looked_up
+        conn.looked_up = 0.0
         refusal = self._refusal(conn, request)
         if refusal is not None:
             self._refuse(conn, request, refusal)
@@ -618,18 +687,19 @@ class HttpServer:
 
     def _refuse(self, conn: _Conn, request: _Request, reason: str) -> None:
         self.refused += 1
+        self._log_refusal(conn.uid, request.method, request.target, _peer(conn.sock), reason)
+
+    def _log_refusal(self, uid: int | None, method: str, target: str, peer: str, why: str) -> None:
+        """One log line per refusal, at most one a second per peer uid (or reason)."""
         now = time.monotonic()
-        key = conn.uid if conn.uid is not None else reason
+        key = uid if uid is not None else why
         if now - self._refusals_logged.get(key, -REFUSAL_LOG_EVERY) >= REFUSAL_LOG_EVERY:
             if len(self._refusals_logged) > 1000:
                 self._refusals_logged.clear()
             self._refusals_logged[key] = now
+            who = f"uid {uid}" if uid is not None else "unknown owner"
             logger.warning(
-                "HTTP: refused %s %s from %s: %s",
-                request.method,
-                request.target[:200],
-                _peer(conn.sock),
-                reason,
+                "HTTP: refused %s %s from %s (%s): %s", method, target[:200], peer, who, why
             )
 
     # ------------------------------------------------------------------ routes

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -463,3 +464,60 @@ def test_the_kernel_names_each_peers_owner() -> None:
             nobody.wait()
     assert not owner._netlink_failed
     owner.close()
+
+
+HOLD_CONNECTIONS = """
+import json, socket, sys, time
+port, count = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for _ in range(count):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    except OSError:
+        break
+print(len(held), flush=True)
+time.sleep(4)
+answers = {}
+for s in held:
+    s.settimeout(2)
+    try:
+        data = s.recv(64)
+    except OSError as exc:
+        data = type(exc).__name__.encode()
+    key = data.split(b"\\r\\n")[0].decode(errors="replace") or "closed"
+    answers[key] = answers.get(key, 0) + 1
+print(json.dumps(answers), flush=True)
+"""
+
+
+def test_another_users_idle_connections_take_no_place_of_the_owners(
+    world: World, http: Http
+) -> None:
+    """300 connections of a second uid that send nothing: a few are answered 403, the rest
+    closed at once; none holds a place, and the owner is served meanwhile."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to connect as a second real uid")
+    nobody = subprocess.Popen(
+        [
+            *("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"),
+            *(sys.executable, "-I", "-c", HOLD_CONNECTIONS, str(http.port), "300"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    try:
+        assert nobody.stdout is not None
+        assert int(nobody.stdout.readline()) == 300
+        begin = time.monotonic()
+        assert http.request("GET", "/metrics")[0] == 200
+        assert time.monotonic() - begin < 1.0
+        answers = json.loads(nobody.stdout.readline())
+    finally:
+        nobody.kill()
+        nobody.wait()
+        if nobody.stdout is not None:
+            nobody.stdout.close()
+    assert set(answers) <= {"HTTP/1.1 403 Forbidden", "closed", "ConnectionResetError"}, answers
+    assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16, answers
+    assert f"uid {NOBODY}" in world.log()
