@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import ctxd_wire as wire
 import orjson
@@ -588,6 +589,9 @@ class HttpServer:
                 for _ in range(MAX_REQUESTS_PER_CONNECTION):
                     if not await self._one_request(conn):
                         break
+                    # A kept-alive client whose next request is always there at once must not
+                    # keep the loop from the other connections.
+                    await anyio.lowlevel.checkpoint()
         except (anyio.EndOfStream, OSError):
             pass
         except Exception:
