@@ -58,6 +58,10 @@ _SUMMARY_FLAG = b'"isCompactSummary":true'
 _META_FLAG = b'"isMeta":true'
 _EXIT = re.compile(r"^Exit code (\d+)")
 _SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
+# A user line whose text starts with one of them, known from its head.
+_ECHO = re.compile(
+    rb'"role":"user","content":"(?:%s)' % b"|".join(re.escape(a.encode()) for a in _SKIPPED_ASKS)
+)
 _READ = frozenset({"Read"})
 _EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
 _WRITE = frozenset({"Write"})
@@ -138,8 +142,8 @@ class ClaudeFacts(Facts):
             if line.startswith(_RESULT_TYPE, end) and line.find(b"\\", at, end) < 0:
                 self.fold(self._result_ok(line[at:end].decode("utf-8", "replace"), line))
                 return
-        if _SUMMARY_FLAG in line or _META_FLAG in line:
-            return  # a compaction's summary, or text Claude Code added: no request
+        if _SUMMARY_FLAG in line or _META_FLAG in line or _ECHO.search(line, 0, _WINDOW):
+            return  # a compaction's summary, text Claude Code added, a local command's echo
         record = decode(line)
         if record is not None:
             self.take_record(record, line)
