@@ -8,17 +8,20 @@ when there is nothing to say). A hook that fails inside the daemon is answered l
 client answers it: 200 with an empty body, since the agent must never be broken by its monitor.
 
 A loopback port, unlike the 0600 socket, is reachable by every local user. Each connection's
-owner is asked of the kernel: on Linux the uid column of the peer's row in `/proc/net/tcp{,6}`
-(the row whose local address is the peer's and whose remote address is ours); anyone else gets
-a 403 and one log line, nothing else. Where the kernel cannot say, a per-user secret (a 0600
+owner is asked of the kernel when it is accepted, on Linux: the uid of the peer's socket, by an
+exact sock_diag lookup over netlink, else from its row in `/proc/net/tcp{,6}` (the row whose
+local address is the peer's and whose remote address is ours). Anyone else gets a 403 and a log
+line, nothing else, and never holds one of the owner's places: MAX_FOREIGN of their connections
+are answered, the rest closed at once. Where the kernel cannot say, a per-user secret (a 0600
 file in the state dir) must come with every request, as the `X-Ctxd-Token` header or the
 `ctxd_token` cookie that `/?token=` sets. A page from elsewhere in the owner's own browser is
 kept out by the Host and Origin checks (DNS rebinding, cross-site requests) and, for hooks, by
 requiring `Content-Type: application/json` (which a cross-site form cannot send).
 
-Bounded like the socket: at most MAX_CONNECTIONS open, a request head of MAX_HEAD bytes and
-MAX_HEADERS lines, a body of at most `ctxd_wire.MAX_PAYLOAD` drawn from BODY_BUDGET, every
-request within REQUEST_DEADLINE, an idle keep-alive connection closed after IDLE_TIMEOUT.
+Bounded like the socket: at most MAX_CONNECTIONS open (when all are taken, the one idle longest
+makes room), a request head of MAX_HEAD bytes and MAX_HEADERS lines, a body of at most
+`ctxd_wire.MAX_PAYLOAD` drawn from BODY_BUDGET, every request within REQUEST_DEADLINE, an idle
+keep-alive connection closed after IDLE_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -85,11 +88,11 @@ IDLE_TIMEOUT = 5.0
 MAX_REQUESTS_PER_CONNECTION = 1000
 RECEIVE_SIZE = 65536
 ACCEPT_BACKOFF = 0.1
-REFUSAL_LOG_EVERY = 1.0
+REFUSAL_LOG_EVERY = 1.0  # seconds between log lines about refusals of the same peer uid
 #: Other users' connections answered 403 at once (the rest are closed unanswered), and how long
 #: one may take to send its request line.
 MAX_FOREIGN = 16
-FOREIGN_DEADLINE = 1.0  # seconds between log lines about refusals of the same peer uid
+FOREIGN_DEADLINE = 1.0
 TOKEN_HEADER = b"x-ctxd-token"
 TOKEN_COOKIE = "ctxd_token"
 ENV_HEADER = b"x-ctxd-env-"
