@@ -27,9 +27,9 @@ and blob lines of 10-60 KB; a substring test on the raw bytes rejects them befor
 escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
 
 Given `facts` (the session digest, `digest.py`), the same pass keeps them too: a line decoded for
-usage is handed over decoded, and of the others only those the facts want from their first
-bytes (`ClaudeFacts.wanted`: user lines; not the request-shape, blob and attachment lines that
-are most of the file) are handed over as bytes. Without facts (`ctxd replay`) the loop is the
+usage is handed over decoded, and of the others all but the request-shape, blob and attachment
+lines that are most of the file (known from their first bytes) are handed over as bytes, for
+`ClaudeFacts.take_line` to judge from their head. Without facts (`ctxd replay`) the loop is the
 usage-only one.
 
 `saw_tool_use` answers from the ids of the recent tool calls: all of the newest model turn's and
@@ -37,7 +37,8 @@ the last `_TOOL_USES_KEPT` overall. That is enough: Claude Code runs a PostToolU
 sends the call's result back to the model, so no later turn can be written before the hook is
 answered; the hook asks about a call of the newest turn that made calls (a turn's parallel calls
 are written one line per call, under one message id), or of one not written yet. The older ids
-kept are slack for a subagent's late hook, nothing more.
+are slack that argument does not need. (Before issue 14 the last 256 were kept: about 20 KiB a
+session, a third of the daemon's memory with 1,000 tool-heavy sessions.)
 """
 
 from __future__ import annotations

@@ -110,14 +110,15 @@ class GeminiFacts(Facts):
                 return
         else:
             kind += len(_TYPE)
-            if line.startswith(b'gemini"', kind) and line.startswith(_EMPTY, kind + 8):
-                # empty content and `model` last: written before its tool calls ran
-                if line.find(_MODEL, max(0, len(line) - _TAIL)) >= 0:
-                    return
-                events = self._calls(line)
-                if events is not None:
-                    self.fold(events)
-                    return
+            if line.startswith(b'gemini"', kind):
+                if line.startswith(_EMPTY, kind + 8):
+                    # empty content and `model` last: written before its tool calls ran
+                    if line.find(_MODEL, max(0, len(line) - _TAIL)) >= 0:
+                        return
+                    events = self._calls(line)
+                    if events is not None:
+                        self.fold(events)
+                        return
             elif not line.startswith(b'user"', kind):
                 return
         record = decode(line)

@@ -1,0 +1,86 @@
+"""The session digest rides on the usage readers (issue 14): one pass over the lines for both.
+Carrying the digest must not change a reader's usage updates, and the digest must not depend on
+where the bytes were split. Claude's `saw_tool_use` keeps every call of the newest turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ctxd.agents import spec
+from ctxd.agents.claude.transcript import ClaudeReader
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+SAMPLES = [
+    ("claude", p)
+    for p in sorted(DATA.glob("claude-code-*/*.jsonl"))
+    if "subagents" not in p.parts
+]
+SAMPLES += [("codex", p) for p in sorted(DATA.glob("codex-cli-*/*.jsonl"))]
+SAMPLES += [("gemini", p) for p in sorted(DATA.glob("gemini-cli-*/*.jsonl"))]
+
+
+@pytest.mark.parametrize(("agent", "path"), SAMPLES, ids=lambda v: getattr(v, "name", v))
+def test_a_reader_carrying_the_digest_reports_the_same_usage(agent: str, path: Path) -> None:
+    data = path.read_bytes()
+    alone = spec(agent).open_reader(str(path)).feed(data)
+    opener = spec(agent).open_digest_reader
+    assert opener is not None
+    riding = opener(str(path)).usage_reader
+    assert riding is not None
+    assert riding.feed(data) == alone
+
+
+@pytest.mark.parametrize(("agent", "path"), SAMPLES, ids=lambda v: getattr(v, "name", v))
+@pytest.mark.parametrize("step", [1, 7, 4096])
+def test_the_digest_does_not_depend_on_where_the_bytes_were_split(
+    agent: str, path: Path, step: int
+) -> None:
+    data = path.read_bytes()
+    opener = spec(agent).open_digest_reader
+    assert opener is not None
+    whole = opener(str(path))
+    whole.feed(data)
+    pieces = opener(str(path))
+    for i in range(0, len(data), step):
+        pieces.feed(data[i : i + step])
+    assert pieces.digest == whole.digest
+
+
+def _turn(message_id: str, call_ids: list[str]) -> bytes:
+    """One assistant line per call, as Claude Code writes a turn's parallel calls."""
+    lines = []
+    for call_id in call_ids:
+        record = {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": "assistant",
+            "message": {
+                "id": message_id,
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": call_id, "name": "Read", "input": {}}],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 10, "cache_read_input_tokens": 1000},
+            },
+        }
+        lines.append(orjson.dumps(record) + b"\n")
+    return b"".join(lines)
+
+
+def test_saw_tool_use_keeps_every_call_of_the_newest_turn_and_a_few_before() -> None:
+    reader = ClaudeReader()
+    for n in range(30):  # thirty turns of one call each
+        reader.feed(_turn(f"msg_{n}", [f"toolu_{n}"]))
+    assert reader.saw_tool_use("toolu_29")
+    assert reader.saw_tool_use("toolu_14")  # the last 16 are kept
+    assert not reader.saw_tool_use("toolu_13")
+    parallel = [f"toolu_p{i}" for i in range(40)]  # one turn, forty parallel calls
+    reader.feed(_turn("msg_parallel", parallel))
+    assert all(reader.saw_tool_use(call_id) for call_id in parallel)
+    reader.feed(_turn("msg_next", ["toolu_next"]))
+    assert reader.saw_tool_use("toolu_next")
+    assert reader.saw_tool_use("toolu_p39")
+    assert not reader.saw_tool_use("toolu_p0")  # an older turn's: beyond the bound now
