@@ -14,9 +14,7 @@ from ctxd.agents.claude.transcript import ClaudeReader
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 SAMPLES = [
-    ("claude", p)
-    for p in sorted(DATA.glob("claude-code-*/*.jsonl"))
-    if "subagents" not in p.parts
+    ("claude", p) for p in sorted(DATA.glob("claude-code-*/*.jsonl")) if "subagents" not in p.parts
 ]
 SAMPLES += [("codex", p) for p in sorted(DATA.glob("codex-cli-*/*.jsonl"))]
 SAMPLES += [("gemini", p) for p in sorted(DATA.glob("gemini-cli-*/*.jsonl"))]
