@@ -47,6 +47,8 @@ _EMPTY = b'"content":""'
 _TYPE = b'","type":"'
 _MODEL = b'"model":"'
 _TAIL = 160
+_TEXT = b'"content":"'
+_THOUGHTS_AT = b'","thoughts":'
 _TOOL_CALLS_AT = b',"toolCalls":[{"id":"'
 _CALL_AT = b'{"id":"'
 _NAME_AT = b'","name":"'
@@ -111,11 +113,17 @@ class GeminiFacts(Facts):
         else:
             kind += len(_TYPE)
             if line.startswith(b'gemini"', kind):
-                if line.startswith(_EMPTY, kind + 8):
+                kind += 8
+                if line.startswith(_EMPTY, kind):
                     # empty content and `model` last: written before its tool calls ran
                     if line.find(_MODEL, max(0, len(line) - _TAIL)) >= 0:
                         return
                     events = self._calls(line)
+                    if events is not None:
+                        self.fold(events)
+                        return
+                elif line.startswith(_TEXT, kind):
+                    events = self._reply_and_calls(line, kind + len(_TEXT) - 1)
                     if events is not None:
                         self.fold(events)
                         return
@@ -124,6 +132,24 @@ class GeminiFacts(Facts):
         record = decode(line)
         if record is not None:
             self.fold(self._message(record))
+
+    def _reply_and_calls(self, line: bytes, text_at: int) -> list[DigestEvent] | None:
+        """A gemini message line with text content and tool calls, read as `_calls` does, its
+        text taken from between `"content":` and `,"thoughts":` (quotes inside the text are
+        escaped: the first `","thoughts":` ends it); None: decode the line instead."""
+        if line.find(_TOOL_CALLS_AT, text_at) < 0:
+            return None  # no tool calls: a short line, decoded
+        end = line.find(_THOUGHTS_AT, text_at)
+        if end < 0:
+            return None
+        try:
+            text = orjson.loads(line[text_at : end + 1])
+        except orjson.JSONDecodeError:
+            return None
+        events = self._calls(line)
+        if events is None or not isinstance(text, str):
+            return None
+        return [*events, DigestEvent("reply", text)] if text.strip() else events
 
     def _calls(self, line: bytes) -> list[DigestEvent] | None:
         """The tool calls of a gemini message line with empty content, read without decoding
