@@ -606,6 +606,15 @@ class HttpServer:
     async def _one_request(self, conn: _Conn) -> bool:
         """Read, check and answer one request; whether the connection stays open."""
         if not conn.buffer:
+            # Usually the request is there already: no idle timer for it.
+            try:
+                conn.buffer = conn.sock.recv(RECEIVE_SIZE)
+            except BlockingIOError:
+                pass
+            else:
+                if not conn.buffer:
+                    return False  # the client closed
+        if not conn.buffer:
             with anyio.move_on_after(IDLE_TIMEOUT) as self._idle[conn]:
                 try:
                     conn.buffer = await conn.receive()
