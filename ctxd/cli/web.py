@@ -4,6 +4,7 @@ optional HTTP listener (ctxd/daemon/http.py): its addresses, and the metrics tex
 from __future__ import annotations
 
 import os
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -114,6 +115,18 @@ def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
                 )
             )
             continue
+        stale = _daemon_without_listener(settings, env)
+        if stale is not None:
+            checks.append(
+                Check(
+                    name,
+                    False,
+                    f"the daemon running (pid {stale}) does not listen at {wanted}: it started "
+                    "before [http] was enabled",
+                    "`ctxd stop` (the next hook starts it again, listening)",
+                )
+            )
+            continue
         unit = systemd_unit_dir(env) / SOCKET_UNIT
         try:
             kept = f"ListenStream=127.0.0.1:{settings.port}\n" in unit.read_text()
@@ -135,6 +148,22 @@ def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
                 )
             )
     return checks
+
+
+def _daemon_without_listener(settings: HttpSettings, env: Mapping[str, str]) -> str | None:
+    """The pid of a running daemon that does not listen on the [http] port, else None."""
+    from ctxd.cli.client import request_json
+
+    try:
+        with socket.create_connection((settings.host, settings.port), timeout=1):
+            return None
+    except OSError:
+        pass
+    try:
+        info = request_json("ping", env=env)
+    except CtxdError:
+        return None  # no daemon: the first hook (or systemd) starts one, listening
+    return str(info.get("pid", "?")) if isinstance(info, dict) else "?"
 
 
 def _ctxd_urls(doc: Mapping[str, object]) -> set[str]:

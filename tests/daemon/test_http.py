@@ -521,3 +521,14 @@ def test_another_users_idle_connections_take_no_place_of_the_owners(
     assert set(answers) <= {"HTTP/1.1 403 Forbidden", "closed", "ConnectionResetError"}, answers
     assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16, answers
     assert f"uid {NOBODY}" in world.log()
+
+
+def test_doctor_says_when_the_running_daemon_does_not_listen(world: World) -> None:
+    world.start()  # [http] off
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
+    assert world.cli("install", "claude", "--transport", "http").returncode == 0
+    out = world.cli("doctor", timeout=60).stdout
+    line = next(x for x in out.splitlines() if "claude http hooks" in x)
+    assert line.startswith("FAIL") and "started before [http] was enabled" in line, out
+    assert "ctxd stop" in out
