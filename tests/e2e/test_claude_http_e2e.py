@@ -300,3 +300,17 @@ def test_what_the_user_sees_when_the_daemon_is_down(
         assert pane.count("connect ECONNREFUSED") == 3 and "Stop hook failed" in pane, pane
     finally:
         tmux.kill()
+
+
+def test_http_hooks_carry_claude_codes_environment(make_http_rig: Callable[..., Rig]) -> None:
+    """The variables Claude Code's compaction rule reads reach the daemon through the headers
+    the HTTP hooks interpolate (allowedEnvVars): CLAUDE_CODE_MAX_OUTPUT_TOKENS=8000 moves the 1M
+    window's compaction point from 967,000 to 979,000, as it does over the command path."""
+    rig = make_http_rig(claude_tool_steps(1, [95_000, 100_000], TOOL_SECONDS), "")
+    # SessionStart's command hook passes the environment too: without it, only HTTP hooks do.
+    doc = json.loads(rig.settings.read_text())
+    del doc["hooks"]["SessionStart"]
+    rig.settings.write_text(json.dumps(doc))
+    res = rig.claude("Run the step", CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+    row = rig.ctxd.session(session_id(res))
+    assert (row["window"], row["compaction_at"]) == (1_000_000, 979_000), row
