@@ -322,10 +322,10 @@ class Registry:
         )
         self._store(new_state)
         self.hooks_answered += 1
+        self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
         tracked = self.files.get(key)
         digest = None if tracked is None else tracked.digest
         reply = self.continuity.amend(event, state, new_state, reply, digest, self.settings)
-        self._count(event, state.policy, new_state.policy, reply)
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
         return agents.render(event, reply) if reply != Reply() else b""
