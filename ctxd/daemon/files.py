@@ -43,7 +43,9 @@ class TranscriptFile:
         open_digest = spec(agent).open_digest_reader
         self.digest: DigestReader | None = None if open_digest is None else open_digest(path)
         shared = None if self.digest is None else self.digest.usage_reader
-        self.reader: TranscriptReader = shared or spec(agent).open_reader(path)
+        self.reader: TranscriptReader = (
+            shared if shared is not None else spec(agent).open_reader(path)
+        )
         #: The digest reads its own bytes (it does not ride on `reader`).
         self._feed_digest = self.digest is not None and shared is None
         self.offset = 0
