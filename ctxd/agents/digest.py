@@ -73,6 +73,9 @@ class PendingCalls:
     def pop(self, call_id: str) -> tuple[str, str] | None:
         return self._calls.pop(call_id, None)
 
+    def __contains__(self, call_id: str) -> bool:
+        return call_id in self._calls
+
     def clear(self) -> None:
         self._calls.clear()
 

@@ -140,7 +140,9 @@ class ClaudeFacts(Facts):
             at += len(_RESULT_HEAD)
             end = line.find(b'"', at)
             if line.startswith(_RESULT_TYPE, end) and line.find(b"\\", at, end) < 0:
-                self.fold(self._result_ok(line[at:end].decode("utf-8", "replace"), line))
+                call_id = line[at:end].decode("utf-8", "replace")
+                if call_id in self.pending:  # else a call never seen, or folded in already
+                    self.fold(self._result_ok(call_id, line))
                 return
         if _SUMMARY_FLAG in line or _META_FLAG in line or _ECHO.search(line, 0, _WINDOW):
             return  # a compaction's summary, text Claude Code added, a local command's echo
@@ -154,11 +156,15 @@ class ClaudeFacts(Facts):
             return
         kind = record.get("type")
         if kind == "assistant":
-            self.fold(self._assistant(record))
+            events = self._assistant(record)
         elif kind == "user":
-            self.fold(self._user(record))
+            events = self._user(record)
         elif kind == "system" and record.get("subtype") == "compact_boundary":
-            self.fold((DigestEvent("compaction"),))
+            events = [DigestEvent("compaction")]
+        else:
+            return
+        if events:
+            self.fold(events)
 
     def _assistant(self, record: dict[str, Any]) -> list[DigestEvent]:
         message = record.get("message")

@@ -112,8 +112,13 @@ class ClaudeReader:
                 or (self._estimating is not None and _SUMMARY in line)
             ):
                 # The commonest lines that hold no fact, known from their first bytes: others,
-                # and attachments (`"isSidechain":false,"attachment":` after the parent's uuid).
-                if line and not line.startswith(_OTHER) and line.find(_ATTACHMENT, 30, 110) < 0:
+                # and attachments (`{"parentUuid":null|"<uuid>","isSidechain":false,"attachment"`).
+                if not (
+                    line.startswith(_OTHER)
+                    or line.startswith(_ATTACHMENT, 53)
+                    or line.startswith(_ATTACHMENT, 19)
+                    or not line
+                ):
                     take_line(line)
                 continue
             record = decode(line)
