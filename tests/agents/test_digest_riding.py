@@ -29,6 +29,9 @@ def test_a_reader_carrying_the_digest_reports_the_same_usage(agent: str, path: P
     riding = opener(str(path)).usage_reader
     assert riding is not None
     assert riding.feed(data) == alone
+    split = opener(str(path)).usage_reader
+    assert split is not None
+    assert [u for i in range(0, len(data), 7) for u in split.feed(data[i : i + 7])] == alone
 
 
 @pytest.mark.parametrize(("agent", "path"), SAMPLES, ids=lambda v: getattr(v, "name", v))
