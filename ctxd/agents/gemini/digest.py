@@ -266,7 +266,8 @@ def _tool_call(call: dict[str, Any]) -> list[DigestEvent]:
     path = path if isinstance(path, str) else ""
     output, error = _response(call)
     failed = call.get("status") == "error" or bool(error)
-    found = _EXIT.search(output or error)
+    # Only a command's output ends in `Exit Code: N` (a file read may hold those words).
+    found = _EXIT.search(output or error) if name == _SHELL else None
     exit_code = int(found.group(1)) if found else None
     if exit_code:
         failed = True
@@ -282,7 +283,7 @@ def _tool_call(call: dict[str, Any]) -> list[DigestEvent]:
         events = [DigestEvent("edit", path)]
     elif name in _WRITE:
         events = [DigestEvent("write", path)]
-    elif name == "run_shell_command":
+    elif name == _SHELL:
         command = str(args.get("command") or "")
         reason = _reason(error or output)
         result = DigestEvent(
