@@ -27,6 +27,7 @@ __all__ = [
     "apply",
     "as_json",
     "estimate_tokens",
+    "is_request",
     "render_compact",
     "render_markdown",
 ]
@@ -254,6 +255,13 @@ def _todo(d: Digest, item: Todo, lim: Limits) -> Digest:
     return d._replace(todos=(*todos, item)[-lim.todos :])
 
 
+def is_request(text: str) -> bool:
+    """Whether an "ask" event's text counts as a request (not empty, not one of ctxd's own
+    texts that an agent recorded as a user message)."""
+    text = text.strip()
+    return bool(text) and not text.startswith(_OWN_TEXTS)
+
+
 def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
     """`d` with one more fact folded in."""
     kind = e.kind
@@ -277,9 +285,9 @@ def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
     if kind == "reply":
         return _set(d, _LAST_REPLY, _clip(e.text, lim.reply_chars)) if e.text.strip() else d
     if kind == "ask":
-        text = e.text.strip()
-        if not text or text.startswith(_OWN_TEXTS):
+        if not is_request(e.text):
             return d
+        text = e.text.strip()
         first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
         asks = _push(d.asks, _clip(text, lim.ask_chars), lim.asks)
         return _set(d, _FIRST_ASK, first, _ASKS, asks)

@@ -85,3 +85,49 @@ def test_saw_tool_use_keeps_every_call_of_the_newest_turn_and_a_few_before() -> 
     assert reader.saw_tool_use("toolu_next")
     assert reader.saw_tool_use("toolu_p39")
     assert not reader.saw_tool_use("toolu_p0")  # an older turn's: beyond the bound now
+
+
+def _codex_rounds(rounds: int) -> bytes:
+    """The Codex continuity capture `rounds` times over, ids and paths unique per round, each
+    round's request and reply its own; every third request one of ctxd's own texts (not a
+    request), every fourth reply empty."""
+    lines = (DATA / "codex-cli-0.171.0" / "rollout.continuity.jsonl").read_bytes().splitlines()
+    texts = {
+        b'"item":{"type":"UserMessage"': lambda n: (
+            "CONTEXT HANDOFF: x" if n % 3 == 1 else f"ask {n}"
+        ),
+        b'"item":{"type":"AgentMessage"': lambda n: " " if n % 4 == 2 else f"reply {n}",
+    }
+    out = []
+    for n in range(rounds):
+        for line in lines:
+            for prefix in (b"call_mock", b"resp_mock", b"msg_mock", b"fc_mock", b"ctc_mock"):
+                line = line.replace(prefix, prefix + f"r{n}_".encode())
+            line = line.replace(b"app.py", f"app_{n % 7}.py".encode())
+            for marker, text in texts.items():
+                if marker in line:
+                    record = orjson.loads(line)
+                    record["payload"]["item"]["content"] = [{"type": "text", "text": text(n)}]
+                    line = orjson.dumps(record)
+            out.append(line + b"\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("rounds", [1, 4, 13, 40])
+def test_codex_items_a_later_one_hides_are_skipped_without_changing_the_digest(
+    rounds: int,
+) -> None:
+    """Fed whole, the items of one feed are folded at its end and those a later one makes
+    invisible are not decoded; fed a line at a time, every item is folded. Same digest."""
+    data = _codex_rounds(rounds)
+    opener = spec("codex").open_digest_reader
+    assert opener is not None
+    whole = opener(None)
+    whole.feed(data)
+    by_line = opener(None)
+    for line in data.splitlines(keepends=True):
+        by_line.feed(line)
+    assert whole.digest == by_line.digest
+    assert whole.digest.commands_run == 4 * rounds
+    assert whole.digest.commands_failed == rounds
+    assert whole.digest.first_ask == "ask 0"

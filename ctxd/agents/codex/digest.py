@@ -30,12 +30,20 @@ import orjson
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.lines import decode
-from ctxd.core.digest import DigestEvent
+from ctxd.core.digest import DigestEvent, is_request
 
 __all__ = ["CodexDigestReader", "CodexFacts"]
 
 _ITEM_TYPE = b'"item":{"type":"'
 _ITEMS = (b'UserMessage"', b'AgentMessage"', b'CommandExecution"', b'FileChange"')
+# An item's kind by its first byte.
+_USER, _AGENT, _COMMAND = ord("U"), ord("A"), ord("C")
+# A command that succeeded and read no file, known from its bytes (quotes inside strings are
+# escaped, so these are keys and values of the item itself).
+_EXIT_0 = (b'"exit_code":0,', b'"exit_code":0}')
+_NOT_PLAIN = (b'"type":"read"', b'"status":"failed"', b'"status":"declined"')
+#: What a command that is counted and pushed out later folds in.
+_STAND_IN = (DigestEvent("command"),)
 _HEAD = 400
 
 
@@ -49,21 +57,83 @@ class CodexDigestReader(UsageDigestReader):
 
 
 class CodexFacts(Facts):
-    """The digest side of a `CodexReader`; see the module docstring."""
+    """The digest side of a `CodexReader`; see the module docstring.
 
-    __slots__ = ()
+    Finished items are folded in at the end of each `feed` (`flush`), in order; those a later
+    item of the same feed makes invisible are not decoded: all replies but the last, the
+    requests between the session's first and its last `Limits.asks`, and a command that
+    succeeded and read no file when `Limits.commands` more follow (it only counts: a stand-in
+    is pushed, and pushed out by them). A replay of a long rollout is mostly such items.
+    """
+
+    __slots__ = ("_batch",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._batch: list[tuple[int, bytes]] = []  # (the item kind's first byte, its line)
+
+    def reset(self) -> None:
+        super().reset()
+        self._batch.clear()
 
     def take_item(self, line: bytes) -> None:
-        """An `item_completed` event line: folded in when its item is of a kind that holds a
-        fact (`"item":{"type":"<kind>"` in its head)."""
+        """An `item_completed` event line: kept for `flush` when its item is of a kind that
+        holds a fact (`"item":{"type":"<kind>"` in its head)."""
         at = line.find(_ITEM_TYPE, 0, _HEAD)
-        if at < 0 or not line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
+        if at >= 0 and line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
+            self._batch.append((line[at + len(_ITEM_TYPE)], line))
+
+    def flush(self) -> None:
+        """Fold in the items taken since the last flush (see the class docstring)."""
+        batch = self._batch
+        if not batch:
             return
-        record = decode(line)
-        payload = record.get("payload") if record is not None else None
-        item = payload.get("item") if isinstance(payload, dict) else None
-        if isinstance(item, dict):
-            self.fold(_item(item))
+        self._batch = []
+        lim = self.limits
+        known: dict[int, list[DigestEvent]] = {}  # items decoded ahead
+        skipped: set[int] = set()
+        replies = [i for i, (kind, _) in enumerate(batch) if kind == _AGENT]
+        for n in range(len(replies) - 1, -1, -1):
+            i = replies[n]
+            known[i] = _events(batch[i][1])
+            if any(e.text.strip() for e in known[i]):
+                skipped.update(replies[:n])
+                break
+        asks = [i for i, (kind, _) in enumerate(batch) if kind == _USER]
+        if len(asks) > lim.asks + 1:
+            kept: set[int] = set()
+            for i in asks if self.digest.first_ask is None else ():
+                known[i] = _events(batch[i][1])
+                if _is_ask(known[i]):
+                    kept.add(i)
+                    break
+            found = 0
+            for i in reversed(asks):
+                if found == lim.asks:
+                    break
+                if i not in known:
+                    known[i] = _events(batch[i][1])
+                if _is_ask(known[i]):
+                    kept.add(i)
+                    found += 1
+            skipped.update(i for i in asks if i not in kept)
+        commands = [i for i, (kind, _) in enumerate(batch) if kind == _COMMAND]
+        counted = {
+            i
+            for i in commands[: max(0, len(commands) - lim.commands)]
+            if _succeeded_reading_nothing(batch[i][1])
+        }
+        for i, (_, line) in enumerate(batch):
+            if i in skipped:
+                continue
+            if i in counted:
+                self.fold(_STAND_IN)
+                continue
+            events = known.get(i)
+            if events is None:
+                events = _events(line)
+            if events:
+                self.fold(events)
 
     def take_compacted(self, record: dict[str, Any]) -> None:
         self.fold((DigestEvent("compaction"),))
@@ -81,6 +151,21 @@ class CodexFacts(Facts):
             return
         plan = args.get("plan") if isinstance(args, dict) else None
         self.fold((DigestEvent("todos", todos=todos_from(plan, ("step",))),))
+
+
+def _events(line: bytes) -> list[DigestEvent]:
+    record = decode(line)
+    payload = record.get("payload") if record is not None else None
+    item = payload.get("item") if isinstance(payload, dict) else None
+    return _item(item) if isinstance(item, dict) else []
+
+
+def _is_ask(events: list[DigestEvent]) -> bool:
+    return bool(events) and is_request(events[0].text)
+
+
+def _succeeded_reading_nothing(line: bytes) -> bool:
+    return (_EXIT_0[0] in line or _EXIT_0[1] in line) and not any(m in line for m in _NOT_PLAIN)
 
 
 def _texts(item: dict[str, Any]) -> str:

@@ -146,6 +146,7 @@ class CodexReader:
             key = (update.tokens, update.turn_id, update.model, update.reported_window)
             if self._reported.is_new(key, force=update.compaction):
                 updates.append(update)
+        facts.flush()
         return updates
 
     def reset(self) -> None:
