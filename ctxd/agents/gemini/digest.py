@@ -42,7 +42,6 @@ _ACK = "Got it. Thanks for the additional context!"
 _MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
 _USER = b'"type":"user"'
 _GEMINI = b'"type":"gemini"'
-_TOOL_CALLS = b'"toolCalls"'
 _EMPTY = b'"content":""'
 _TYPE = b'","type":"'
 _MODEL = b'"model":"'
