@@ -128,20 +128,33 @@ def _note(body: Json) -> str:
     return text[text.index(NOTE) :]
 
 
-@pytest.mark.parametrize("config", [INJECT, claude_e2e.WINDOW_BASIS], ids=["inject", "default"])
-def test_claude_auto_compaction_gets_the_digest_once(
-    make_rig: Callable[..., claude_e2e.Rig], config: str
-) -> None:
-    def steps(work: Path) -> list[Json]:
-        return [
-            *_work_steps(work),
-            # past the auto-compaction point of the 1M window: it compacts before the next
-            _bash("echo big", 975_000),
-            _bash("echo after", 20_000),
-            {"text": "Done.", "usage": claude_usage(21_000)},
-        ]
+def _compacting_steps(work: Path) -> list[Json]:
+    return [
+        *_work_steps(work),
+        # past the auto-compaction point of the 1M window: it compacts before the next
+        _bash("echo big", 975_000),
+        _bash("echo after", 20_000),
+        {"text": "Done.", "usage": claude_usage(21_000)},
+    ]
 
-    rig = make_rig(steps, config)
+
+def test_by_default_nothing_is_injected_after_claude_codes_compaction(
+    make_rig: Callable[..., claude_e2e.Rig],
+) -> None:
+    rig = make_rig(_compacting_steps, claude_e2e.WINDOW_BASIS)
+    res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
+
+    after = _requests_after_compaction(rig)
+    assert after, res.describe()
+    assert not any(NOTE in json.dumps(r["body"]) for r in after)
+    kinds = [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()]
+    assert kinds.count("compact") == 1, kinds
+
+
+def test_claude_auto_compaction_gets_the_digest_once(
+    make_rig: Callable[..., claude_e2e.Rig],
+) -> None:
+    rig = make_rig(_compacting_steps, INJECT)
     res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
 
     after = _requests_after_compaction(rig)
