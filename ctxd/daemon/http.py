@@ -54,6 +54,7 @@ from anyio.abc import TaskGroup
 from ctxd.daemon import metrics
 from ctxd.daemon.config import load_http_settings
 from ctxd.daemon.registry import Registry
+from ctxd.daemon.server import Connection
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
 from ctxd.protocol import Request
@@ -343,27 +344,17 @@ class _Budget:
         self.used = 0
 
 
-class _Conn:
-    """One accepted socket, the bytes received past the last request, and its peer's uid."""
+class _Conn(Connection):
+    """One accepted socket (the socket server's awaits), the bytes received past the last
+    request, and its peer's uid."""
 
-    __slots__ = ("buffer", "looked_up", "sock", "uid")
+    __slots__ = ("buffer", "looked_up", "uid")
 
     def __init__(self, sock: socket.socket, uid: int | None) -> None:
-        self.sock = sock
+        super().__init__(sock)
         self.uid = uid
         self.buffer = b""
         self.looked_up = 0.0  # seconds the owner lookup took at accept
-
-    async def receive(self) -> bytes:
-        while True:
-            try:
-                data = self.sock.recv(RECEIVE_SIZE)
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
 
     async def read_head(self) -> bytes | None:
         """The next request's head (without the blank line); None when the peer closed
@@ -376,7 +367,7 @@ class _Conn:
             if len(self.buffer) > MAX_HEAD:
                 raise _HttpError(431, f"request head over {MAX_HEAD} bytes")
             try:
-                data = await self.receive()
+                data = await self.receive(RECEIVE_SIZE)
             except anyio.EndOfStream:
                 if self.buffer:
                     raise
@@ -387,21 +378,11 @@ class _Conn:
         body = bytearray(self.buffer[:size])
         self.buffer = self.buffer[size:]
         while len(body) < size:
-            body += await self.receive()
+            body += await self.receive(RECEIVE_SIZE)
         if len(body) > size:  # a pipelined next request
             self.buffer = bytes(body[size:])
             del body[size:]
         return bytes(body)
-
-    async def send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                sent = self.sock.send(view)
-            except BlockingIOError:
-                await anyio.wait_writable(self.sock)
-                continue
-            view = view[sent:]
 
 
 def _response(
@@ -617,7 +598,7 @@ class HttpServer:
         if not conn.buffer:
             with anyio.move_on_after(IDLE_TIMEOUT) as self._idle[conn]:
                 try:
-                    conn.buffer = await conn.receive()
+                    conn.buffer = await conn.receive(RECEIVE_SIZE)
                 except anyio.EndOfStream:
                     return False
                 finally:
