@@ -30,3 +30,8 @@ class TranscriptReader(Protocol):
         """Whether the transcript already holds the model turn that made tool call
         `tool_use_id`. An agent that writes the turn before it runs the tool answers True."""
         ...
+
+    def saw_answer(self) -> bool:
+        """Whether the transcript already holds the answer that ended the model's turn (what a
+        Stop hook is judged on). An agent that writes it before its Stop hooks answers True."""
+        ...

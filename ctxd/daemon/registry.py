@@ -304,7 +304,7 @@ class Registry:
                 self._store(updated)
         if key in self.backlog:
             return self._answer_catching_up(event, key)
-        if self._awaits_tool_call(event, key):
+        if self._awaits_turn(event, key):
             return self._answer_once_written(event, key)
         return self._answer(event, key)
 
@@ -360,15 +360,21 @@ class Registry:
         )
         return agents.render(event, Reply(user_message=text))
 
-    def _awaits_tool_call(self, event: HookEvent, key: str) -> bool:
-        if event.kind != "tool_call" or event.agent_id or event.tool_use_id is None:
-            return False
+    def _awaits_turn(self, event: HookEvent, key: str) -> bool:
+        """Whether the model turn this hook is judged on is not on disk yet: the one that made
+        the tool call (PostToolUse), or the answer that ended the turn (Stop)."""
         tracked = self.files.get(key)
-        return tracked is not None and not tracked.reader.saw_tool_use(event.tool_use_id)
+        if tracked is None or event.agent_id:
+            return False
+        if event.kind == "tool_call" and event.tool_use_id is not None:
+            return not tracked.reader.saw_tool_use(event.tool_use_id)
+        if event.kind == "stop" and not event.stop_hook_active:
+            return not tracked.reader.saw_answer()
+        return False
 
     async def _answer_once_written(self, event: HookEvent, key: str) -> bytes:
         with anyio.move_on_after(TOOL_CALL_WAIT):
-            while self._awaits_tool_call(event, key):
+            while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 self.catch_up(key)
         if key in self.backlog:

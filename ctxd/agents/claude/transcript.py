@@ -145,6 +145,10 @@ class ClaudeReader:
         if self.facts is not None:
             self.facts.reset()
 
+    def saw_answer(self) -> bool:
+        """Claude Code was not seen answering Stop before its transcript held the answer."""
+        return True
+
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether a recent assistant message of this transcript made tool call `tool_use_id`.
 

@@ -163,6 +163,10 @@ class CodexReader:
         if self.facts is not None:
             self.facts.reset()
 
+    def saw_answer(self) -> bool:
+        """Codex writes the response before it runs its Stop hooks."""
+        return True
+
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Codex writes the response's usage before it runs the tool (see the module docstring)."""
         return True

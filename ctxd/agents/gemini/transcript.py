@@ -133,6 +133,10 @@ class GeminiReader:
         if self.facts is not None:
             self.facts.reset()
 
+    def saw_answer(self) -> bool:
+        """Gemini CLI records the answer before it runs AfterAgent hooks."""
+        return True
+
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Gemini CLI records the model turn before it runs the tool."""
         return True
@@ -377,6 +381,10 @@ class GeminiJsonReader:
     def reset(self) -> None:
         """Start the file over (it was rewritten). What was reported stays reported."""
         self._data = bytearray()
+
+    def saw_answer(self) -> bool:
+        """Gemini CLI records the answer before it runs AfterAgent hooks."""
+        return True
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Gemini CLI records the model turn before it runs the tool."""

@@ -67,6 +67,7 @@ class QwenReader:
         # The figure in force at each user turn's parent: where a rewind may lead back to.
         self._turn_parents: dict[str, UsageUpdate | None] = {}
         self._calls_open = False  # the last answer read made tool calls not answered yet
+        self._answered = False  # the last conversation record read is an answer with no calls
         self._reported = Changes()
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
@@ -86,12 +87,18 @@ class QwenReader:
         self._current = None
         self._turn_parents = {}
         self._calls_open = False
+        self._answered = False
         self._reported.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether the answer that made the tool calls now running is read (any id: Qwen Code's
         hook ids are not in the transcript; see the module docstring)."""
         return self._calls_open
+
+    def saw_answer(self) -> bool:
+        """Whether the turn's final answer is read: Qwen Code queues its transcript writes, and
+        a Stop hook can run before the answer is on disk (1 Stop in 5 in the captures' runs)."""
+        return self._answered
 
     def _on_line(self, line: bytes) -> UsageUpdate | None:
         head = _HEAD.match(line)
@@ -111,8 +118,10 @@ class QwenReader:
 
         if kind == "assistant":
             self._calls_open = _TOOL_CALL in line
+            self._answered = not self._calls_open
         elif kind in ("user", "tool_result"):
             self._calls_open = False
+            self._answered = False
         inherited = self._in_force_at(parent)
         if kind == "user" and parent is not None:
             self._turn_parents[parent] = inherited

@@ -203,6 +203,23 @@ def test_a_tool_call_is_seen_once_the_answer_that_made_it_is_read() -> None:
     assert not reader.saw_tool_use("toolu_1796080021000_x")
 
 
+def test_the_answer_that_ends_a_turn_is_seen_once_it_is_read() -> None:
+    # Qwen Code queues its transcript writes: a Stop hook can run before the final answer is on
+    # disk, and the daemon waits for it (`saw_answer`) rather than judge the previous figure.
+    records = _records("print")
+    reader = QwenReader()
+    seen = []
+    for record in records:
+        reader.feed(_line(record))
+        if record["type"] in ("user", "tool_result", "assistant"):
+            final = record["type"] == "assistant" and "functionCall" not in json.dumps(record)
+            seen.append((final, reader.saw_answer()))
+    assert seen and all(answered == final for final, answered in seen), seen
+    assert any(final for final, _ in seen)
+    reader.reset()
+    assert not reader.saw_answer()
+
+
 @pytest.mark.parametrize("name", SCENARIOS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cuts=st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=40))
