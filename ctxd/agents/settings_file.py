@@ -12,11 +12,23 @@ import json
 import os
 import stat
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ctxd.errors import SettingsFileError
 from ctxd.fileio import write_atomic
+
+__all__ = [
+    "comments",
+    "parse",
+    "read_text",
+    "render",
+    "settings_reader",
+    "strip_comments",
+    "write_settings",
+    "write_target",
+]
 
 NEW_FILE_MODE = 0o600
 NEW_DIR_MODE = 0o700
@@ -94,6 +106,22 @@ def parse(text: str | None, path: Path) -> dict[str, Any]:
             f"{path} holds a JSON {type(doc).__name__}, not an object; it was left untouched"
         )
     return doc
+
+
+def settings_reader(
+    config: Callable[[Mapping[str, Any]], dict[str, str]],
+) -> Callable[[bytes], dict[str, str]]:
+    """A reader of an agent's JSON settings file for the daemon (`AgentSpec.read_settings`):
+    bytes -> the keys `config` picks from the object. Comments are allowed (the agents accept
+    them); a file that is not one JSON object gives nothing, as the agent would ignore it."""
+
+    def read(data: bytes) -> dict[str, str]:
+        try:
+            return config(parse(data.decode("utf-8", "replace"), Path("settings.json")))
+        except SettingsFileError:
+            return {}
+
+    return read
 
 
 def _indent_of(text: str | None) -> int | str:

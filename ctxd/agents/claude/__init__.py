@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-import orjson
-
 from ctxd.agents.claude import files, install
 from ctxd.agents.claude.compaction import CONFIG_ENV, compaction_point, settings_config
 from ctxd.agents.claude.digest import ClaudeDigestReader
@@ -17,6 +15,7 @@ from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.models import windows as model_windows
+from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
 
 __all__ = ["SPEC"]
@@ -43,14 +42,6 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
 
 
 _MANAGED = Path("/etc/claude-code/managed-settings.json")
-
-
-def _read_settings(data: bytes) -> dict[str, str]:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return {}
-    return settings_config(doc) if isinstance(doc, dict) else {}
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -103,6 +94,6 @@ SPEC = AgentSpec(
     # CLAUDE_CONFIG_DIR too: it says where the user's settings.json is.
     config_env=(*CONFIG_ENV, "CLAUDE_CONFIG_DIR"),
     settings_files=_settings_files,
-    read_settings=_read_settings,
+    read_settings=settings_reader(settings_config),
     open_digest_reader=_open_digest_reader,
 )

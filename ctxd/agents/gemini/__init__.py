@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-import orjson
-
 from ctxd.agents.gemini import files, install
 from ctxd.agents.gemini.compaction import compaction_point, settings_config
 from ctxd.agents.gemini.digest import GeminiDigestReader, NullDigestReader
@@ -15,6 +13,7 @@ from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
 from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
 from ctxd.agents.models import windows as model_windows
+from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 
 __all__ = ["SPEC"]
@@ -38,14 +37,6 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
     # User settings, then the workspace's, which outrank them.
     user = install.settings_path(env)
     return (user, Path(cwd) / ".gemini" / "settings.json") if cwd else (user,)
-
-
-def _read_settings(data: bytes) -> dict[str, str]:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return {}
-    return settings_config(doc) if isinstance(doc, dict) else {}
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -78,5 +69,5 @@ SPEC = AgentSpec(
     ),
     windows=MappingProxyType(model_windows(MODELS)),
     settings_files=_settings_files,
-    read_settings=_read_settings,
+    read_settings=settings_reader(settings_config),
 )

@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-import orjson
-
 from ctxd.agents.qwen import files, install
 from ctxd.agents.qwen.compaction import WINDOWS, compaction_point, settings_config
 from ctxd.agents.qwen.hooks import DIALECT
 from ctxd.agents.qwen.transcript import QwenReader
+from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 
 __all__ = ["SPEC"]
@@ -27,14 +26,6 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
     # User settings, then the workspace's, which outrank them.
     user = install.settings_path(env)
     return (user, Path(cwd) / ".qwen" / "settings.json") if cwd else (user,)
-
-
-def _read_settings(data: bytes) -> dict[str, str]:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return {}
-    return settings_config(doc) if isinstance(doc, dict) else {}
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -60,5 +51,5 @@ SPEC = AgentSpec(
     ),
     windows=MappingProxyType(dict(WINDOWS)),
     settings_files=_settings_files,
-    read_settings=_read_settings,
+    read_settings=settings_reader(settings_config),
 )

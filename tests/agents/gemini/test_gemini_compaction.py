@@ -51,6 +51,13 @@ def test_compression_point(
     assert spec("gemini").compaction(W, None, rules, read) == expected
 
 
+def test_settings_with_comments_are_read_as_gemini_cli_reads_them() -> None:
+    # Gemini CLI accepts `//` and `/* */` comments in settings.json; so must the threshold read.
+    text = b'{\n  // compress early\n  "model": {"compressionThreshold": 0.3 /* of 1M */}\n}\n'
+    read = spec("gemini").read_settings(text)
+    assert spec("gemini").compaction(1_000_000, None, CompactionRules(), read) == 300_000
+
+
 def test_unreadable_settings_are_no_configuration() -> None:
     assert spec("gemini").read_settings(b"{not json") == {}
     assert spec("gemini").read_settings(b"[1, 2]") == {}
