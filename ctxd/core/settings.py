@@ -66,11 +66,10 @@ class SessionSettings:
 class ContinuitySettings:
     """The session digest's uses: the note injected once after each compaction (`inject`,
     at most `compact_tokens`), and the handoff draft written at the handoff point
-    (`handoff_file`, at most `handoff_tokens`). The injection is opt-in: with the real Claude
-    Code 2.1.332 on a 200k window, context added by the SessionStart that follows its
-    auto-compaction made it compact a second time (tests/e2e/test_continuity_e2e.py)."""
+    (`handoff_file`, at most `handoff_tokens`). Both are on by default; `inject = false` turns
+    the note off."""
 
-    inject: bool = False
+    inject: bool = True
     compact_tokens: int = 1000
     handoff_file: bool = True
     handoff_tokens: int = 2000

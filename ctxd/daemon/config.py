@@ -22,7 +22,7 @@ codex_fraction = 0.9
 idle_minutes = 360    # a session with no activity this long counts as ended
 ended_minutes = 15    # an ended session stays listed this long
 [continuity]          # the session digest (see `ctxd handoff`)
-inject = false        # true: a compact digest into the agent's context after each compaction
+inject = true         # a compact digest into the agent's context after each compaction
 compact_tokens = 1000 # its size limit
 handoff_file = true   # write a handoff draft at the handoff point
 handoff_tokens = 2000 # its size limit

@@ -140,7 +140,7 @@ def test_continuity_config() -> None:
     )
     assert s.continuity == ContinuitySettings(False, 500, False, 3000)
     assert parse_settings("").continuity == ContinuitySettings()
-    assert ContinuitySettings().inject is False  # opt-in: see ContinuitySettings
+    assert ContinuitySettings().inject is True  # the note after a compaction is on by default
     for bad in ('inject = "yes"', "compact_tokens = 10", "handoff_tokens = 999999", "x = 1"):
         with pytest.raises(ConfigError):
             parse_settings(f"[continuity]\n{bad}\n")

@@ -19,7 +19,8 @@ Which reply a /v1/messages request gets
 ---------------------------------------
 Requests are classified:
   * "main"      - the request carries a non-empty `tools` list (the agent loop).
-  * "compact"   - the last user message asks for a conversation summary (compaction).
+  * "compact"   - the last user message is Claude Code's compaction prompt ("Your task is to
+                  create a detailed summary of the conversation so far").
   * "aux"       - anything else (title generation, quota probe, ...). Answered with short text.
 For "main" requests the step index is the number of assistant messages already in the request's
 `messages` array (stateless, so retries get the same answer), or, with "step_mode": "counter" in the
@@ -112,16 +113,10 @@ def classify(body: Json) -> str:
     last_user = next((m for m in reversed(msgs) if m.get("role") == "user"), None)
     last_text = _text_of(last_user.get("content")) if last_user else ""
     low = last_text.lower()
-    if (
-        "summary" in low
-        and ("conversation" in low or "compact" in low)
-        and (
-            "create a detailed summary" in low
-            or "your task is to create" in low
-            or "summarize" in low
-            or "<summary>" in low
-        )
-    ):
+    # Claude Code's compaction prompt, and nothing looser: a post-compaction request whose last
+    # message carries both a hook's note mentioning the summary and the compaction and a skill
+    # list saying "summarize" was once answered as a second compaction here.
+    if "your task is to create a detailed summary of the conversation" in low:
         return "compact"
     if body.get("tools"):
         return "main"

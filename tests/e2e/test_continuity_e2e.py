@@ -3,7 +3,7 @@ a compaction, and the handoff draft is written and named at the handoff point.
 
 The mock model is scripted to read and edit named files, write one, keep a todo list, run a
 failing command and then report usage past the agent's compaction point, so that the agent
-compacts on its own; ctxd runs with `[continuity] inject = true`.
+compacts on its own; ctxd runs with its default `[continuity]` (the note on).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from e2e_support import (
 
 pytestmark = pytest.mark.e2e
 
-INJECT = '[thresholds]\nbasis = "window"\n[continuity]\ninject = true\n'
+WINDOW = '[thresholds]\nbasis = "window"\n'  # the note after a compaction is on by default
 NOTE = "[ctxd continuity]"
 TOOL_SECONDS = claude_e2e.TOOL_SECONDS
 FAILING = "ls /nonexistent-ctxd-e2e-dir"
@@ -138,47 +138,71 @@ def _compacting_steps(work: Path) -> list[Json]:
     ]
 
 
-def test_by_default_nothing_is_injected_after_claude_codes_compaction(
-    make_rig: Callable[..., claude_e2e.Rig],
-) -> None:
-    rig = make_rig(_compacting_steps, claude_e2e.WINDOW_BASIS)
-    res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
-
-    after = _requests_after_compaction(rig)
-    assert after, res.describe()
-    assert not any(NOTE in json.dumps(r["body"]) for r in after)
-    kinds = [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()]
-    assert kinds.count("compact") == 1, kinds
+def _compactions(rig: claude_e2e.Rig) -> int:
+    return [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()].count("compact")
 
 
-def test_claude_auto_compaction_gets_the_digest_once(
-    make_rig: Callable[..., claude_e2e.Rig],
-) -> None:
-    rig = make_rig(_compacting_steps, INJECT)
-    res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
-
-    after = _requests_after_compaction(rig)
-    assert after, res.describe()
-    first = json.dumps(after[0]["body"])
-    assert first.count(NOTE) == 1, [r["answer"] for r in after]
-    note = _note(after[0]["body"])
-    work = rig.rd.work
+def _check_note(note: str, work: Path) -> None:
     assert f"`{work / 'app.py'}` — edited 1×, read 1×" in note, note
     assert f"`{work / 'NOTES.md'}` — written 1×" in note, note
     assert f"`sleep {TOOL_SECONDS}; {FAILING}` — exit 2: ls: cannot access" in note, note
     assert "- [~] Write the release notes\n- [ ] Run the test suite" in note, note
     assert "## Last request\nTidy the greeting and keep notes\n" in note, note
     assert "Rename the greeting" not in note  # completed: not an open todo
+
+
+@pytest.mark.parametrize(
+    ("model", "big"),
+    [
+        ("claude-opus-5-5", 975_000),  # 1M window: compacts at 967,000
+        ("claude-sonnet-4-6", 170_000),  # 200k window: compacts at 167,000
+    ],
+)
+def test_claude_auto_compaction_gets_the_digest_once_by_default(
+    make_rig: Callable[..., claude_e2e.Rig], model: str, big: int
+) -> None:
+    """ctxd's default config: the first request after Claude Code's own compaction carries the
+    note (from SessionStart `compact`), once; Claude Code compacts once, not again for it."""
+
+    def steps(work: Path) -> list[Json]:
+        return [
+            *_work_steps(work),
+            _bash("echo big", big),  # past the compaction point: it compacts before the next
+            _bash("echo after", 20_000),
+            {"text": "Done.", "usage": claude_usage(21_000)},
+        ]
+
+    rig = make_rig(steps, "")
+    res = rig.claude(
+        "Tidy the greeting and keep notes", "--model", model, CLAUDE_CODE_ENABLE_TODO_TOOLS="1"
+    )
+
+    after = _requests_after_compaction(rig)
+    assert after, res.describe()
+    assert _compactions(rig) == 1
+    first = json.dumps(after[0]["body"])
+    assert first.count(NOTE) == 1, [r["answer"] for r in after]
+    _check_note(_note(after[0]["body"]), rig.rd.work)
     # once per compaction: not repeated with the requests after it
     assert [NOTE in last_turn_text_claude(r["body"]) for r in after[1:]] == [False] * (
         len(after) - 1
     )
     sid = claude_e2e.session_id(res)
-    assert rig.ctxd.session(sid)["compactions"] >= 1
+    assert rig.ctxd.session(sid)["compactions"] == 1
+
+
+def test_inject_false_keeps_the_note_out(make_rig: Callable[..., claude_e2e.Rig]) -> None:
+    rig = make_rig(_compacting_steps, '[continuity]\ninject = false\n')
+    res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
+
+    after = _requests_after_compaction(rig)
+    assert after, res.describe()
+    assert not any(NOTE in json.dumps(r["body"]) for r in after)
+    assert _compactions(rig) == 1
 
 
 def test_claude_handoff_block_names_the_draft(make_rig: Callable[..., claude_e2e.Rig]) -> None:
-    config = INJECT + '[handoff]\naction = "block"\n'
+    config = WINDOW + '[handoff]\naction = "block"\n'
 
     def steps(work: Path) -> list[Json]:
         # the answer that stops at 73 % used: the handoff point
@@ -276,7 +300,7 @@ def test_gemini_compression_gets_the_digest_at_the_next_tool_call(
             {"text": "Done.", "usage": gemini_usage(22_000)},
         ]
 
-    config = INJECT.replace('basis = "window"', 'basis = "compaction"')
+    config = WINDOW.replace('basis = "window"', 'basis = "compaction"')
     rig = make_gemini(steps, config + '[handoff]\naction = "block"\n')
     res = rig.gemini("Tidy the greeting and keep notes")
     assert rig.mock.requests_of_kind("compress"), "Gemini CLI did not compress"
@@ -362,7 +386,7 @@ def test_codex_compaction_gets_the_digest_once(make_codex: Callable[..., codex_e
             {"text": "Done.", "usage": codex_usage(21_000)},
         ]
 
-    rig = make_codex(steps, INJECT.replace('basis = "window"', 'basis = "compaction"'))
+    rig = make_codex(steps, WINDOW.replace('basis = "window"', 'basis = "compaction"'))
     res = rig.codex("Tidy the greeting and keep notes")
     assert rig.mock.requests_of_kind("compact"), "Codex CLI did not compact"
 
