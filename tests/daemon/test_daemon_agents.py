@@ -160,8 +160,9 @@ def test_gemini_compression_in_the_transcript_resets_the_debounce(shared: World)
     assert after_tool(shared, g, 360_000) is not None
     assert after_tool(shared, g, 361_000) is None
     g.compress()
-    # Warned again at once (the debounce starts afresh); the continuity note is opt-in.
+    # Warned again at once (the debounce starts afresh), with the note after a compaction once.
     text = context_of(after_tool(shared, g, 360_000), "AfterTool")
-    assert text.startswith("CONTEXT WARNING:") and "[ctxd continuity]" not in text, text
+    assert text.startswith("[ctxd continuity]") and "\nCONTEXT WARNING:" in text, text
+    assert after_tool(shared, g, 361_000) is None
     row = shared.row(g)
     assert row is not None and row["compactions"] == 1
