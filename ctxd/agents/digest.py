@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from ctxd.agents.reader import TranscriptReader
-from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestEvent, Limits, Todo, apply
+from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestBook, DigestEvent, Limits, Todo
 
 __all__ = [
     "DigestReader",
@@ -95,25 +95,25 @@ class Facts:
     """The digest side of an agent's reader: the digest so far and the calls awaiting their
     result. An agent's subclass says what a line or a record means; its usage reader calls it."""
 
-    __slots__ = ("_digest", "limits", "pending")
+    __slots__ = ("book", "limits", "pending")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        self._digest = Digest()
         self.limits = limits
+        #: The digest being kept; an agent's facts fold into it directly where it is hot.
+        self.book = DigestBook(limits)
         self.pending = PendingCalls()
 
     @property
     def digest(self) -> Digest:
-        return self._digest
+        return self.book.digest
 
     def fold(self, events: Iterable[DigestEvent]) -> None:
-        digest = self._digest
+        add = self.book.add
         for event in events:
-            digest = apply(digest, event, self.limits)
-        self._digest = digest
+            add(event)
 
     def reset(self) -> None:
-        self._digest = Digest()
+        self.book = DigestBook(self.limits)
         self.pending.clear()
 
 

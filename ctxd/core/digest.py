@@ -12,6 +12,7 @@ the same size however long the session runs.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -19,6 +20,7 @@ __all__ = [
     "COMPACT_HEADER",
     "Command",
     "Digest",
+    "DigestBook",
     "DigestEvent",
     "DigestKind",
     "FileUse",
@@ -146,38 +148,6 @@ class Digest(NamedTuple):
     tool_calls: int = 0
 
 
-# Field positions of a Digest, for `_set`.
-(
-    _FIRST_ASK,
-    _ASKS,
-    _FILES,
-    _FILES_DROPPED,
-    _COMMANDS,
-    _COMMANDS_RUN,
-    _FAILED,
-    _COMMANDS_FAILED,
-    _TODOS,
-    _ERRORS,
-    _LAST_REPLY,
-    _SUBAGENTS,
-    _SUBAGENTS_SPAWNED,
-    _COMPACTIONS,
-    _TOOL_CALLS,
-) = range(len(Digest._fields))
-_new = tuple.__new__
-
-
-def _set(d: Digest, *changes: Any) -> Digest:
-    """`d` with the fields at the given positions replaced: `_set(d, _ASKS, asks, ...)`.
-    A digest is updated for every tool call as a transcript is read; this is about three times
-    cheaper than `d._replace(asks=asks, ...)`."""
-    items = list(d)
-    for i in range(0, len(changes), 2):
-        items[changes[i]] = changes[i + 1]
-    digest: Digest = _new(Digest, items)
-    return digest
-
-
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -190,71 +160,6 @@ def _first_line(text: str, limit: int) -> str:
     return ""
 
 
-def _push(items: tuple[str, ...], item: str, keep: int) -> tuple[str, ...]:
-    return (*items[-(keep - 1) :], item) if keep > 1 else (item,)
-
-
-def _touch(d: Digest, path: str, kind: str, lim: Limits) -> Digest:
-    path = _clip(path, lim.path_chars)
-    files = d.files
-    rest = files
-    reads = edits = writes = 0
-    for i in range(len(files) - 1, -1, -1):
-        if files[i].path == path:
-            _, reads, edits, writes = files[i]
-            path = files[i].path  # one string for the path, however often it is touched
-            rest = files[:i] + files[i + 1 :]
-            break
-    if kind == "read":
-        reads += 1
-    elif kind == "edit":
-        edits += 1
-    else:
-        writes += 1
-    dropped = d.files_dropped
-    if len(rest) >= lim.files:
-        dropped += len(rest) - lim.files + 1
-        rest = rest[len(rest) - lim.files + 1 :]
-    use = FileUse(path, reads, edits, writes)
-    return _set(d, _FILES, (*rest, use), _FILES_DROPPED, dropped, _TOOL_CALLS, d.tool_calls + 1)
-
-
-def _result(d: Digest, e: DigestEvent, lim: Limits) -> Digest:
-    commands = d.commands
-    for i in range(len(commands) - 1, -1, -1):
-        c = commands[i]
-        if c.call_id is not None and c.call_id == e.call_id:
-            if c.failed is not None:
-                return d  # seen already (a re-appended record)
-            done = c._replace(
-                call_id=None,  # its result is in: the id is needed no more
-                failed=e.failed,
-                exit_code=e.exit_code,
-                error=_first_line(e.text, lim.error_chars) if e.failed else "",
-            )
-            commands = (*commands[:i], done, *commands[i + 1 :])
-            if e.failed:
-                failed = (*d.failed[-(lim.failed - 1) :], done) if lim.failed > 1 else (done,)
-                return _set(
-                    d, _COMMANDS, commands, _FAILED, failed, _COMMANDS_FAILED, d.commands_failed + 1
-                )
-            return _set(d, _COMMANDS, commands)
-    if e.failed and e.text:
-        return d._replace(errors=_push(d.errors, _clip(e.text, lim.error_chars), lim.errors))
-    return d
-
-
-def _todo(d: Digest, item: Todo, lim: Limits) -> Digest:
-    todos = d.todos or ()
-    for i, t in enumerate(todos):
-        if item.key is not None and t.key == item.key:
-            merged = Todo(item.text or t.text, item.status, t.key)
-            return d._replace(todos=(*todos[:i], merged, *todos[i + 1 :]))
-    if not item.text:
-        return d  # an update of an item never seen
-    return d._replace(todos=(*todos, item)[-lim.todos :])
-
-
 def is_request(text: str) -> bool:
     """Whether an "ask" event's text counts as a request (not empty, not one of ctxd's own
     texts that an agent recorded as a user message)."""
@@ -262,55 +167,225 @@ def is_request(text: str) -> bool:
     return bool(text) and not text.startswith(_OWN_TEXTS)
 
 
+class DigestBook:
+    """A session's digest being kept: facts are folded in place, in O(1) each (a transcript
+    replay folds one per tool call, and rebuilding an immutable `Digest` for each cost more
+    than reading the line did); `digest` is the value, built when asked for and kept until the
+    next fact. Every collection is bounded by `Limits`, as in the `Digest` it builds."""
+
+    __slots__ = (
+        "_asks",
+        "_commands",
+        "_commands_failed",
+        "_commands_run",
+        "_compactions",
+        "_errors",
+        "_failed",
+        "_files",
+        "_files_dropped",
+        "_first_ask",
+        "_last_reply",
+        "_snapshot",
+        "_subagents",
+        "_subagents_spawned",
+        "_todos",
+        "_tool_calls",
+        "limits",
+    )
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, start: Digest | None = None) -> None:
+        self.limits = limits
+        d = start or Digest()
+        self._first_ask = d.first_ask
+        self._asks = deque(d.asks, limits.asks)
+        #: path -> [reads, edits, writes], least recently touched first.
+        self._files: dict[str, list[int]] = {f.path: [f.reads, f.edits, f.writes] for f in d.files}
+        self._files_dropped = d.files_dropped
+        self._commands = deque(d.commands, limits.commands)
+        self._commands_run = d.commands_run
+        self._failed = deque(d.failed, limits.failed)
+        self._commands_failed = d.commands_failed
+        self._todos: list[Todo] | None = None if d.todos is None else list(d.todos)
+        self._errors = deque(d.errors, limits.errors)
+        self._last_reply = d.last_reply
+        self._subagents = deque(d.subagents, limits.subagents)
+        self._subagents_spawned = d.subagents_spawned
+        self._compactions = d.compactions
+        self._tool_calls = d.tool_calls
+        self._snapshot: Digest | None = start
+
+    @property
+    def digest(self) -> Digest:
+        snapshot = self._snapshot
+        if snapshot is None:
+            files = tuple(FileUse(path, *uses) for path, uses in self._files.items())
+            todos = None if self._todos is None else tuple(self._todos)
+            snapshot = self._snapshot = Digest(
+                self._first_ask,
+                tuple(self._asks),
+                files,
+                self._files_dropped,
+                tuple(self._commands),
+                self._commands_run,
+                tuple(self._failed),
+                self._commands_failed,
+                todos,
+                tuple(self._errors),
+                self._last_reply,
+                tuple(self._subagents),
+                self._subagents_spawned,
+                self._compactions,
+                self._tool_calls,
+            )
+        return snapshot
+
+    @property
+    def compactions(self) -> int:
+        return self._compactions
+
+    # ------------------------------------------------------------------ facts
+
+    def ask(self, text: str) -> None:
+        """A request the user typed (ctxd's own texts and empty ones are not)."""
+        if not is_request(text):
+            return
+        text = text.strip()
+        if self._first_ask is None:
+            self._first_ask = _clip(text, self.limits.first_ask_chars)
+        self._asks.append(_clip(text, self.limits.ask_chars))
+        self._snapshot = None
+
+    def reply(self, text: str) -> None:
+        if text.strip():
+            self._last_reply = _clip(text, self.limits.reply_chars)
+            self._snapshot = None
+
+    def touch(self, path: str, kind: str) -> None:
+        """A file read ("read"), edited ("edit") or written whole ("write")."""
+        if not path:
+            return
+        if len(path) > self.limits.path_chars or path[0].isspace() or path[-1].isspace():
+            path = _clip(path, self.limits.path_chars)
+        files = self._files
+        uses = files.pop(path, None)
+        if uses is None:
+            uses = [0, 0, 0]
+            if len(files) >= self.limits.files:
+                del files[next(iter(files))]
+                self._files_dropped += 1
+        uses[0 if kind == "read" else 1 if kind == "edit" else 2] += 1
+        files[path] = uses
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def command(self, text: str, call_id: str | None = None) -> None:
+        """A shell command run; its outcome comes with `result(call_id, ...)`."""
+        self._commands.append(Command(_clip(text, self.limits.command_chars), call_id))
+        self._commands_run += 1
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def result(
+        self,
+        call_id: str | None,
+        failed: bool = False,
+        exit_code: int | None = None,
+        text: str = "",
+    ) -> None:
+        """A tool call's outcome: a command's (by `call_id`), else an error another tool
+        returned (`failed`, `text`)."""
+        commands = self._commands
+        for i in range(len(commands) - 1, -1, -1):
+            c = commands[i]
+            if c.call_id is not None and c.call_id == call_id:
+                if c.failed is not None:
+                    return  # seen already (a re-appended record)
+                error = _first_line(text, self.limits.error_chars) if failed else ""
+                # its result is in: the id is needed no more
+                done = Command(c.text, None, failed, exit_code, error)
+                commands[i] = done
+                if failed:
+                    self._failed.append(done)
+                    self._commands_failed += 1
+                self._snapshot = None
+                return
+        if failed and text:
+            self._errors.append(_clip(text, self.limits.error_chars))
+            self._snapshot = None
+
+    def todos(self, items: tuple[Todo, ...]) -> None:
+        """The whole todo list, as the agent wrote it."""
+        limit = self.limits.todo_chars
+        self._todos = [
+            Todo(_clip(t.text, limit), t.status, t.key) for t in items[: self.limits.todos]
+        ]
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def todo(self, items: tuple[Todo, ...]) -> None:
+        """Todo items added or changed one by one (by their `key`)."""
+        for item in items:
+            self._one_todo(Todo(_clip(item.text, self.limits.todo_chars), item.status, item.key))
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def _one_todo(self, item: Todo) -> None:
+        todos = self._todos or []
+        for i, t in enumerate(todos):
+            if item.key is not None and t.key == item.key:
+                todos[i] = Todo(item.text or t.text, item.status, t.key)
+                self._todos = todos
+                return
+        if not item.text:
+            return  # an update of an item never seen
+        todos.append(item)
+        self._todos = todos[-self.limits.todos :]
+
+    def subagent(self, text: str) -> None:
+        self._subagents.append(_clip(text or "(no description)", self.limits.command_chars))
+        self._subagents_spawned += 1
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def tool(self) -> None:
+        """Any other tool call (only counted)."""
+        self._tool_calls += 1
+        self._snapshot = None
+
+    def compaction(self) -> None:
+        self._compactions += 1
+        self._snapshot = None
+
+    def add(self, e: DigestEvent) -> None:
+        """One fact, as an event."""
+        kind = e.kind
+        if kind in _FILE_KINDS:
+            self.touch(e.text, kind)
+        elif kind == "command":
+            self.command(e.text, e.call_id)
+        elif kind == "result":
+            self.result(e.call_id, e.failed, e.exit_code, e.text)
+        elif kind == "tool":
+            self.tool()
+        elif kind == "reply":
+            self.reply(e.text)
+        elif kind == "ask":
+            self.ask(e.text)
+        elif kind == "todos":
+            self.todos(e.todos)
+        elif kind == "todo":
+            self.todo(e.todos)
+        elif kind == "subagent":
+            self.subagent(e.text)
+        elif kind == "compaction":
+            self.compaction()
+
+
 def apply(d: Digest, e: DigestEvent, lim: Limits = DEFAULT_LIMITS) -> Digest:
     """`d` with one more fact folded in."""
-    kind = e.kind
-    if kind in _FILE_KINDS:
-        return _touch(d, e.text, kind, lim) if e.text else d
-    if kind == "command":
-        cmd = Command(_clip(e.text, lim.command_chars), e.call_id)
-        return _set(
-            d,
-            _COMMANDS,
-            (*d.commands[-(lim.commands - 1) :], cmd),
-            _COMMANDS_RUN,
-            d.commands_run + 1,
-            _TOOL_CALLS,
-            d.tool_calls + 1,
-        )
-    if kind == "result":
-        return _result(d, e, lim)
-    if kind == "tool":
-        return _set(d, _TOOL_CALLS, d.tool_calls + 1)
-    if kind == "reply":
-        return _set(d, _LAST_REPLY, _clip(e.text, lim.reply_chars)) if e.text.strip() else d
-    if kind == "ask":
-        if not is_request(e.text):
-            return d
-        text = e.text.strip()
-        first = d.first_ask if d.first_ask is not None else _clip(text, lim.first_ask_chars)
-        asks = _push(d.asks, _clip(text, lim.ask_chars), lim.asks)
-        return _set(d, _FIRST_ASK, first, _ASKS, asks)
-    if kind == "todos":
-        todos = tuple(
-            Todo(_clip(t.text, lim.todo_chars), t.status, t.key) for t in e.todos[: lim.todos]
-        )
-        return d._replace(todos=todos, tool_calls=d.tool_calls + 1)
-    if kind == "todo":
-        new = d
-        for t in e.todos:
-            new = _todo(new, Todo(_clip(t.text, lim.todo_chars), t.status, t.key), lim)
-        return new._replace(tool_calls=d.tool_calls + 1)
-    if kind == "subagent":
-        text = _clip(e.text or "(no description)", lim.command_chars)
-        return d._replace(
-            subagents=_push(d.subagents, text, lim.subagents),
-            subagents_spawned=d.subagents_spawned + 1,
-            tool_calls=d.tool_calls + 1,
-        )
-    if kind == "compaction":
-        return d._replace(compactions=d.compactions + 1)
-    return d
+    book = DigestBook(lim, d)
+    book.add(e)
+    return book.digest
 
 
 def as_json(value: Any) -> Any:
