@@ -30,7 +30,7 @@ import orjson
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.lines import decode
-from ctxd.core.digest import DigestEvent, is_request
+from ctxd.core.digest import DigestBook, is_request
 
 __all__ = ["CodexDigestReader", "CodexFacts"]
 
@@ -40,10 +40,11 @@ _ITEMS = (b'UserMessage"', b'AgentMessage"', b'CommandExecution"', b'FileChange"
 _USER, _AGENT, _COMMAND = ord("U"), ord("A"), ord("C")
 # A command that succeeded and read no file, known from its bytes (quotes inside strings are
 # escaped, so these are keys and values of the item itself).
-_EXIT_0 = (b'"exit_code":0,', b'"exit_code":0}')
-_NOT_PLAIN = (b'"type":"read"', b'"status":"failed"', b'"status":"declined"')
-#: What a command that is counted and pushed out later folds in.
-_STAND_IN = (DigestEvent("command"),)
+_EXIT_CODE = b'"exit_code":'
+_ZERO = (b"0,", b"0}")
+_READ = b'"type":"read"'
+_STATUS = b'"status":"'
+_FAILED = (b'failed"', b'declined"')
 _HEAD = 400
 
 
@@ -59,113 +60,199 @@ class CodexDigestReader(UsageDigestReader):
 class CodexFacts(Facts):
     """The digest side of a `CodexReader`; see the module docstring.
 
-    Finished items are folded in at the end of each `feed` (`flush`), in order; those a later
-    item of the same feed makes invisible are not decoded: all replies but the last, the
-    requests between the session's first and its last `Limits.asks`, and a command that
-    succeeded and read no file when `Limits.commands` more follow (it only counts: a stand-in
-    is pushed, and pushed out by them). A replay of a long rollout is mostly such items.
+    The reader appends the lines that may hold a fact to `items` and `plans`; `flush` (at the
+    end of each `feed`) folds them in, in order, straight into the book. Those a later line of
+    the same feed makes invisible are not decoded, or only as far as what they still change:
+    all replies but the last, the requests between the session's first and its last
+    `Limits.asks`, all todo lists but the last (only counted), and a command that succeeded
+    when `Limits.commands` more follow (only counted, and the files it read touched). A replay
+    of a long rollout is mostly such lines.
     """
 
-    __slots__ = ("_batch",)
+    __slots__ = ("_asked", "items", "plans")
 
     def __init__(self) -> None:
         super().__init__()
-        self._batch: list[tuple[int, bytes]] = []  # (the item kind's first byte, its line)
+        #: `item_completed` event lines not folded in yet (appended by the reader).
+        self.items: list[bytes] = []
+        #: `function_call` lines naming `update_plan` in their head, not folded in yet.
+        self.plans: list[bytes] = []
+        self._asked = False  # the book holds the session's first request
 
     def reset(self) -> None:
         super().reset()
-        self._batch.clear()
-
-    def take_item(self, line: bytes) -> None:
-        """An `item_completed` event line: kept for `flush` when its item is of a kind that
-        holds a fact (`"item":{"type":"<kind>"` in its head)."""
-        at = line.find(_ITEM_TYPE, 0, _HEAD)
-        if at >= 0 and line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
-            self._batch.append((line[at + len(_ITEM_TYPE)], line))
+        self.items = []
+        self.plans = []
+        self._asked = False
 
     def flush(self) -> None:
-        """Fold in the items taken since the last flush (see the class docstring)."""
-        batch = self._batch
-        if not batch:
-            return
-        self._batch = []
-        lim = self.limits
-        known: dict[int, list[DigestEvent]] = {}  # items decoded ahead
-        skipped: set[int] = set()
-        replies = [i for i, (kind, _) in enumerate(batch) if kind == _AGENT]
-        for n in range(len(replies) - 1, -1, -1):
-            i = replies[n]
-            known[i] = _events(batch[i][1])
-            if any(e.text.strip() for e in known[i]):
-                skipped.update(replies[:n])
-                break
-        asks = [i for i, (kind, _) in enumerate(batch) if kind == _USER]
-        if len(asks) > lim.asks + 1:
-            kept: set[int] = set()
-            for i in asks if self.digest.first_ask is None else ():
-                known[i] = _events(batch[i][1])
-                if _is_ask(known[i]):
-                    kept.add(i)
-                    break
-            found = 0
-            for i in reversed(asks):
-                if found == lim.asks:
-                    break
-                if i not in known:
-                    known[i] = _events(batch[i][1])
-                if _is_ask(known[i]):
-                    kept.add(i)
-                    found += 1
-            skipped.update(i for i in asks if i not in kept)
-        commands = [i for i, (kind, _) in enumerate(batch) if kind == _COMMAND]
-        counted = {
-            i
-            for i in commands[: max(0, len(commands) - lim.commands)]
-            if _succeeded_reading_nothing(batch[i][1])
-        }
-        for i, (_, line) in enumerate(batch):
-            if i in skipped:
-                continue
-            if i in counted:
-                self.fold(_STAND_IN)
-                continue
-            events = known.get(i)
-            if events is None:
-                events = _events(line)
-            if events:
-                self.fold(events)
+        """Fold in the lines taken since the last flush (see the class docstring)."""
+        if self.plans:
+            plans, self.plans = self.plans, []
+            self._fold_plans(plans)
+        if self.items:
+            items, self.items = self.items, []
+            self._fold_items(items)
 
     def take_compacted(self, record: dict[str, Any]) -> None:
-        self.fold((DigestEvent("compaction"),))
+        self.book.compaction()
 
-    def take_plan(self, line: bytes) -> None:
-        """A `function_call` line that names `update_plan` in its head."""
-        payload = (decode(line) or {}).get("payload")
-        if not isinstance(payload, dict) or payload.get("type") != "function_call":
-            return
-        if payload.get("name") != "update_plan":
-            return
-        try:
-            args = orjson.loads(payload.get("arguments") or "{}")
-        except orjson.JSONDecodeError:
-            return
-        plan = args.get("plan") if isinstance(args, dict) else None
-        self.fold((DigestEvent("todos", todos=todos_from(plan, ("step",))),))
+    def _fold_plans(self, lines: list[bytes]) -> None:
+        # Each list replaces the one before: only the last is read, the others counted.
+        book = self.book
+        last: list[Any] | None = None
+        for line in reversed(lines):
+            plan = _plan(line)
+            if plan is None:
+                continue
+            if last is None:
+                last = plan
+            else:
+                book.tool()
+        if last is not None:
+            book.todos(todos_from(last, ("step",)))
+
+    def _fold_items(self, lines: list[bytes]) -> None:
+        batch: list[tuple[int, int, bytes]] = []  # (kind's first byte, the item's offset, line)
+        for line in lines:
+            at = line.find(_ITEM_TYPE, 0, _HEAD)
+            if at >= 0 and line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
+                batch.append((line[at + len(_ITEM_TYPE)], at, line))
+        known: dict[int, dict[str, Any] | None] = {}  # items decoded ahead
+        skipped = self._hidden_replies(batch, known) | self._hidden_asks(batch, known)
+        plain, counted = self._hidden_commands(batch, known)
+        book = self.book
+        for i, (_, _, line) in enumerate(batch):
+            if i in skipped:
+                continue
+            if i in plain:
+                book.command("")  # pushed out of the book by the commands that follow
+                continue
+            item = known[i] if i in known else _item_of(line)
+            if item is not None:
+                self._fold_item(item, i in counted)
+
+    def _hidden_commands(
+        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
+    ) -> tuple[set[int], set[int]]:
+        """The commands `Limits.commands` later ones push out of the book: those known from
+        their bytes to have succeeded reading no file (not decoded), and the others (decoded
+        ahead: only a command that decodes is sure to push one out)."""
+        plain: set[int] = set()
+        counted: set[int] = set()
+        later = 0  # commands after this one sure to be folded in
+        for i in range(len(batch) - 1, -1, -1):
+            kind, at, line = batch[i]
+            if kind != _COMMAND:
+                continue
+            hidden = later >= self.limits.commands
+            if hidden and _succeeded_reading_nothing(line, at):
+                plain.add(i)
+                later += 1
+                continue
+            item = known[i] = _item_of(line)
+            if item is not None and item.get("type") == "CommandExecution":
+                later += 1
+                if hidden:
+                    counted.add(i)
+        return plain, counted
+
+    def _hidden_replies(
+        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
+    ) -> set[int]:
+        """The replies before the batch's last one with a text."""
+        replies = [i for i, (kind, _, _) in enumerate(batch) if kind == _AGENT]
+        for n in range(len(replies) - 1, -1, -1):
+            i = replies[n]
+            item = known[i] = _item_of(batch[i][2])
+            if item is not None and item.get("type") == "AgentMessage" and _texts(item).strip():
+                return set(replies[:n])
+        return set()
+
+    def _hidden_asks(
+        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
+    ) -> set[int]:
+        """The asks that are neither the session's first request nor one of its last
+        `Limits.asks`."""
+        asks = [i for i, (kind, _, _) in enumerate(batch) if kind == _USER]
+        lim = self.limits.asks
+        if len(asks) <= lim + 1:
+            return set()
+        kept: set[int] = set()
+        for i in () if self._asked else asks:
+            known[i] = _item_of(batch[i][2])
+            if _is_ask(known[i]):
+                kept.add(i)
+                break
+        found = 0
+        for i in reversed(asks):
+            if found == lim:
+                break
+            if i not in known:
+                known[i] = _item_of(batch[i][2])
+            if _is_ask(known[i]):
+                kept.add(i)
+                found += 1
+        return {i for i in asks if i not in kept}
+
+    def _fold_item(self, item: dict[str, Any], counted: bool) -> None:
+        """One finished item; `counted`: a command that only counts when it succeeded."""
+        kind = item.get("type")
+        if kind == "UserMessage":
+            text = _texts(item)
+            if is_request(text):
+                self._asked = True
+            self.book.ask(text)
+        elif kind == "AgentMessage":
+            self.book.reply(_texts(item))
+        elif kind == "CommandExecution":
+            _command(self.book, item, counted)
+        elif kind == "FileChange":
+            _file_change(self.book, item)
 
 
-def _events(line: bytes) -> list[DigestEvent]:
+def _item_of(line: bytes) -> dict[str, Any] | None:
     record = decode(line)
     payload = record.get("payload") if record is not None else None
     item = payload.get("item") if isinstance(payload, dict) else None
-    return _item(item) if isinstance(item, dict) else []
+    return item if isinstance(item, dict) else None
 
 
-def _is_ask(events: list[DigestEvent]) -> bool:
-    return bool(events) and is_request(events[0].text)
+def _plan(line: bytes) -> list[Any] | None:
+    """The `plan` argument of an `update_plan` call ([] when it has none); None: the line is
+    no such call, or its arguments are no JSON."""
+    payload = (decode(line) or {}).get("payload")
+    if not isinstance(payload, dict) or payload.get("type") != "function_call":
+        return None
+    if payload.get("name") != "update_plan":
+        return None
+    try:
+        args = orjson.loads(payload.get("arguments") or "{}")
+    except orjson.JSONDecodeError:
+        return None
+    plan = args.get("plan") if isinstance(args, dict) else None
+    return plan if isinstance(plan, list) else []
 
 
-def _succeeded_reading_nothing(line: bytes) -> bool:
-    return (_EXIT_0[0] in line or _EXIT_0[1] in line) and not any(m in line for m in _NOT_PLAIN)
+def _is_ask(item: dict[str, Any] | None) -> bool:
+    return item is not None and item.get("type") == "UserMessage" and is_request(_texts(item))
+
+
+def _succeeded_reading_nothing(line: bytes, at: int) -> bool:
+    """Whether the command item from `at` on surely exited 0, is neither failed nor declined
+    and read no file (else it is decoded to tell)."""
+    code = line.rfind(_EXIT_CODE, at)
+    if code < 0 or not line.startswith(_ZERO, code + len(_EXIT_CODE)):
+        return False
+    if line.find(_READ, at) >= 0:
+        return False
+    status = line.find(_STATUS, at)
+    while status >= 0:
+        status += len(_STATUS)
+        if line.startswith(_FAILED, status):
+            return False
+        status = line.find(_STATUS, status)
+    return True
 
 
 def _texts(item: dict[str, Any]) -> str:
@@ -176,56 +263,50 @@ def _texts(item: dict[str, Any]) -> str:
     )
 
 
-def _item(item: dict[str, Any]) -> list[DigestEvent]:
-    kind = item.get("type")
-    if kind == "UserMessage":
-        text = _texts(item)
-        return [DigestEvent("ask", text)] if text.strip() else []
-    if kind == "AgentMessage":
-        return [DigestEvent("reply", _texts(item))]
-    if kind == "CommandExecution":
-        return _command(item)
-    if kind == "FileChange":
-        changes = item.get("changes")
-        out: list[DigestEvent] = []
-        for path, change in changes.items() if isinstance(changes, dict) else ():
-            how = change.get("type") if isinstance(change, dict) else None
-            if how == "add":
-                out.append(DigestEvent("write", str(path)))
-            elif how in ("update", "delete"):
-                out.append(DigestEvent("edit", str(path)))
-        if item.get("status") not in (None, "completed"):
-            reason = _first_line(str(item.get("stderr") or item.get("stdout") or ""))
-            out.append(DigestEvent("result", f"apply_patch: {reason}", None, failed=True))
-        return out
-    return []
+def _file_change(book: DigestBook, item: dict[str, Any]) -> None:
+    changes = item.get("changes")
+    for path, change in changes.items() if isinstance(changes, dict) else ():
+        how = change.get("type") if isinstance(change, dict) else None
+        if how == "add":
+            book.touch(str(path), "write")
+        elif how in ("update", "delete"):
+            book.touch(str(path), "edit")
+    if item.get("status") not in (None, "completed"):
+        reason = _first_line(str(item.get("stderr") or item.get("stdout") or ""))
+        book.result(None, True, None, f"apply_patch: {reason}")
 
 
-def _command(item: dict[str, Any]) -> list[DigestEvent]:
-    call_id = item.get("id") if isinstance(item.get("id"), str) else None
+def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
+    """A command: the files it read, then the command and its outcome; only counted (the
+    book's entry for it is pushed out by the commands that follow) when `counted` and it
+    succeeded."""
     parsed = item.get("parsed_cmd")
     steps = [p for p in parsed if isinstance(p, dict)] if isinstance(parsed, list) else []
-    written = " && ".join(str(p["cmd"]) for p in steps if isinstance(p.get("cmd"), str))
-    argv = item.get("command")
-    if not written and isinstance(argv, list) and argv:
-        written = str(argv[-1])
-    cwd = item.get("cwd")
-    base = cwd.removeprefix("file://") if isinstance(cwd, str) else ""
-    out = [
-        DigestEvent("read", posixpath.join(base, str(p.get("path") or p.get("name"))))
-        for p in steps
-        if p.get("type") == "read" and (p.get("path") or p.get("name"))
-    ]
+    if steps:
+        cwd = item.get("cwd")
+        base = cwd.removeprefix("file://") if isinstance(cwd, str) else ""
+        for p in steps:
+            if p.get("type") == "read":
+                path = p.get("path") or p.get("name")
+                if path:
+                    book.touch(posixpath.join(base, str(path)), "read")
     code = item.get("exit_code")
     exit_code = code if type(code) is int else None
     failed = (exit_code is not None and exit_code != 0) or item.get("status") in (
         "failed",
         "declined",
     )
+    if counted and not failed:
+        book.command("")
+        return
+    call_id = item.get("id") if isinstance(item.get("id"), str) else None
+    written = " && ".join(str(p["cmd"]) for p in steps if isinstance(p.get("cmd"), str))
+    argv = item.get("command")
+    if not written and isinstance(argv, list) and argv:
+        written = str(argv[-1])
     reason = _last_line(str(item.get("aggregated_output") or "")) if failed else ""
-    out.append(DigestEvent("command", written, call_id))
-    out.append(DigestEvent("result", reason, call_id, failed=failed, exit_code=exit_code))
-    return out
+    book.command(written, call_id)
+    book.result(call_id, failed, exit_code, reason)
 
 
 def _first_line(text: str) -> str:

@@ -116,6 +116,7 @@ class CodexReader:
     def _feed_both(self, data: bytes, facts: CodexFacts) -> list[UsageUpdate]:
         # The loop above, with the digest's lines handed over (see the module docstring).
         updates: list[UsageUpdate] = []
+        take_item, take_plan = facts.items.append, facts.plans.append
         for line in self._lines.feed(data):
             begin = line.find(_TYPE)
             if begin < 0:
@@ -127,13 +128,13 @@ class CodexReader:
             if not _wanted_kind(kind, line):
                 if kind == b"event_msg":
                     if line.startswith(_ITEM_DONE, begin):
-                        facts.take_item(line)
+                        take_item(line)
                 elif (
                     kind == b"response_item"
                     and line.startswith(_FUNCTION_CALL, begin)
                     and line.find(_PLAN, begin, _HEAD) >= 0
                 ):
-                    facts.take_plan(line)
+                    take_plan(line)
                 continue
             record = decode(line)
             if record is None or not isinstance(record.get("payload"), dict):
