@@ -243,6 +243,10 @@ class DigestBook:
     def compactions(self) -> int:
         return self._compactions
 
+    @property
+    def first_ask(self) -> str | None:
+        return self._first_ask
+
     # ------------------------------------------------------------------ facts
 
     def ask(self, text: str) -> None:

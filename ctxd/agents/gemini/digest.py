@@ -17,10 +17,16 @@ What a recording (0.61.0) says, line by line (see `transcript.py` for the file's
 
 Tool call ids already folded in are remembered (bounded), since a message is written several
 times. The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which hands
-over each message line and the records it decodes. A message line is judged from its head: it
-starts with its id, timestamp and type; a gemini message with empty `content` is decoded only
-when it carries `toolCalls`, known from its tail (Gemini CLI writes `model` last when there are
-none). The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
+over each message line and the records it decodes:
+- a gemini message line comes with where its head ends (`take_model_line`): its tool calls are
+  walked from their heads without decoding their results (see `_walk`), their facts folded
+  straight into the book; a line not in Gemini CLI's shape to its end, or holding a call that
+  did not succeed, is decoded instead;
+- a user line is judged from its head: one whose content starts with a `functionResponse` is a
+  tool result, any other is kept as a request;
+- requests and replies wait for the end of the feed (`flush`): only the newest reply and the
+  newest `Limits.asks` requests (and the session's first) can show, so only those are decoded.
+The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import orjson
 from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.gemini.transcript import GeminiReader
 from ctxd.agents.lines import decode
-from ctxd.core.digest import Digest, DigestEvent
+from ctxd.core.digest import Digest, DigestEvent, is_request
 
 __all__ = ["GeminiDigestReader", "GeminiFacts", "NullDigestReader"]
 
@@ -42,12 +48,12 @@ _ACK = "Got it. Thanks for the additional context!"
 _MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
 _USER = b'"type":"user"'
 _GEMINI = b'"type":"gemini"'
-_EMPTY = b'"content":""'
 _TYPE = b'","type":"'
-_MODEL = b'"model":"'
-_TAIL = 160
+_USER_CONTENT = b'user","content":['
+_FUNCTION_RESPONSE = b'{"functionResponse"'
+_EMPTY = b'"content":""'
 _TEXT = b'"content":"'
-_THOUGHTS_AT = b'","thoughts":'
+_TEXT_ENDS = (b'","thoughts":', b'","tokens":')
 _TOOL_CALLS_AT = b',"toolCalls":[{"id":"'
 _CALL_AT = b'{"id":"'
 _NAME_AT = b'","name":"'
@@ -58,6 +64,8 @@ _OUTPUT = b'"output":'
 _STATUS_AT = b'}],"status":"'
 _SUCCESS = b'success"'
 _NEXT_CALL_AT = b'},{"id":"'
+_LAST_CALL_END = b"}]}"
+_FILE_PATH_KEY = b'"file_path":"'
 _EXIT_CODE = b"Exit Code: "
 _SHELL = "run_shell_command"
 _WINDOW = 400
@@ -68,6 +76,14 @@ _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
 _READ = frozenset({"read_file"})
 _EDIT = frozenset({"replace", "edit"})
 _WRITE = frozenset({"write_file"})
+#: Tools whose digest events need their `args` decoded (`_tool_call`).
+_DECODED_TOOLS = frozenset({"read_many_files", "write_todos", "invoke_agent"})
+#: A file tool's name -> how it touches its file.
+_FILE_TOOLS = {
+    **dict.fromkeys(_READ, "read"),
+    **dict.fromkeys(_EDIT, "edit"),
+    **dict.fromkeys(_WRITE, "write"),
+}
 
 
 class GeminiDigestReader(UsageDigestReader):
@@ -82,18 +98,24 @@ class GeminiDigestReader(UsageDigestReader):
 class GeminiFacts(Facts):
     """The digest side of a `GeminiReader`; see the module docstring."""
 
-    __slots__ = ("_seen", "messages")
+    __slots__ = ("_asks", "_replies", "_seen", "messages")
 
     def __init__(self) -> None:
         super().__init__()
         self._seen: dict[str, None] = {}  # tool call ids and summary ids already folded in
         #: Message lines seen in this file (the reader counts them).
         self.messages = 0
+        # Requests and replies of the current feed, folded by `flush` (only the newest count):
+        # a user line or a (line, where its text starts) not decoded yet, or the text.
+        self._asks: list[bytes | str] = []
+        self._replies: list[tuple[bytes, int] | str] = []
 
     def reset(self) -> None:
         super().reset()
         self._seen.clear()
         self.messages = 0
+        self._asks.clear()
+        self._replies.clear()
 
     def _first_time(self, key: str) -> bool:
         if key in self._seen:
@@ -103,69 +125,65 @@ class GeminiFacts(Facts):
             del self._seen[next(iter(self._seen))]
         return True
 
-    def take_message_line(self, line: bytes) -> None:
-        """A message line (`{"id":"…","timestamp":"…","type":…`), not decoded yet."""
+    # ------------------------------------------------------------------ lines
+
+    def take_user_line(self, line: bytes) -> None:
+        """A message line without tokens (`{"id":"…","timestamp":"…","type":…`): a user's
+        request is kept for `flush`; tool results (the gemini message has them) and info lines
+        say nothing."""
         kind = line.find(_TYPE, 0, 160)
         if kind < 0:
-            if _GEMINI not in line[:_WINDOW] and _USER not in line[:_WINDOW]:
-                return
+            if _USER in line[:_WINDOW] or _GEMINI in line[:_WINDOW]:
+                record = decode(line)
+                if record is not None:
+                    self.take_message(record)
+            return
+        kind += len(_TYPE)
+        if line.startswith(_USER_CONTENT, kind):
+            if not line.startswith(_FUNCTION_RESPONSE, kind + len(_USER_CONTENT)):
+                self._asks.append(line)
+        elif line.startswith(b'user"', kind) or line.startswith(b'gemini"', kind):
+            record = decode(line)
+            if record is not None:
+                self.take_message(record)
+
+    def take_model_line(self, line: bytes, content_at: int, rest_at: int) -> bool:
+        """A gemini message line whose head the usage reader read: `content_at` is where
+        `"content":` is, `rest_at` where the line goes on after the model's name. Its facts are
+        taken without decoding it when it is in Gemini CLI's shape to its end (then True; the
+        reader relies on that: nothing else follows the tool calls); else nothing is taken and
+        the line is to be decoded (False)."""
+        reply = not line.startswith(_EMPTY, content_at)
+        if reply and not line.startswith(_TEXT, content_at):
+            return False
+        if rest_at == len(line) - 1:  # `}`: no tool calls (written before they ran, or none)
+            calls: list[tuple[str, str, bytes, bool]] = []
+        elif line.startswith(_TOOL_CALLS_AT, rest_at):
+            walked = self._walk(line, rest_at + len(_TOOL_CALLS_AT) - len(_CALL_AT))
+            if walked is None:
+                return False
+            calls = walked
         else:
-            kind += len(_TYPE)
-            if line.startswith(b'gemini"', kind):
-                kind += 8
-                if line.startswith(_EMPTY, kind):
-                    # empty content and `model` last: written before its tool calls ran
-                    if line.find(_MODEL, max(0, len(line) - _TAIL)) >= 0:
-                        return
-                    events = self._calls(line)
-                    if events is not None:
-                        self.fold(events)
-                        return
-                elif line.startswith(_TEXT, kind):
-                    events = self._reply_and_calls(line, kind + len(_TEXT) - 1)
-                    if events is not None:
-                        self.fold(events)
-                        return
-            elif not line.startswith(b'user"', kind):
-                return
-        record = decode(line)
-        if record is not None:
-            self.fold(self._message(record))
+            return False
+        if reply:
+            self._replies.append((line, content_at + len(_TEXT) - 1))
+        for call_id, name, args, command in calls:
+            if self._first_time(call_id):
+                self._call(call_id, name, args, command)
+        return True
 
-    def _reply_and_calls(self, line: bytes, text_at: int) -> list[DigestEvent] | None:
-        """A gemini message line with text content and tool calls, read as `_calls` does, its
-        text taken from between `"content":` and `,"thoughts":` (quotes inside the text are
-        escaped: the first `","thoughts":` ends it); None: decode the line instead."""
-        if line.find(_TOOL_CALLS_AT, text_at) < 0:
-            return None  # no tool calls: a short line, decoded
-        end = line.find(_THOUGHTS_AT, text_at)
-        if end < 0:
-            return None
-        try:
-            text = orjson.loads(line[text_at : end + 1])
-        except orjson.JSONDecodeError:
-            return None
-        events = self._calls(line)
-        if events is None or not isinstance(text, str):
-            return None
-        return [*events, DigestEvent("reply", text)] if text.strip() else events
-
-    def _calls(self, line: bytes) -> list[DigestEvent] | None:
-        """The tool calls of a gemini message line with empty content, read without decoding
-        their results (most of the line: a file read whole); None when the line must be
-        decoded instead (a call that did not succeed, a command's exit code, another shape).
+    def _walk(self, line: bytes, pos: int) -> list[tuple[str, str, bytes, bool]] | None:
+        """The tool calls of a gemini message line from `pos` (`{"id":"…` of the first) to the
+        line's end, read without decoding their results (most of the line: a file read
+        whole): (id, name, args, whether it is a shell command) each; None when the line is not
+        in that shape or holds what needs it decoded (a call that did not succeed).
 
         Gemini CLI writes each call as `{"id":"…","name":"…","args":{…},"result":[{
         "functionResponse":{"id":…,"name":…,"response":{"output"|"error":…}}}],"status":"…",…}`:
-        the walk reads each call's head, decodes its `args`, skips its result to its status
-        (one pass over the line's bytes, in C) and goes on to the next call. Only a command's
-        output says `Exit Code: N`; it is looked for in that output alone.
+        the walk reads each call's head, skips its result to its status (one search over the
+        line's bytes, in C) and goes on to the next call, until the array and the line end.
         """
-        at = line.find(_TOOL_CALLS_AT)
-        if at < 0:
-            return None
-        pos = at + len(_TOOL_CALLS_AT) - len(_CALL_AT)
-        calls: list[dict[str, Any]] = []
+        calls: list[tuple[str, str, bytes, bool]] = []
         while True:
             if not line.startswith(_CALL_AT, pos):
                 return None
@@ -177,40 +195,113 @@ class GeminiFacts(Facts):
                 return None
             args_at = name_end + len(_ARGS_AT)
             result_at = line.find(_RESULT_AT, args_at)
-            status_at = line.find(_STATUS_AT, result_at)
-            if result_at < 0 or status_at < 0:
+            if result_at < 0:
+                return None
+            response = line.find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
+            if response < 0 or not line.startswith(_OUTPUT, response + len(_RESPONSE_AT)):
+                return None  # an error response, or another shape
+            status_at = line.find(_STATUS_AT, response)
+            if status_at < 0:
                 return None
             status_end = status_at + len(_STATUS_AT)
             if not line.startswith(_SUCCESS, status_end):
                 return None  # failed, cancelled, or not run yet: decoded whole
             name = line[id_end + len(_NAME_AT) : name_end].decode("utf-8", "replace")
-            response = line.find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
-            if response < 0 or not line.startswith(_OUTPUT, response + len(_RESPONSE_AT)):
-                return None  # an error response, or another shape
-            if name == _SHELL and line.find(_EXIT_CODE, result_at, status_at) >= 0:
-                return None  # a command's exit code: decoded whole
+            command = name == _SHELL
+            if command and line.find(_EXIT_CODE, response, status_at) >= 0:
+                return None  # a command's exit code (only its output says one): decoded whole
             call_id = line[pos + len(_CALL_AT) : id_end].decode("utf-8", "replace")
-            if call_id not in self._seen:
-                try:
-                    args = orjson.loads(line[args_at:result_at])
-                except orjson.JSONDecodeError:
-                    return None
-                if not isinstance(args, dict):
-                    return None
-                calls.append({"id": call_id, "name": name, "args": args})
+            calls.append((call_id, name, line[args_at:result_at], command))
             pos = line.find(_NEXT_CALL_AT, status_end)
             if pos < 0:
-                break
+                return calls if line.endswith(_LAST_CALL_END) else None
             pos += 2
-        out: list[DigestEvent] = []
-        for call in calls:
-            if self._first_time(call["id"]):
-                out += _tool_call(call)
-        return out
+
+    def _call(self, call_id: str, name: str, raw_args: bytes, command: bool) -> None:
+        """A tool call that succeeded, folded in: the common ones straight into the book, from
+        what their `args` say (a file tool's path is found without decoding an edit's texts)."""
+        kind = _FILE_TOOLS.get(name)
+        if kind is not None:
+            path = _file_path(raw_args)
+            if path is not None:
+                self.book.touch(path, kind)
+                return
+        elif not command and name not in _DECODED_TOOLS:
+            self.book.tool()  # counted, nothing more
+            return
+        try:
+            args = orjson.loads(raw_args)
+        except orjson.JSONDecodeError:
+            args = None
+        if not isinstance(args, dict):
+            args = {}
+        if kind is not None:
+            path = args.get("file_path") or args.get("absolute_path") or args.get("path")
+            self.book.touch(path if isinstance(path, str) else "", kind)
+        elif command:
+            self.book.command(str(args.get("command") or ""), call_id)
+            self.book.result(call_id, False, 0)
+        else:
+            self.fold(_tool_call({"id": call_id, "name": name, "args": args}))
+
+    # ------------------------------------------------------------------ records
 
     def take_message(self, record: dict[str, Any]) -> None:
         """A message line's record, decoded."""
-        self.fold(self._message(record))
+        self._take_events(self._message(record))
+
+    def _take_events(self, events: list[DigestEvent]) -> None:
+        # Requests and replies wait for `flush`, with those of raw lines, in the file's order.
+        for event in events:
+            if event.kind == "ask":
+                self._asks.append(event.text)
+            elif event.kind == "reply":
+                self._replies.append(event.text)
+            else:
+                self.book.add(event)
+
+    def flush(self) -> None:
+        """Fold in the requests and the reply taken since the last flush: only the newest reply
+        and the newest `Limits.asks` requests (with the session's first) can show in the
+        digest, so only those are decoded."""
+        if self._replies:
+            replies, self._replies = self._replies, []
+            for item in reversed(replies):
+                text = item if isinstance(item, str) else _reply_text(*item)
+                if text.strip():
+                    self.book.reply(text)
+                    break
+        if self._asks:
+            asks, self._asks = self._asks, []
+            texts: dict[int, str | None] = {}
+
+            def text_of(i: int) -> str | None:
+                if i not in texts:
+                    item = asks[i]
+                    texts[i] = item if isinstance(item, str) else self._ask_of(item)
+                return texts[i]
+
+            chosen: list[int] = []
+            if self.book.first_ask is None:
+                first = next((i for i in range(len(asks)) if is_request(text_of(i) or "")), None)
+                if first is not None:
+                    chosen.append(first)
+            newest = 0
+            for i in range(len(asks) - 1, -1, -1):
+                if newest == self.limits.asks:
+                    break
+                if is_request(text_of(i) or ""):
+                    newest += 1
+                    if i not in chosen:
+                        chosen.append(i)
+            for i in sorted(chosen):
+                self.book.ask(texts[i] or "")
+
+    def _ask_of(self, line: bytes) -> str | None:
+        record = decode(line)
+        if record is None:
+            return None
+        return next((e.text for e in self._message(record) if e.kind == "ask"), None)
 
     def take_rewrite(self, record: dict[str, Any], line: bytes) -> None:
         """A `$set` line's record, decoded."""
@@ -231,7 +322,7 @@ class GeminiFacts(Facts):
                 compressed |= self._first_time(f"summary:{message.get('id')}") and not at_start
             elif at_start:
                 out += self._message(message)
-        self.fold([*out, DigestEvent("compaction")] if compressed else out)
+        self._take_events([*out, DigestEvent("compaction")] if compressed else out)
 
     def _message(self, message: dict[str, Any]) -> list[DigestEvent]:
         kind = message.get("type")
@@ -254,6 +345,35 @@ class GeminiFacts(Facts):
         if isinstance(content, str) and content.strip():
             out.append(DigestEvent("reply", content))
         return out
+
+
+def _file_path(args: bytes) -> str | None:
+    """A file tool's non-empty `file_path`, found in its raw `args` (a key: quotes inside
+    strings are escaped); None: decode them instead."""
+    at = args.find(_FILE_PATH_KEY)
+    if at < 0 or args[at - 1 : at] not in (b"{", b","):
+        return None
+    start = at + len(_FILE_PATH_KEY)
+    end = args.find(b'"', start)
+    if end <= start or args.find(b"\\", start, end) >= 0:
+        return None
+    return args[start:end].decode("utf-8", "replace")
+
+
+def _reply_text(line: bytes, start: int) -> str:
+    """The text of a gemini message line's `content` string, which starts at `start` (its
+    opening quote) and ends before `"thoughts"` or `"tokens"` (quotes inside it are escaped)."""
+    for marker in _TEXT_ENDS:
+        end = line.find(marker, start)
+        if end >= 0:
+            try:
+                text = orjson.loads(line[start : end + 1])
+            except orjson.JSONDecodeError:
+                break
+            return text if isinstance(text, str) else ""
+    record = decode(line)
+    content = record.get("content") if record is not None else None
+    return content if isinstance(content, str) else ""
 
 
 def _tool_call(call: dict[str, Any]) -> list[DigestEvent]:

@@ -29,7 +29,11 @@ is decoded.
 
 Given `facts` (the session digest, `digest.py`), the same pass keeps them too: each message line
 is handed over once its kind is known (a user or a gemini message), a `$set` of messages
-decoded, as is any line the fallback decodes. Without facts (`ctxd replay`) no more is done.
+decoded, as is any line the fallback decodes. A gemini message line's head is read as above,
+and the facts read the rest of it, its tool calls to the end of the line: that also shows that
+no second `tokens` key follows, which the usage-only path searches the whole line for (one
+search instead of two over a line that is mostly tool results). Without facts (`ctxd replay`)
+no more is done.
 
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
@@ -40,7 +44,7 @@ whenever it changes) and reports the gemini messages it has not reported yet, in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -120,6 +124,8 @@ class GeminiReader:
                         tokens=figure.tokens, at=figure.at, model=figure.model, turn_id=turn_id
                     )
                 )
+        if facts is not None:
+            facts.flush()
         return updates
 
     def reset(self) -> None:
@@ -175,14 +181,18 @@ class GeminiReader:
                 if _TOKENS_KEY not in line:
                     end = line.find(b'"', len(_MESSAGE_PREFIX))
                     if end > 0 and line.find(b"\\", 0, end) < 0:
-                        facts.take_message_line(line)
+                        facts.take_user_line(line)
                         self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
                         return None
                 else:
-                    fast = _gemini_line(line)
-                    if fast is not None:
-                        facts.take_message_line(line)
-                        self._put(*fast)
+                    # The rest of the line after `model` is read by the facts (its tool calls,
+                    # to the end of the line): that also shows no second `tokens` key follows,
+                    # which `_gemini_line` would otherwise search the whole line for.
+                    head = _gemini_head(line)
+                    if head is not None and facts.take_model_line(
+                        line, head.content_at, head.rest_at
+                    ):
+                        self._put(head.message_id, head.figure)
                         return None
         record = decode(line)
         if record is None:
@@ -275,9 +285,31 @@ def _figure(message: dict[str, Any]) -> _Figure | None:
     )
 
 
+class _Head(NamedTuple):
+    """A gemini message line's head, as `_gemini_head` finds it."""
+
+    message_id: str
+    figure: _Figure | None
+    #: Where `"content":` is (right after the type).
+    content_at: int
+    #: Where the line goes on after the model's name (`}` or `,"toolCalls":[…]}`).
+    rest_at: int
+    #: Where the tokens object ends.
+    tokens_end: int
+
+
 def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
     """(id, figure) of a gemini message line in Gemini CLI's own key order, found without
     decoding the whole line; None when the line is not in that shape (decode it instead)."""
+    head = _gemini_head(line)
+    # "tokens" must occur once, so that no nested object can be mistaken for it.
+    if head is None or line.find(_TOKENS, head.tokens_end) >= 0:
+        return None
+    return head.message_id, head.figure
+
+
+def _gemini_head(line: bytes) -> _Head | None:
+    """`_gemini_line` without its search of the rest of the line for another `tokens` key."""
     start = len(_MESSAGE_PREFIX)
     id_end = line.find(b'"', start)
     if id_end < 0 or line.find(b"\\", start, id_end) >= 0:
@@ -289,7 +321,7 @@ def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
     if at_end < 0 or not line.startswith(_GEMINI_TYPE, at_end):
         return None
     tokens_at = line.find(_TOKENS_OBJECT, at_end)
-    if tokens_at < 0 or line.find(_TOKENS, tokens_at + len(_TOKENS)) >= 0:
+    if tokens_at < 0:
         return None
     body = tokens_at + len(_TOKENS)
     close = line.find(b"}", body)
@@ -313,7 +345,13 @@ def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
         "timestamp": line[at_start:at_end].decode("utf-8", "replace"),
         "model": line[model_start:model_end].decode("utf-8", "replace"),
     }
-    return line[start:id_end].decode("utf-8", "replace"), _figure(message)
+    return _Head(
+        line[start:id_end].decode("utf-8", "replace"),
+        _figure(message),
+        at_end + len(_GEMINI_TYPE),
+        model_end + 1,
+        close + 1,
+    )
 
 
 def _texts(message: dict[str, Any]) -> list[str]:
