@@ -23,7 +23,7 @@ their first few hundred bytes (`{"timestamp":…,"type":"event_msg","payload":{"
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -35,9 +35,10 @@ from ctxd.core.digest import DigestBook, is_request
 __all__ = ["CodexDigestReader", "CodexFacts"]
 
 _ITEM_TYPE = b'"item":{"type":"'
-_ITEMS = (b'UserMessage"', b'AgentMessage"', b'CommandExecution"', b'FileChange"')
-# An item's kind by its first byte.
-_USER, _AGENT, _COMMAND = ord("U"), ord("A"), ord("C")
+_TOOLS = (b'CommandExecution"', b'FileChange"')
+_USER = b'UserMessage"'
+_AGENT = b'AgentMessage"'
+_COMMAND = ord("C")  # a tool item's kind by its first byte
 # A command that succeeded and read no file, known from its bytes (quotes inside strings are
 # escaped, so these are keys and values of the item itself).
 _EXIT_CODE = b'"exit_code":'
@@ -113,102 +114,106 @@ class CodexFacts(Facts):
             book.todos(todos_from(last, ("step",)))
 
     def _fold_items(self, lines: list[bytes]) -> None:
-        batch: list[tuple[int, int, bytes]] = []  # (kind's first byte, the item's offset, line)
+        # Requests, replies and tool calls change apart parts of the book: each kind is
+        # folded in on its own, in order.
+        asks: list[bytes] = []
+        replies: list[bytes] = []
+        tools: list[tuple[int, int, bytes]] = []  # (kind's first byte, item's offset, line)
         for line in lines:
-            at = line.find(_ITEM_TYPE, 0, _HEAD)
-            if at >= 0 and line.startswith(_ITEMS, at + len(_ITEM_TYPE)):
-                batch.append((line[at + len(_ITEM_TYPE)], at, line))
-        known: dict[int, dict[str, Any] | None] = {}  # items decoded ahead
-        skipped = self._hidden_replies(batch, known) | self._hidden_asks(batch, known)
-        plain, counted = self._hidden_commands(batch, known)
-        book = self.book
-        for i, (_, _, line) in enumerate(batch):
-            if i in skipped:
+            at = line.find(_ITEM_TYPE, 0, _HEAD) + len(_ITEM_TYPE)
+            if at < len(_ITEM_TYPE):
                 continue
-            if i in plain:
-                book.command("")  # pushed out of the book by the commands that follow
-                continue
-            item = known[i] if i in known else _item_of(line)
-            if item is not None:
-                self._fold_item(item, i in counted)
+            if line.startswith(_TOOLS, at):
+                tools.append((line[at], at, line))
+            elif line.startswith(_USER, at):
+                asks.append(line)
+            elif line.startswith(_AGENT, at):
+                replies.append(line)
+        if tools:
+            self._fold_tools(tools)
+        if asks:
+            self._fold_asks(asks)
+        if replies:
+            self._fold_reply(replies)
 
-    def _hidden_commands(
-        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
-    ) -> tuple[set[int], set[int]]:
-        """The commands `Limits.commands` later ones push out of the book: those known from
-        their bytes to have succeeded reading no file (not decoded), and the others (decoded
-        ahead: only a command that decodes is sure to push one out)."""
-        plain: set[int] = set()
-        counted: set[int] = set()
-        later = 0  # commands after this one sure to be folded in
-        for i in range(len(batch) - 1, -1, -1):
-            kind, at, line = batch[i]
-            if kind != _COMMAND:
-                continue
-            hidden = later >= self.limits.commands
+    def _fold_tools(self, tools: list[tuple[int, int, bytes]]) -> None:
+        # Backwards first, to know which commands `Limits.commands` later ones push out of the
+        # book: only a command that decodes is sure to push one out, and one known from its
+        # bytes to have succeeded reading no file is not decoded.
+        # (the item, or None for a command only counted; whether it is pushed out), reversed
+        items: list[tuple[dict[str, Any] | None, bool]] = []
+        later = 0
+        limit = self.limits.commands
+        for kind, at, line in reversed(tools):
+            hidden = kind == _COMMAND and later >= limit
             if hidden and _succeeded_reading_nothing(line, at):
-                plain.add(i)
+                items.append((None, True))
                 later += 1
                 continue
-            item = known[i] = _item_of(line)
-            if item is not None and item.get("type") == "CommandExecution":
+            item = _item_of(line)
+            if item is None:
+                continue
+            if item.get("type") == "CommandExecution":
                 later += 1
-                if hidden:
-                    counted.add(i)
-        return plain, counted
+            items.append((item, hidden))
+        book = self.book
+        for item, hidden in reversed(items):
+            if item is None:
+                book.command("")
+            else:
+                self._fold_item(item, hidden)
 
-    def _hidden_replies(
-        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
-    ) -> set[int]:
-        """The replies before the batch's last one with a text."""
-        replies = [i for i, (kind, _, _) in enumerate(batch) if kind == _AGENT]
-        for n in range(len(replies) - 1, -1, -1):
-            i = replies[n]
-            item = known[i] = _item_of(batch[i][2])
-            if item is not None and item.get("type") == "AgentMessage" and _texts(item).strip():
-                return set(replies[:n])
-        return set()
-
-    def _hidden_asks(
-        self, batch: list[tuple[int, int, bytes]], known: dict[int, dict[str, Any] | None]
-    ) -> set[int]:
-        """The asks that are neither the session's first request nor one of its last
-        `Limits.asks`."""
-        asks = [i for i, (kind, _, _) in enumerate(batch) if kind == _USER]
+    def _fold_asks(self, lines: list[bytes]) -> None:
+        """The session's first request and its last `Limits.asks`; not the others."""
         lim = self.limits.asks
-        if len(asks) <= lim + 1:
-            return set()
-        kept: set[int] = set()
-        for i in () if self._asked else asks:
-            known[i] = _item_of(batch[i][2])
-            if _is_ask(known[i]):
-                kept.add(i)
+        if len(lines) <= lim + 1:
+            for line in lines:
+                self._fold_line(line)
+            return
+        kept: dict[int, dict[str, Any]] = {}
+        for i in () if self._asked else range(len(lines)):
+            item = _item_of(lines[i])
+            if _is_ask(item):
+                kept[i] = item
                 break
         found = 0
-        for i in reversed(asks):
+        for i in range(len(lines) - 1, -1, -1):
             if found == lim:
                 break
-            if i not in known:
-                known[i] = _item_of(batch[i][2])
-            if _is_ask(known[i]):
-                kept.add(i)
+            item = kept.get(i) or _item_of(lines[i])
+            if _is_ask(item):
+                kept[i] = item
                 found += 1
-        return {i for i in asks if i not in kept}
+        for i in sorted(kept):
+            self._fold_item(kept[i], False)
+
+    def _fold_reply(self, lines: list[bytes]) -> None:
+        """The last reply with a text; not the others."""
+        for line in reversed(lines):
+            item = _item_of(line)
+            if item is not None and item.get("type") == "AgentMessage" and _texts(item).strip():
+                self._fold_item(item, False)
+                return
+
+    def _fold_line(self, line: bytes) -> None:
+        item = _item_of(line)
+        if item is not None:
+            self._fold_item(item, False)
 
     def _fold_item(self, item: dict[str, Any], counted: bool) -> None:
         """One finished item; `counted`: a command that only counts when it succeeded."""
         kind = item.get("type")
-        if kind == "UserMessage":
+        if kind == "CommandExecution":
+            _command(self.book, item, counted)
+        elif kind == "FileChange":
+            _file_change(self.book, item)
+        elif kind == "UserMessage":
             text = _texts(item)
             if is_request(text):
                 self._asked = True
             self.book.ask(text)
         elif kind == "AgentMessage":
             self.book.reply(_texts(item))
-        elif kind == "CommandExecution":
-            _command(self.book, item, counted)
-        elif kind == "FileChange":
-            _file_change(self.book, item)
 
 
 def _item_of(line: bytes) -> dict[str, Any] | None:
@@ -234,7 +239,7 @@ def _plan(line: bytes) -> list[Any] | None:
     return plan if isinstance(plan, list) else []
 
 
-def _is_ask(item: dict[str, Any] | None) -> bool:
+def _is_ask(item: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     return item is not None and item.get("type") == "UserMessage" and is_request(_texts(item))
 
 
