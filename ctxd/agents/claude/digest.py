@@ -1,4 +1,4 @@
-"""Claude Code transcripts -> digest events (`ctxd.core.digest`).
+"""Claude Code transcripts -> the facts of a session digest (`ctxd.core.digest`).
 
 What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
 - a `"type":"user"` line whose `message.content` is a string (or holds `text` blocks) is a
@@ -19,13 +19,17 @@ boundary lines, which it decodes for their usage, come decoded (`take_record`); 
 lines it hands over (`take_line`) only those `wanted` judges from their head: request-shape,
 blob and other `{"type":…` lines are skipped by their first bytes by the reader itself, user,
 assistant and boundary lines say what they are in their first few hundred bytes. Tool results
-can be large (a file read whole): Claude Code writes a successful one with its
-`tool_use_id` first (`"content":[{"tool_use_id":…,"type":"tool_result",…`) and a failed one
-with `is_error` (`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`), so a
-success is known from the head and never decoded; anything else is decoded. Sidechain lines
-belong to subagents, which have their own transcripts (and their own digest); they are skipped
-in a session's transcript. A tool call already folded in (a streamed message written twice) is
-known by the usage reader's recent tool call ids, which the facts share.
+can be large (a file read whole), and Claude Code writes one result a line. A successful one is
+known from its head and never decoded: it is written with its `tool_use_id` first
+(`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
+first (`"content":[{"type":"tool_result","tool_use_id":…`) and no `"is_error":true` nor text
+block anywhere in the line (a TaskCreate's item id is then read after its
+`"toolUseResult":{"task":{"id":"`, when it is a plain string). A failed one (`{"type":"tool_result","content":…,"is_error":true,
+"tool_use_id":…}`) and anything else is decoded. Sidechain lines belong to subagents, which
+have their own transcripts (and their own digest); they are skipped in a session's transcript.
+A tool call already folded in (a streamed message written twice) is known by the usage
+reader's recent tool call ids, which the facts share. Facts are folded into the digest book
+directly (no `DigestEvent`s): a replay folds one per tool call.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
 from ctxd.agents.lines import decode
-from ctxd.core.digest import DigestEvent, Todo
+from ctxd.core.digest import Todo
 
 __all__ = ["ClaudeDigestReader", "ClaudeFacts"]
 
@@ -52,8 +56,14 @@ _SIDE_CHAIN = b'"isSidechain":true,'
 _USER_OR_ASSISTANT = (b'"promptId":', b'"message":{')
 _ATTACHMENT = b'"attachment":'
 _SYSTEM = b'"type":"system",'
-_RESULT_HEAD = b'"content":[{"tool_use_id":"'
+_RESULT_HEAD = b'"content":[{"'
+_ID_FIRST = b'tool_use_id":"'
 _RESULT_TYPE = b'","type":"tool_result"'
+_RESULT_FIRST = b'type":"tool_result",'
+_TYPE_FIRST = _RESULT_FIRST + b'"tool_use_id":"'
+_ERROR_FLAG = b'"is_error":true'
+_TEXT_BLOCK = b'"type":"text"'
+_TASK_ID = b'"toolUseResult":{"task":{"id":"'
 _SUMMARY_FLAG = b'"isCompactSummary":true'
 _META_FLAG = b'"isMeta":true'
 _EXIT = re.compile(r"^Exit code (\d+)")
@@ -62,9 +72,14 @@ _SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<sys
 _ECHO = re.compile(
     rb'"role":"user","content":"(?:%s)' % b"|".join(re.escape(a.encode()) for a in _SKIPPED_ASKS)
 )
-_READ = frozenset({"Read"})
-_EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
-_WRITE = frozenset({"Write"})
+#: The tools that name a file, and what they do with it.
+_FILE_USES = {
+    "Read": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Write": "write",
+}
 _SUBAGENT = frozenset({"Task", "Agent"})
 #: How many bytes of a line's head `wanted` looks at.
 _WINDOW = 400
@@ -96,29 +111,27 @@ class ClaudeFacts(Facts):
         # Claude Code 2.1 writes `{"parentUuid":null|"<uuid>","isSidechain":…,"<key>"` where the
         # key says the line's kind: known from fixed offsets, without a search. Any other
         # layout is judged by searching its head.
-        if line.startswith(_PARENT):
-            at = 19 if line.startswith(b"null,", 14) else 53
-            if line.startswith(_MAIN_CHAIN, at):
-                at += len(_MAIN_CHAIN)
-            elif line.startswith(_SIDE_CHAIN, at):
-                if not self._keep_sidechain:
-                    return
-                at += len(_SIDE_CHAIN)
-            else:
-                at = -1
-            if at >= 0:
-                if line.startswith(_SYSTEM, at):
-                    wanted = line.startswith(_BOUNDARY, at + len(_SYSTEM))
-                else:
-                    wanted = line.startswith(_USER_OR_ASSISTANT, at) or (
-                        not line.startswith(_ATTACHMENT, at) and self._wanted_head(line)
-                    )
-                if wanted:
-                    self._take(line)
-                return
-        elif line.startswith(_OTHER):
+        if not line.startswith(_PARENT):
+            if not line.startswith(_OTHER) and self._wanted_head(line):
+                self._take(line)
             return
-        if self._wanted_head(line):
+        at = 19 if line.startswith(b"null,", 14) else 53
+        if line.startswith(_MAIN_CHAIN, at):
+            at += len(_MAIN_CHAIN)
+        elif line.startswith(_SIDE_CHAIN, at):
+            if not self._keep_sidechain:
+                return
+            at += len(_SIDE_CHAIN)
+        else:
+            if self._wanted_head(line):
+                self._take(line)
+            return
+        if line.startswith(_USER_OR_ASSISTANT, at):
+            self._take(line)
+        elif line.startswith(_SYSTEM, at):
+            if line.startswith(_BOUNDARY, at + len(_SYSTEM)):
+                self._take(line)
+        elif not line.startswith(_ATTACHMENT, at) and self._wanted_head(line):
             self._take(line)
 
     def _wanted_head(self, data: bytes) -> bool:
@@ -133,22 +146,50 @@ class ClaudeFacts(Facts):
         )
 
     def _take(self, line: bytes) -> None:
-        # A successful tool result is known from its head (`"content":[{"tool_use_id":"…",
-        # "type":"tool_result"`) and never decoded: it can be big, and says no more.
         at = line.find(_RESULT_HEAD, 0, _WINDOW)
         if at >= 0:
             at += len(_RESULT_HEAD)
-            end = line.find(b'"', at)
-            if line.startswith(_RESULT_TYPE, end) and line.find(b"\\", at, end) < 0:
-                call_id = line[at:end].decode("utf-8", "replace")
-                if call_id in self.pending:  # else a call never seen, or folded in already
-                    self.fold(self._result_ok(call_id, line))
+            if self._took_result(line, at):
+                return
+            if line.startswith(_RESULT_FIRST, at):
+                self._decoded(line)  # a failure, or a result holding text: never a summary
                 return
         if _SUMMARY_FLAG in line or _META_FLAG in line or _ECHO.search(line, 0, _WINDOW):
             return  # a compaction's summary, text Claude Code added, a local command's echo
+        self._decoded(line)
+
+    def _decoded(self, line: bytes) -> None:
         record = decode(line)
         if record is not None:
             self.take_record(record, line)
+
+    def _took_result(self, line: bytes, at: int) -> bool:
+        """Whether `line`, whose message content starts at `at` (`[{"…`), is a tool's
+        successful result, known (and taken) from its head; see the module docstring."""
+        if line.startswith(_ID_FIRST, at):
+            at += len(_ID_FIRST)
+            end = line.find(b'"', at)
+            if not line.startswith(_RESULT_TYPE, end):
+                return False
+        elif line.startswith(_TYPE_FIRST, at) and not (_ERROR_FLAG in line or _TEXT_BLOCK in line):
+            at += len(_TYPE_FIRST)
+            end = line.find(b'"', at)
+            if end < 0:
+                return False
+        else:
+            return False
+        if line.find(b"\\", at, end) >= 0:
+            return False  # an escape in the id: decoded, to read it right
+        call_id = line[at:end].decode("utf-8", "replace")
+        call = self.pending.pop(call_id)  # None: a call never seen, or folded in already
+        if call is not None:
+            tool, about = call
+            if tool == "Bash":
+                self.book.result(call_id, False, 0)
+            elif tool == "TaskCreate" and about:
+                self.book.todo((Todo(about, "pending", _task_key(line, end)),))
+            # any other tool's outcome is kept only when it failed
+        return True
 
     def take_record(self, record: dict[str, Any], line: bytes) -> None:
         """A line's record, decoded (by the usage reader, or by `take_line`)."""
@@ -156,37 +197,34 @@ class ClaudeFacts(Facts):
             return
         kind = record.get("type")
         if kind == "assistant":
-            events = self._assistant(record)
+            self._assistant(record)
         elif kind == "user":
-            events = self._user(record)
+            self._user(record)
         elif kind == "system" and record.get("subtype") == "compact_boundary":
-            events = [DigestEvent("compaction")]
-        else:
-            return
-        if events:
-            self.fold(events)
+            self.book.compaction()
 
-    def _assistant(self, record: dict[str, Any]) -> list[DigestEvent]:
+    def _assistant(self, record: dict[str, Any]) -> None:
         message = record.get("message")
         if not isinstance(message, dict) or record.get("isApiErrorMessage"):
-            return []
-        out: list[DigestEvent] = []
+            return
         content = message.get("content")
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                out.append(DigestEvent("reply", block["text"]))
-            elif block.get("type") == "tool_use":
-                out += self._tool_use(block)
-        return out
+            kind = block.get("type")
+            if kind == "tool_use":
+                self._tool_use(block)
+            elif kind == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    self.book.reply(text)
 
-    def _tool_use(self, block: dict[str, Any]) -> list[DigestEvent]:
+    def _tool_use(self, block: dict[str, Any]) -> None:
         call_id = block.get("id")
         if not isinstance(call_id, str):
             call_id = None
         elif call_id in self.calls_seen:
-            return []  # a streamed copy of a message already folded in
+            return  # a streamed copy of a message already folded in
         name = str(block.get("name") or "")
         data = block.get("input")
         args: dict[str, Any] = data if isinstance(data, dict) else {}
@@ -194,81 +232,64 @@ class ClaudeFacts(Facts):
         path = path if isinstance(path, str) else ""
         if call_id:
             self.pending.add(call_id, name, path or str(args.get("subject") or ""))
-        if name in _READ:
-            return [DigestEvent("read", path)]
-        if name in _EDIT:
-            return [DigestEvent("edit", path)]
-        if name in _WRITE:
-            return [DigestEvent("write", path)]
-        if name == "Bash":
-            return [DigestEvent("command", str(args.get("command") or ""), call_id)]
-        if name == "TodoWrite":
-            return [DigestEvent("todos", todos=todos_from(args.get("todos"), ("content",)))]
-        if name == "TaskUpdate":
-            key = args.get("taskId")
-            if isinstance(key, str | int):
-                subject = args.get("subject")
-                todo = Todo(
-                    subject if isinstance(subject, str) else "",
-                    todo_status(args.get("status")),
-                    str(key),
-                )
-                return [DigestEvent("todo", todos=(todo,))]
-            return [DigestEvent("tool", name)]
-        if name == "TaskCreate":
-            return []  # folded in with its result, which gives the item's id
-        if name in _SUBAGENT:
+        book = self.book
+        use = _FILE_USES.get(name)
+        if use is not None:
+            book.touch(path, use)
+        elif name == "Bash":
+            book.command(str(args.get("command") or ""), call_id)
+        elif name == "TodoWrite":
+            book.todos(todos_from(args.get("todos"), ("content",)))
+        elif name == "TaskUpdate":
+            self._task_updated(args)
+        elif name in _SUBAGENT:
             about = args.get("description") or args.get("subagent_type") or args.get("prompt")
-            return [DigestEvent("subagent", str(about or ""))]
-        return [DigestEvent("tool", name)]
+            book.subagent(str(about or ""))
+        elif name != "TaskCreate":  # which is folded in with its result, giving the item's id
+            book.tool()
 
-    def _result_ok(self, call_id: str, line: bytes) -> list[DigestEvent]:
-        call = self.pending.pop(call_id)
-        if call is None:
-            return []
-        if call[0] == "TaskCreate":
-            return self._task_created(decode(line), call[1])
-        if call[0] != "Bash":
-            return []  # only a command's outcome is kept when all went well
-        return [DigestEvent("result", call_id=call_id, exit_code=0)]
+    def _task_updated(self, args: dict[str, Any]) -> None:
+        key = args.get("taskId")
+        if not isinstance(key, str | int):
+            self.book.tool()
+            return
+        subject = args.get("subject")
+        status = todo_status(args.get("status"))
+        self.book.todo((Todo(subject if isinstance(subject, str) else "", status, str(key)),))
 
-    def _task_created(self, record: dict[str, Any] | None, subject: str) -> list[DigestEvent]:
-        task = (record or {}).get("toolUseResult")
-        task = task.get("task") if isinstance(task, dict) else None
-        key = task.get("id") if isinstance(task, dict) else None
-        todo = Todo(subject, "pending", str(key) if isinstance(key, str | int) else None)
-        return [DigestEvent("todo", todos=(todo,))] if subject else []
-
-    def _user(self, record: dict[str, Any]) -> list[DigestEvent]:
+    def _user(self, record: dict[str, Any]) -> None:
         message = record.get("message")
         if not isinstance(message, dict):
-            return []
+            return
         if record.get("isMeta") or record.get("isCompactSummary"):
-            return []
+            return
         content = message.get("content")
         if isinstance(content, str):
-            return [DigestEvent("ask", content)] if _is_ask(content) else []
-        out: list[DigestEvent] = []
+            if _is_ask(content):
+                self.book.ask(content)
+            return
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str) and _is_ask(block["text"]):
-                out.append(DigestEvent("ask", block["text"]))
+                self.book.ask(block["text"])
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                out += self._result(block, record)
-        return out
+                self._result(block, record)
 
-    def _result(self, block: dict[str, Any], record: dict[str, Any]) -> list[DigestEvent]:
+    def _result(self, block: dict[str, Any], record: dict[str, Any]) -> None:
         call_id = block["tool_use_id"]
         call = self.pending.pop(call_id)
         if call is None:
-            return []  # a call never seen, or a result already folded in
+            return  # a call never seen, or a result already folded in
         tool, about = call
         if not block.get("is_error"):
             if tool == "TaskCreate":
-                return self._task_created(record, about)
-            return [DigestEvent("result", call_id=call_id, exit_code=_ok_exit(tool))]
+                if about:
+                    self.book.todo((Todo(about, "pending", _record_task_key(record)),))
+            else:
+                self.book.result(call_id, False, _ok_exit(tool))
+            return
         text = _text(block.get("content"))
         found = _EXIT.match(text)
         exit_code = int(found.group(1)) if found and tool == "Bash" else None
@@ -277,7 +298,26 @@ class ClaudeFacts(Facts):
         if tool != "Bash":
             where = f" {about}" if about else ""
             text = f"{tool}{where}: {_first_line(text)}"
-        return [DigestEvent("result", text, call_id, failed=True, exit_code=exit_code)]
+        self.book.result(call_id, True, exit_code, text)
+
+
+def _task_key(line: bytes, start: int) -> str | None:
+    """A TaskCreate result's item id (`toolUseResult.task.id`), read from its line (after
+    `start`): found by its key when it is a plain string, else from the decoded line."""
+    at = line.find(_TASK_ID, start)
+    if at >= 0:
+        at += len(_TASK_ID)
+        end = line.find(b'"', at)
+        if end >= 0 and line.find(b"\\", at, end) < 0:
+            return line[at:end].decode("utf-8", "replace")
+    return _record_task_key(decode(line))
+
+
+def _record_task_key(record: dict[str, Any] | None) -> str | None:
+    task = (record or {}).get("toolUseResult")
+    task = task.get("task") if isinstance(task, dict) else None
+    key = task.get("id") if isinstance(task, dict) else None
+    return str(key) if isinstance(key, str | int) else None
 
 
 def _ok_exit(tool: str) -> int | None:
