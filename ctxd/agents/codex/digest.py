@@ -22,7 +22,6 @@ their first few hundred bytes (`{"timestamp":…,"type":"event_msg","payload":{"
 
 from __future__ import annotations
 
-import posixpath
 from typing import Any, TypeGuard
 
 import orjson
@@ -286,15 +285,16 @@ def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
     book's entry for it is pushed out by the commands that follow) when `counted` and it
     succeeded."""
     parsed = item.get("parsed_cmd")
-    steps = [p for p in parsed if isinstance(p, dict)] if isinstance(parsed, list) else []
-    if steps:
-        cwd = item.get("cwd")
-        base = cwd.removeprefix("file://") if isinstance(cwd, str) else ""
-        for p in steps:
-            if p.get("type") == "read":
-                path = p.get("path") or p.get("name")
-                if path:
-                    book.touch(posixpath.join(base, str(path)), "read")
+    steps = parsed if isinstance(parsed, list) else ()
+    base: str | None = None  # the command's directory, once a step read a file
+    for p in steps:
+        if isinstance(p, dict) and p.get("type") == "read":
+            path = p.get("path") or p.get("name")
+            if path:
+                if base is None:
+                    cwd = item.get("cwd")
+                    base = cwd.removeprefix("file://") if isinstance(cwd, str) else ""
+                book.touch(_joined(base, str(path)), "read")
     code = item.get("exit_code")
     exit_code = code if type(code) is int else None
     failed = (exit_code is not None and exit_code != 0) or item.get("status") in (
@@ -305,7 +305,9 @@ def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
         book.command("")
         return
     call_id = item.get("id") if isinstance(item.get("id"), str) else None
-    written = " && ".join(str(p["cmd"]) for p in steps if isinstance(p.get("cmd"), str))
+    written = " && ".join(
+        str(p["cmd"]) for p in steps if isinstance(p, dict) and isinstance(p.get("cmd"), str)
+    )
     argv = item.get("command")
     if not written and isinstance(argv, list) and argv:
         written = str(argv[-1])
@@ -314,10 +316,22 @@ def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
     book.result(call_id, failed, exit_code, reason)
 
 
+def _joined(base: str, path: str) -> str:
+    """`posixpath.join(base, path)`, without its generality (called for every file read)."""
+    if path.startswith("/"):
+        return path
+    if not base or base.endswith("/"):
+        return base + path
+    return f"{base}/{path}"
+
+
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _last_line(text: str) -> str:
-    # a failing command says why at the end of what it printed
-    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    """The last line of `text` that is not blank, stripped (a failing command says why at the
+    end of what it printed); `text` can be long, and only its end is split."""
+    text = text.rstrip()  # every line separator is whitespace too
+    lines = text[text.rfind("\n") + 1 :].splitlines()
+    return lines[-1].strip() if lines else ""
