@@ -131,3 +131,56 @@ def test_codex_items_a_later_one_hides_are_skipped_without_changing_the_digest(
     assert whole.digest.commands_run == 4 * rounds
     assert whole.digest.commands_failed == rounds
     assert whole.digest.first_ask == "ask 0"
+
+
+def _codex_odd_rounds(rounds: int) -> tuple[bytes, bytes]:
+    """`_codex_rounds` with the shapes a feed's hiding must not get wrong: commands that fail
+    with no id or no exit code, that read a file and exit 0 (decoded to know what), command
+    items that do not decode, todo lists whose arguments are no JSON or no object; and the
+    same without the lines that hold no fact (the items and todo lists that do not decode)."""
+    out: list[bytes] = []
+    clean: list[bytes] = []
+    commands = plans = 0
+    for line in _codex_rounds(rounds).splitlines():
+        record = orjson.loads(line)
+        if b'"item":{"type":"CommandExecution"' in line:
+            commands += 1
+            item = record["payload"]["item"]
+            if commands % 5 == 3:
+                item["id"], item["exit_code"], item["status"] = None, None, "failed"
+                item["aggregated_output"] = "first\nwhy it failed\n\n"
+            elif commands % 5 == 1:
+                item["parsed_cmd"] = [{"type": "read", "cmd": "cat r.py", "name": f"r{commands}"}]
+            elif commands % 5 == 2:
+                out.append(line[: len(line) // 2])
+        elif b'"name":"update_plan"' in line:
+            plans += 1
+            if plans % 3 == 0:
+                record["payload"]["arguments"] = "{not json"
+                out.append(orjson.dumps(record))
+                continue
+            if plans % 3 == 1:
+                record["payload"]["arguments"] = "[1, 2]"
+        out.append(orjson.dumps(record))
+        clean.append(out[-1])
+    return b"\n".join(out) + b"\n", b"\n".join(clean) + b"\n"
+
+
+@pytest.mark.parametrize("rounds", [1, 4, 13, 40])
+def test_codex_hiding_holds_for_odd_items(rounds: int) -> None:
+    """Fed whole (items hidden by later ones skipped) or a line at a time: the digest of the
+    lines that hold a fact."""
+    data, clean = _codex_odd_rounds(rounds)
+    opener = spec("codex").open_digest_reader
+    assert opener is not None
+    whole = opener(None)
+    whole.feed(data)
+    by_line = opener(None)
+    for line in data.splitlines(keepends=True):
+        by_line.feed(line)
+    facts_only = opener(None)
+    for line in clean.splitlines(keepends=True):
+        facts_only.feed(line)
+    assert whole.digest == by_line.digest == facts_only.digest
+    assert whole.digest.errors  # the failures without an id
+    assert whole.digest.todos is not None

@@ -1,4 +1,4 @@
-"""Codex CLI rollouts -> digest events (`ctxd.core.digest`).
+"""Codex CLI rollouts -> the session digest's facts (`ctxd.core.digest`).
 
 What a rollout (0.171.0) says: every line is `{timestamp, ordinal, type, payload}`; the facts are
 in `event_msg` lines of `payload.type == "item_completed"`, one finished item each:
@@ -17,7 +17,9 @@ item whose `arguments` are a JSON string. A `compacted` line is a compaction.
 The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which finds each
 line's kind anyway: only lines that can hold one of these are handed over, and they say so in
 their first few hundred bytes (`{"timestamp":…,"type":"event_msg","payload":{"type":
-"item_completed",…,"item":{"type":"CommandExecution"`); a `compacted` line comes decoded.
+"item_completed",…,"item":{"type":"CommandExecution"`); a `compacted` line comes decoded. They
+are folded into the book at the end of each feed, those a later line hides mostly undecoded
+(`CodexFacts`).
 """
 
 from __future__ import annotations
