@@ -14,22 +14,23 @@ What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`): assistant and
-boundary lines, which it decodes for their usage, come decoded (`take_record`); of the other
-lines it hands over (`take_line`) only those `wanted` judges from their head: request-shape,
-blob and other `{"type":…` lines are skipped by their first bytes by the reader itself, user,
-assistant and boundary lines say what they are in their first few hundred bytes. Tool results
-can be large (a file read whole), and Claude Code writes one result a line. A successful one is
-known from its head and never decoded: it is written with its `tool_use_id` first
+The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`): assistant and boundary
+lines, which it decodes for their usage, come decoded (`take_record`); of the other lines it hands
+over (`take_line`) only those that may hold a fact, judged from their head: request-shape, blob and
+other `{"type":…` lines are skipped by their first bytes by the reader itself, user, assistant and
+boundary lines say what they are in their first few hundred bytes. Tool results can be large (a
+file read whole), and Claude Code writes one result a line. A successful one is known from its head
+and never decoded: it is written with its `tool_use_id` first
 (`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
-first (`"content":[{"type":"tool_result","tool_use_id":…`) and no `"is_error":true` nor text
-block anywhere in the line (a TaskCreate's item id is then read after its
-`"toolUseResult":{"task":{"id":"`, when it is a plain string). A failed one (`{"type":"tool_result","content":…,"is_error":true,
-"tool_use_id":…}`) and anything else is decoded. Sidechain lines belong to subagents, which
-have their own transcripts (and their own digest); they are skipped in a session's transcript.
-A tool call already folded in (a streamed message written twice) is known by the usage
-reader's recent tool call ids, which the facts share. Facts are folded into the digest book
-directly (no `DigestEvent`s): a replay folds one per tool call.
+first (`"content":[{"type":"tool_result","tool_use_id":…`) and no `"is_error":true` nor text block
+anywhere in the line; a TaskCreate's item id is then read after its
+`"toolUseResult":{"task":{"id":"` (when a plain string). A failed result
+(`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`) and anything else is
+decoded. Sidechain lines belong to subagents, which have their own transcripts (and their own
+digest); they are skipped in a session's transcript. A tool call already folded in (a streamed
+message written twice) is known by the usage reader's recent tool call ids, which the facts share.
+Facts are folded into the digest book directly (no `DigestEvent`s): a replay folds one per tool
+call.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ _RESULT_HEAD = b'"content":[{"'
 _ID_FIRST = b'tool_use_id":"'
 _RESULT_TYPE = b'","type":"tool_result"'
 _RESULT_FIRST = b'type":"tool_result",'
-_TYPE_FIRST = _RESULT_FIRST + b'"tool_use_id":"'
+_ID_KEY = b'"tool_use_id":"'
+_ID_FIRST_HEAD = _RESULT_HEAD + _ID_FIRST
 _ERROR_FLAG = b'"is_error":true'
 _TEXT_BLOCK = b'"type":"text"'
 _TASK_ID = b'"toolUseResult":{"task":{"id":"'
@@ -112,8 +114,8 @@ class ClaudeFacts(Facts):
         # key says the line's kind: known from fixed offsets, without a search. Any other
         # layout is judged by searching its head.
         if not line.startswith(_PARENT):
-            if not line.startswith(_OTHER) and self._wanted_head(line):
-                self._take(line)
+            if not line.startswith(_OTHER):
+                self._take_searched(line)
             return
         at = 19 if line.startswith(b"null,", 14) else 53
         if line.startswith(_MAIN_CHAIN, at):
@@ -123,36 +125,41 @@ class ClaudeFacts(Facts):
                 return
             at += len(_SIDE_CHAIN)
         else:
-            if self._wanted_head(line):
-                self._take(line)
+            self._take_searched(line)
             return
         if line.startswith(_USER_OR_ASSISTANT, at):
-            self._take(line)
+            # Most of them are tool results, written id first when all went well.
+            start = line.find(_ID_FIRST_HEAD, at, _WINDOW)
+            if start < 0 or not self._took_id_first(line, start + len(_ID_FIRST_HEAD)):
+                self._take(line)
         elif line.startswith(_SYSTEM, at):
             if line.startswith(_BOUNDARY, at + len(_SYSTEM)):
                 self._take(line)
-        elif not line.startswith(_ATTACHMENT, at) and self._wanted_head(line):
-            self._take(line)
+        elif not line.startswith(_ATTACHMENT, at):
+            self._take_searched(line)
 
-    def _wanted_head(self, data: bytes) -> bool:
-        find = data.find
-        limit = min(len(data), _WINDOW)
+    def _take_searched(self, line: bytes) -> None:
+        find = line.find
+        limit = min(len(line), _WINDOW)
         if not self._keep_sidechain and find(_SIDECHAIN, 0, limit) >= 0:
-            return False
-        return (
+            return
+        if (
             find(_USER, 0, limit) >= 0
             or find(_ASSISTANT, 0, limit) >= 0
             or find(_BOUNDARY, 0, limit) >= 0
-        )
+        ):
+            self._take(line)
 
     def _take(self, line: bytes) -> None:
         at = line.find(_RESULT_HEAD, 0, _WINDOW)
         if at >= 0:
             at += len(_RESULT_HEAD)
-            if self._took_result(line, at):
-                return
-            if line.startswith(_RESULT_FIRST, at):
-                self._decoded(line)  # a failure, or a result holding text: never a summary
+            if line.startswith(_ID_FIRST, at):
+                if self._took_id_first(line, at + len(_ID_FIRST)):
+                    return
+            elif line.startswith(_RESULT_FIRST, at):
+                if not self._took_type_first(line, at + len(_RESULT_FIRST)):
+                    self._decoded(line)  # a failure, or a result holding text: never a summary
                 return
         if _SUMMARY_FLAG in line or _META_FLAG in line or _ECHO.search(line, 0, _WINDOW):
             return  # a compaction's summary, text Claude Code added, a local command's echo
@@ -163,24 +170,28 @@ class ClaudeFacts(Facts):
         if record is not None:
             self.take_record(record, line)
 
-    def _took_result(self, line: bytes, at: int) -> bool:
-        """Whether `line`, whose message content starts at `at` (`[{"…`), is a tool's
-        successful result, known (and taken) from its head; see the module docstring."""
-        if line.startswith(_ID_FIRST, at):
-            at += len(_ID_FIRST)
-            end = line.find(b'"', at)
-            if not line.startswith(_RESULT_TYPE, end):
-                return False
-        elif line.startswith(_TYPE_FIRST, at) and not (_ERROR_FLAG in line or _TEXT_BLOCK in line):
-            at += len(_TYPE_FIRST)
-            end = line.find(b'"', at)
-            if end < 0:
-                return False
-        else:
+    def _took_id_first(self, line: bytes, at: int) -> bool:
+        """Whether `line`, a result whose `tool_use_id` value starts at `at`, is a success
+        (`…","type":"tool_result"`): then taken, and never decoded."""
+        end = line.find(b'"', at)
+        if not line.startswith(_RESULT_TYPE, end):
             return False
-        if line.find(b"\\", at, end) >= 0:
-            return False  # an escape in the id: decoded, to read it right
+        return self._took_success(line, at, end)
+
+    def _took_type_first(self, line: bytes, at: int) -> bool:
+        """Whether `line`, a result written type first (`…"type":"tool_result",` ends at
+        `at`), is a success holding no text: then taken, and never decoded."""
+        if not line.startswith(_ID_KEY, at) or _ERROR_FLAG in line or _TEXT_BLOCK in line:
+            return False
+        at += len(_ID_KEY)
+        end = line.find(b'"', at)
+        return end >= 0 and self._took_success(line, at, end)
+
+    def _took_success(self, line: bytes, at: int, end: int) -> bool:
+        # The call's id is `line[at:end]`.
         call_id = line[at:end].decode("utf-8", "replace")
+        if "\\" in call_id:
+            return False  # an escape in the id: decoded, to read it right
         call = self.pending.pop(call_id)  # None: a call never seen, or folded in already
         if call is not None:
             tool, about = call

@@ -63,6 +63,9 @@ _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
 _OTHER = b'{"type":'  # request-shape, blob and other lines that are neither usage nor facts
 _ATTACHMENT = b'"isSidechain":false,"attachment":'
+_OTHER_END = len(_OTHER)
+_ATTACHMENT_END = 53 + len(_ATTACHMENT)  # after a parent's uuid
+_NULL_ATTACHMENT_END = 19 + len(_ATTACHMENT)  # after `null`
 
 
 class ClaudeReader:
@@ -113,10 +116,11 @@ class ClaudeReader:
             ):
                 # The commonest lines that hold no fact, known from their first bytes: others,
                 # and attachments (`{"parentUuid":null|"<uuid>","isSidechain":false,"attachment"`).
+                # Compared as slices: cheaper than `startswith` on every line (Python 3.11).
                 if not (
-                    line.startswith(_OTHER)
-                    or line.startswith(_ATTACHMENT, 53)
-                    or line.startswith(_ATTACHMENT, 19)
+                    line[:_OTHER_END] == _OTHER
+                    or line[53:_ATTACHMENT_END] == _ATTACHMENT
+                    or line[19:_NULL_ATTACHMENT_END] == _ATTACHMENT
                     or not line
                 ):
                     take_line(line)
