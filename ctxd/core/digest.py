@@ -12,9 +12,8 @@ the same size however long the session runs.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 __all__ = [
     "COMPACT_HEADER",
@@ -33,6 +32,8 @@ __all__ = [
     "render_compact",
     "render_markdown",
 ]
+
+T = TypeVar("T")
 
 DigestKind = Literal[
     "ask",  # a request the user typed (`text`)
@@ -160,6 +161,11 @@ def _first_line(text: str, limit: int) -> str:
     return ""
 
 
+def _pushed(items: tuple[T, ...], item: T, keep: int) -> tuple[T, ...]:
+    """`items` with `item` added at the end, the oldest dropped beyond `keep`."""
+    return (*items[max(0, len(items) - keep + 1) :], item)
+
+
 def is_request(text: str) -> bool:
     """Whether an "ask" event's text counts as a request (not empty, not one of ctxd's own
     texts that an agent recorded as a user message)."""
@@ -197,18 +203,20 @@ class DigestBook:
         self.limits = limits
         d = start or Digest()
         self._first_ask = d.first_ask
-        self._asks = deque(d.asks, limits.asks)
+        # The bounded lists are tuples: the digest value shares them, and they take the
+        # least memory (a daemon keeps a book per session).
+        self._asks = d.asks
         #: path -> [reads, edits, writes], least recently touched first.
         self._files: dict[str, list[int]] = {f.path: [f.reads, f.edits, f.writes] for f in d.files}
         self._files_dropped = d.files_dropped
-        self._commands = deque(d.commands, limits.commands)
+        self._commands = d.commands
         self._commands_run = d.commands_run
-        self._failed = deque(d.failed, limits.failed)
+        self._failed = d.failed
         self._commands_failed = d.commands_failed
         self._todos: list[Todo] | None = None if d.todos is None else list(d.todos)
-        self._errors = deque(d.errors, limits.errors)
+        self._errors = d.errors
         self._last_reply = d.last_reply
-        self._subagents = deque(d.subagents, limits.subagents)
+        self._subagents = d.subagents
         self._subagents_spawned = d.subagents_spawned
         self._compactions = d.compactions
         self._tool_calls = d.tool_calls
@@ -222,17 +230,17 @@ class DigestBook:
             todos = None if self._todos is None else tuple(self._todos)
             snapshot = self._snapshot = Digest(
                 self._first_ask,
-                tuple(self._asks),
+                self._asks,
                 files,
                 self._files_dropped,
-                tuple(self._commands),
+                self._commands,
                 self._commands_run,
-                tuple(self._failed),
+                self._failed,
                 self._commands_failed,
                 todos,
-                tuple(self._errors),
+                self._errors,
                 self._last_reply,
-                tuple(self._subagents),
+                self._subagents,
                 self._subagents_spawned,
                 self._compactions,
                 self._tool_calls,
@@ -256,7 +264,7 @@ class DigestBook:
         text = text.strip()
         if self._first_ask is None:
             self._first_ask = _clip(text, self.limits.first_ask_chars)
-        self._asks.append(_clip(text, self.limits.ask_chars))
+        self._asks = _pushed(self._asks, _clip(text, self.limits.ask_chars), self.limits.asks)
         self._snapshot = None
 
     def reply(self, text: str) -> None:
@@ -284,7 +292,8 @@ class DigestBook:
 
     def command(self, text: str, call_id: str | None = None) -> None:
         """A shell command run; its outcome comes with `result(call_id, ...)`."""
-        self._commands.append(Command(_clip(text, self.limits.command_chars), call_id))
+        command = Command(_clip(text, self.limits.command_chars), call_id)
+        self._commands = _pushed(self._commands, command, self.limits.commands)
         self._commands_run += 1
         self._tool_calls += 1
         self._snapshot = None
@@ -307,14 +316,15 @@ class DigestBook:
                 error = _first_line(text, self.limits.error_chars) if failed else ""
                 # its result is in: the id is needed no more
                 done = Command(c.text, None, failed, exit_code, error)
-                commands[i] = done
+                self._commands = (*commands[:i], done, *commands[i + 1 :])
                 if failed:
-                    self._failed.append(done)
+                    self._failed = _pushed(self._failed, done, self.limits.failed)
                     self._commands_failed += 1
                 self._snapshot = None
                 return
         if failed and text:
-            self._errors.append(_clip(text, self.limits.error_chars))
+            error = _clip(text, self.limits.error_chars)
+            self._errors = _pushed(self._errors, error, self.limits.errors)
             self._snapshot = None
 
     def todos(self, items: tuple[Todo, ...]) -> None:
@@ -346,7 +356,8 @@ class DigestBook:
         self._todos = todos[-self.limits.todos :]
 
     def subagent(self, text: str) -> None:
-        self._subagents.append(_clip(text or "(no description)", self.limits.command_chars))
+        about = _clip(text or "(no description)", self.limits.command_chars)
+        self._subagents = _pushed(self._subagents, about, self.limits.subagents)
         self._subagents_spawned += 1
         self._tool_calls += 1
         self._snapshot = None
