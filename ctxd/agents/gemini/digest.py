@@ -60,6 +60,7 @@ _NAME_AT = b'","name":"'
 _ARGS_AT = b'","args":'
 _RESULT_AT = b',"result":[{"functionResponse":{'
 _RESPONSE_AT = b'"response":{'
+_RESPONSE_OUTPUT = b'"response":{"output":'
 _OUTPUT = b'"output":'
 _STATUS_AT = b'}],"status":"'
 _SUCCESS = b'success"'
@@ -67,7 +68,8 @@ _NEXT_CALL_AT = b'},{"id":"'
 _LAST_CALL_END = b"}]}"
 _FILE_PATH_KEY = b'"file_path":"'
 _EXIT_CODE = b"Exit Code: "
-_SHELL = "run_shell_command"
+_SHELL_NAME = "run_shell_command"
+_SHELL = _SHELL_NAME.encode()
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
@@ -76,13 +78,13 @@ _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
 _READ = frozenset({"read_file"})
 _EDIT = frozenset({"replace", "edit"})
 _WRITE = frozenset({"write_file"})
-#: Tools whose digest events need their `args` decoded (`_tool_call`).
-_DECODED_TOOLS = frozenset({"read_many_files", "write_todos", "invoke_agent"})
-#: A file tool's name -> how it touches its file.
+#: Tools whose digest events need their `args` decoded (`_tool_call`), by their raw names.
+_DECODED_TOOLS = frozenset({b"read_many_files", b"write_todos", b"invoke_agent"})
+#: A file tool's raw name -> how it touches its file.
 _FILE_TOOLS = {
-    **dict.fromkeys(_READ, "read"),
-    **dict.fromkeys(_EDIT, "edit"),
-    **dict.fromkeys(_WRITE, "write"),
+    **{name.encode(): "read" for name in _READ},
+    **{name.encode(): "edit" for name in _EDIT},
+    **{name.encode(): "write" for name in _WRITE},
 }
 
 
@@ -118,11 +120,12 @@ class GeminiFacts(Facts):
         self._replies.clear()
 
     def _first_time(self, key: str) -> bool:
-        if key in self._seen:
+        seen = self._seen
+        if key in seen:
             return False
-        self._seen[key] = None
-        if len(self._seen) > _SEEN_KEPT:
-            del self._seen[next(iter(self._seen))]
+        seen[key] = None
+        if len(seen) > _SEEN_KEPT:
+            del seen[next(iter(seen))]
         return True
 
     # ------------------------------------------------------------------ lines
@@ -157,7 +160,7 @@ class GeminiFacts(Facts):
         if reply and not line.startswith(_TEXT, content_at):
             return False
         if rest_at == len(line) - 1:  # `}`: no tool calls (written before they ran, or none)
-            calls: list[tuple[str, str, bytes, bool]] = []
+            calls: list[tuple[str, bytes, bytes, bool]] = []
         elif line.startswith(_TOOL_CALLS_AT, rest_at):
             walked = self._walk(line, rest_at + len(_TOOL_CALLS_AT) - len(_CALL_AT))
             if walked is None:
@@ -167,12 +170,20 @@ class GeminiFacts(Facts):
             return False
         if reply:
             self._replies.append((line, content_at + len(_TEXT) - 1))
+        touch = self.book.touch
         for call_id, name, args, command in calls:
-            if self._first_time(call_id):
-                self._call(call_id, name, args, command)
+            if not self._first_time(call_id):
+                continue
+            # The commonest call, a file tool with its path first in its args, inline.
+            kind = _FILE_TOOLS.get(name)
+            path = None if kind is None else _file_path(args)
+            if path is not None and kind is not None:
+                touch(path, kind)
+            else:
+                self._call(call_id, name, args, command, kind)
         return True
 
-    def _walk(self, line: bytes, pos: int) -> list[tuple[str, str, bytes, bool]] | None:
+    def _walk(self, line: bytes, pos: int) -> list[tuple[str, bytes, bytes, bool]] | None:
         """The tool calls of a gemini message line from `pos` (`{"id":"…` of the first) to the
         line's end, read without decoding their results (most of the line: a file read
         whole): (id, name, args, whether it is a shell command) each; None when the line is not
@@ -183,50 +194,52 @@ class GeminiFacts(Facts):
         the walk reads each call's head, skips its result to its status (one search over the
         line's bytes, in C) and goes on to the next call, until the array and the line end.
         """
-        calls: list[tuple[str, str, bytes, bool]] = []
+        calls: list[tuple[str, bytes, bytes, bool]] = []
+        find, startswith = line.find, line.startswith
         while True:
-            if not line.startswith(_CALL_AT, pos):
+            if not startswith(_CALL_AT, pos):
                 return None
-            id_end = line.find(b'"', pos + len(_CALL_AT))
-            if not line.startswith(_NAME_AT, id_end):
+            id_end = find(b'"', pos + len(_CALL_AT))
+            if not startswith(_NAME_AT, id_end):
                 return None
-            name_end = line.find(b'"', id_end + len(_NAME_AT))
-            if not line.startswith(_ARGS_AT, name_end):
+            name_end = find(b'"', id_end + len(_NAME_AT))
+            if not startswith(_ARGS_AT, name_end):
                 return None
             args_at = name_end + len(_ARGS_AT)
-            result_at = line.find(_RESULT_AT, args_at)
+            result_at = find(_RESULT_AT, args_at)
             if result_at < 0:
                 return None
-            response = line.find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
-            if response < 0 or not line.startswith(_OUTPUT, response + len(_RESPONSE_AT)):
-                return None  # an error response, or another shape
-            status_at = line.find(_STATUS_AT, response)
+            # The functionResponse repeats the call's id and name: its response comes at a
+            # known offset (else it is looked for in the result's head).
+            response = result_at + len(_RESULT_AT) + name_end - pos + 1
+            if not startswith(_RESPONSE_OUTPUT, response):
+                response = find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
+                if response < 0 or not startswith(_OUTPUT, response + len(_RESPONSE_AT)):
+                    return None  # an error response, or another shape
+            status_at = find(_STATUS_AT, response)
             if status_at < 0:
                 return None
             status_end = status_at + len(_STATUS_AT)
-            if not line.startswith(_SUCCESS, status_end):
+            if not startswith(_SUCCESS, status_end):
                 return None  # failed, cancelled, or not run yet: decoded whole
-            name = line[id_end + len(_NAME_AT) : name_end].decode("utf-8", "replace")
+            name = line[id_end + len(_NAME_AT) : name_end]
             command = name == _SHELL
-            if command and line.find(_EXIT_CODE, response, status_at) >= 0:
+            if command and find(_EXIT_CODE, response, status_at) >= 0:
                 return None  # a command's exit code (only its output says one): decoded whole
             call_id = line[pos + len(_CALL_AT) : id_end].decode("utf-8", "replace")
             calls.append((call_id, name, line[args_at:result_at], command))
-            pos = line.find(_NEXT_CALL_AT, status_end)
+            pos = find(_NEXT_CALL_AT, status_end)
             if pos < 0:
                 return calls if line.endswith(_LAST_CALL_END) else None
             pos += 2
 
-    def _call(self, call_id: str, name: str, raw_args: bytes, command: bool) -> None:
-        """A tool call that succeeded, folded in: the common ones straight into the book, from
-        what their `args` say (a file tool's path is found without decoding an edit's texts)."""
-        kind = _FILE_TOOLS.get(name)
-        if kind is not None:
-            path = _file_path(raw_args)
-            if path is not None:
-                self.book.touch(path, kind)
-                return
-        elif not command and name not in _DECODED_TOOLS:
+    def _call(
+        self, call_id: str, name: bytes, raw_args: bytes, command: bool, kind: str | None
+    ) -> None:
+        """A tool call that succeeded (other than a file tool whose path `_file_path` found),
+        folded in: the common ones straight into the book, from what their `args` say;
+        `kind` is how a file tool touches its file."""
+        if kind is None and not command and name not in _DECODED_TOOLS:
             self.book.tool()  # counted, nothing more
             return
         try:
@@ -242,7 +255,8 @@ class GeminiFacts(Facts):
             self.book.command(str(args.get("command") or ""), call_id)
             self.book.result(call_id, False, 0)
         else:
-            self.fold(_tool_call({"id": call_id, "name": name, "args": args}))
+            call = {"id": call_id, "name": name.decode("utf-8", "replace"), "args": args}
+            self.fold(_tool_call(call))
 
     # ------------------------------------------------------------------ records
 
@@ -386,7 +400,7 @@ def _tool_call(call: dict[str, Any]) -> list[DigestEvent]:
     output, error = _response(call)
     failed = call.get("status") == "error" or bool(error)
     # Only a command's output ends in `Exit Code: N` (a file read may hold those words).
-    found = _EXIT.search(output or error) if name == _SHELL else None
+    found = _EXIT.search(output or error) if name == _SHELL_NAME else None
     exit_code = int(found.group(1)) if found else None
     if exit_code:
         failed = True
@@ -402,7 +416,7 @@ def _tool_call(call: dict[str, Any]) -> list[DigestEvent]:
         events = [DigestEvent("edit", path)]
     elif name in _WRITE:
         events = [DigestEvent("write", path)]
-    elif name == _SHELL:
+    elif name == _SHELL_NAME:
         command = str(args.get("command") or "")
         reason = _reason(error or output)
         result = DigestEvent(
