@@ -57,6 +57,13 @@ _SIDE_CHAIN = b'"isSidechain":true,'
 _USER_OR_ASSISTANT = (b'"promptId":', b'"message":{')
 _ATTACHMENT = b'"attachment":'
 _SYSTEM = b'"type":"system",'
+_USER_TYPE = b'"userType":'
+_TYPE_KEY = b'"type":"'
+_USER_CONTENT = b'user","message":{"role":"user","content":'
+_USER_OR_ASSISTANT_TYPE = (b'user"', b'assistant"')
+_SYSTEM_TYPE = b'system"'
+_ID_FIRST_LIST = b'[{"tool_use_id":"'
+_TYPE_FIRST_LIST = b'[{"type":"tool_result",'
 _RESULT_HEAD = b'"content":[{"'
 _ID_FIRST = b'tool_use_id":"'
 _RESULT_TYPE = b'","type":"tool_result"'
@@ -83,8 +90,12 @@ _FILE_USES = {
     "Write": "write",
 }
 _SUBAGENT = frozenset({"Task", "Agent"})
-#: How many bytes of a line's head `wanted` looks at.
+# A user line's text that starts with one of them, known from its head: a string's first bytes.
+_ECHO_TEXTS = tuple(b'"' + ask.encode() for ask in _SKIPPED_ASKS)
+#: How many bytes of a line's head `take_line` searches.
 _WINDOW = 400
+#: How far an older layout's `"type"` is looked for: after a working directory's path.
+_TYPE_WINDOW = 1024
 
 
 class ClaudeDigestReader(UsageDigestReader):
@@ -117,7 +128,8 @@ class ClaudeFacts(Facts):
             if not line.startswith(_OTHER):
                 self._take_searched(line)
             return
-        at = 19 if line.startswith(b"null,", 14) else 53
+        # After `null` or the parent's uuid (found, not assumed 36 bytes long).
+        at = 19 if line.startswith(b"null,", 14) else line.find(b'"', 15) + 2
         if line.startswith(_MAIN_CHAIN, at):
             at += len(_MAIN_CHAIN)
         elif line.startswith(_SIDE_CHAIN, at):
@@ -135,8 +147,38 @@ class ClaudeFacts(Facts):
         elif line.startswith(_SYSTEM, at):
             if line.startswith(_BOUNDARY, at + len(_SYSTEM)):
                 self._take(line)
+        elif line.startswith(_USER_TYPE, at):
+            self._take_older(line, at)
         elif not line.startswith(_ATTACHMENT, at):
             self._take_searched(line)
+
+    def _take_older(self, line: bytes, at: int) -> None:
+        """The older layout (Claude Code 1.0 to 2.1.4x): `"userType":…,"cwd":…` and a few more
+        plain strings from `at`, then the line's `"type"`; a user line's content follows it."""
+        kind = line.find(_TYPE_KEY, at, _TYPE_WINDOW)
+        if kind < 0 or line.find(b"{", at, kind) >= 0:
+            # No `"type"` in the head, or not the line's own: inside an object (`"message":{`).
+            self._take_searched(line)
+            return
+        kind += len(_TYPE_KEY)
+        if line.startswith(_USER_CONTENT, kind):
+            self._take_user(line, kind + len(_USER_CONTENT))
+        elif line.startswith(_USER_OR_ASSISTANT_TYPE, kind) or (
+            line.startswith(_SYSTEM_TYPE, kind) and line.find(_BOUNDARY, kind, _WINDOW) >= 0
+        ):
+            self._take(line)
+        # progress lines (and any other kind) hold no fact
+
+    def _take_user(self, line: bytes, at: int) -> None:
+        """A user line whose `message.content` starts at `at`."""
+        if line.startswith(_ID_FIRST_LIST, at):
+            if not self._took_id_first(line, at + len(_ID_FIRST_LIST)):
+                self._take(line)
+        elif line.startswith(_TYPE_FIRST_LIST, at):
+            if not self._took_type_first(line, at + len(_TYPE_FIRST_LIST)):
+                self._decoded(line)  # a failure, or a result holding text: never a summary
+        elif not line.startswith(_ECHO_TEXTS, at):
+            self._take(line)
 
     def _take_searched(self, line: bytes) -> None:
         find = line.find
