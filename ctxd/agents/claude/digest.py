@@ -1,6 +1,6 @@
 """Claude Code transcripts -> the facts of a session digest (`ctxd.core.digest`).
 
-What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
+What a Claude Code transcript says, line by line (1.0.51 to 2.1.332):
 - a `"type":"user"` line whose `message.content` is a string (or holds `text` blocks) is a
   request the user typed, unless it is meta (`isMeta`), a compaction summary
   (`isCompactSummary`) or a local command's echo (`<command-name>`, `<local-command-…>`);
@@ -14,11 +14,16 @@ What a Claude Code transcript says, line by line (2.1.197, 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`): assistant and boundary
-lines, which it decodes for their usage, come decoded (`take_record`); of the other lines it hands
-over (`take_line`) only those that may hold a fact, judged from their head: request-shape, blob and
-other `{"type":…` lines are skipped by their first bytes by the reader itself, user, assistant and
-boundary lines say what they are in their first few hundred bytes. Tool results can be large (a
+The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which hands every line
+to `take_line` first, to be judged from its head: the line's kind is in its first few hundred bytes.
+Request-shape, blob and other `{"type":…` lines are known by their first bytes;
+`{"parentUuid":…,"isSidechain":…,` lines by the key after it (`"attachment"`, `"message"` for an
+assistant line) or else by their own `"type"` (Claude Code 2.1.5x and later write it, or
+`"promptId"` before it, right there; earlier ones after `"userType"`, the working directory and a
+few more plain strings). Attachment, progress and other system lines hold no fact and no usage;
+user lines are taken there. Assistant and compaction lines carry usage: the reader decodes them for
+it and hands them over decoded (`take_record`); the few lines whose head does not tell go to
+`take_unjudged`, which searches the head. Tool results can be large (a
 file read whole), and Claude Code writes one result a line. A successful one is known from its head
 and never decoded: it is written with its `tool_use_id` first
 (`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
@@ -54,14 +59,15 @@ _SIDECHAIN = b'"isSidechain":true'
 _PARENT = b'{"parentUuid":'
 _MAIN_CHAIN = b'"isSidechain":false,'
 _SIDE_CHAIN = b'"isSidechain":true,'
-_USER_OR_ASSISTANT = (b'"promptId":', b'"message":{')
 _ATTACHMENT = b'"attachment":'
-_SYSTEM = b'"type":"system",'
-_USER_TYPE = b'"userType":'
 _TYPE_KEY = b'"type":"'
 _USER_CONTENT = b'user","message":{"role":"user","content":'
-_USER_OR_ASSISTANT_TYPE = (b'user"', b'assistant"')
-_SYSTEM_TYPE = b'system"'
+_USER_KIND = b'user"'
+_ASSISTANT_KIND = b'assistant"'
+_SYSTEM_KIND = b'system"'
+_COMPACTION = b"compact_boundary"
+# `{"type":"<kind>"` lines of these kinds are left to the usage reader's search and decoding.
+_OTHER_KINDS_KEPT = tuple(b'"' + kind for kind in (_USER_KIND, _ASSISTANT_KIND, _SYSTEM_KIND))
 _ID_FIRST_LIST = b'[{"tool_use_id":"'
 _TYPE_FIRST_LIST = b'[{"type":"tool_result",'
 _RESULT_HEAD = b'"content":[{"'
@@ -69,7 +75,6 @@ _ID_FIRST = b'tool_use_id":"'
 _RESULT_TYPE = b'","type":"tool_result"'
 _RESULT_FIRST = b'type":"tool_result",'
 _ID_KEY = b'"tool_use_id":"'
-_ID_FIRST_HEAD = _RESULT_HEAD + _ID_FIRST
 _ERROR_FLAG = b'"is_error":true'
 _TEXT_BLOCK = b'"type":"text"'
 _TASK_ID = b'"toolUseResult":{"task":{"id":"'
@@ -118,56 +123,53 @@ class ClaudeFacts(Facts):
         #: The reader's recent tool call ids (a call among them was folded in already).
         self.calls_seen: Container[str] = ()
 
-    def take_line(self, line: bytes) -> None:
-        """A line the usage reader did not decode: judged from its head, and taken if it may
-        hold a fact."""
-        # Claude Code 2.1 writes `{"parentUuid":null|"<uuid>","isSidechain":…,"<key>"` where the
-        # key says the line's kind: known from fixed offsets, without a search. Any other
-        # layout is judged by searching its head.
+    def take_line(self, line: bytes) -> bool:
+        """A line before the usage reader looks at it, judged from its head: True when it can
+        carry no usage (a user, progress or attachment line, a system line other than a
+        compaction, bookkeeping) and was taken if it may hold a fact; False when it may carry
+        usage or its head does not tell (then the reader hands it over decoded, `take_record`,
+        or else to `take_unjudged`). Not for a compaction summary awaited for its usage."""
+        if line.startswith(_OTHER):
+            # `{"type":"<kind>",…`: request shapes, blobs, snapshots and other bookkeeping.
+            return not line.startswith(_OTHER_KINDS_KEPT, len(_OTHER))
         if not line.startswith(_PARENT):
-            if not line.startswith(_OTHER):
-                self._take_searched(line)
-            return
-        # After `null` or the parent's uuid (found, not assumed 36 bytes long).
+            return False
+        # `{"parentUuid":null|"<uuid>","isSidechain":…,` then, in Claude Code 2.1.5x and later,
+        # `"attachment"`, `"message"`, `"promptId"` or `"type"`; before it, `"userType"`, the
+        # working directory and a few more plain strings. The uuid's length is found, not
+        # assumed.
         at = 19 if line.startswith(b"null,", 14) else line.find(b'"', 15) + 2
         if line.startswith(_MAIN_CHAIN, at):
             at += len(_MAIN_CHAIN)
         elif line.startswith(_SIDE_CHAIN, at):
             if not self._keep_sidechain:
-                return
+                return True  # a subagent's: neither its usage nor its facts are the session's
             at += len(_SIDE_CHAIN)
         else:
-            self._take_searched(line)
-            return
-        if line.startswith(_USER_OR_ASSISTANT, at):
-            # Most of them are tool results, written id first when all went well.
-            start = line.find(_ID_FIRST_HEAD, at, _WINDOW)
-            if start < 0 or not self._took_id_first(line, start + len(_ID_FIRST_HEAD)):
-                self._take(line)
-        elif line.startswith(_SYSTEM, at):
-            if line.startswith(_BOUNDARY, at + len(_SYSTEM)):
-                self._take(line)
-        elif line.startswith(_USER_TYPE, at):
-            self._take_older(line, at)
-        elif not line.startswith(_ATTACHMENT, at):
-            self._take_searched(line)
-
-    def _take_older(self, line: bytes, at: int) -> None:
-        """The older layout (Claude Code 1.0 to 2.1.4x): `"userType":…,"cwd":…` and a few more
-        plain strings from `at`, then the line's `"type"`; a user line's content follows it."""
+            return False
+        if line.startswith(_ATTACHMENT, at):
+            return True
         kind = line.find(_TYPE_KEY, at, _TYPE_WINDOW)
         if kind < 0 or line.find(b"{", at, kind) >= 0:
-            # No `"type"` in the head, or not the line's own: inside an object (`"message":{`).
-            self._take_searched(line)
-            return
+            # No `"type"` in the head, or not the line's own but inside an object: an assistant
+            # line (`"message":{` first) or a layout not known.
+            return False
         kind += len(_TYPE_KEY)
         if line.startswith(_USER_CONTENT, kind):
             self._take_user(line, kind + len(_USER_CONTENT))
-        elif line.startswith(_USER_OR_ASSISTANT_TYPE, kind) or (
-            line.startswith(_SYSTEM_TYPE, kind) and line.find(_BOUNDARY, kind, _WINDOW) >= 0
-        ):
+        elif line.startswith(_USER_KIND, kind):
             self._take(line)
-        # progress lines (and any other kind) hold no fact
+        elif line.startswith(_ASSISTANT_KIND, kind):
+            return False
+        elif line.startswith(_SYSTEM_KIND, kind):
+            return _COMPACTION not in line  # only a compaction's system line carries usage
+        return True  # progress lines, and any other kind, hold neither usage nor a fact
+
+    def take_unjudged(self, line: bytes) -> None:
+        """A line `take_line` could not judge and that carries no usage: taken if a search of
+        its head finds a user, assistant or compaction line."""
+        if not line.startswith(_OTHER):
+            self._take_searched(line)
 
     def _take_user(self, line: bytes, at: int) -> None:
         """A user line whose `message.content` starts at `at`."""

@@ -26,11 +26,13 @@ and blob lines of 10-60 KB; a substring test on the raw bytes rejects them befor
 `"usage"` with its quotes can only occur as a real key, since quotes inside JSON strings are
 escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
 
-Given `facts` (the session digest, `digest.py`), the same pass keeps them too: a line decoded for
-usage is handed over decoded, and of the others all but the request-shape, blob and attachment
-lines that are most of the file (known from their first bytes) are handed over as bytes, for
-`ClaudeFacts.take_line` to judge from their head. Without facts (`ctxd replay`) the loop is the
-usage-only one.
+Given `facts` (the session digest, `digest.py`), the same pass keeps them too, and every line's
+head is judged first, by `ClaudeFacts.take_line`: most lines (user, progress and attachment lines,
+request-shapes, blobs and other bookkeeping) are known from it to carry no usage, are taken there
+if they may hold a fact, and are neither searched for usage nor decoded here. The rest are searched
+as above: a line decoded for usage is handed over decoded (`take_record`), any other to
+`take_unjudged`. While a compaction's summary is awaited for its usage, a line holding one is
+decoded as above. Without facts (`ctxd replay`) the loop is the usage-only one.
 
 `saw_tool_use` answers from the ids of the recent tool calls: all of the newest model turn's and
 the last `_TOOL_USES_KEPT` overall. That is enough: Claude Code runs a PostToolUse hook before it
@@ -61,11 +63,6 @@ _SUMMARY = b'"isCompactSummary":true'
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
-_OTHER = b'{"type":'  # request-shape, blob and other lines that are neither usage nor facts
-_ATTACHMENT = b'"isSidechain":false,"attachment":'
-_OTHER_END = len(_OTHER)
-_ATTACHMENT_END = 53 + len(_ATTACHMENT)  # after a parent's uuid
-_NULL_ATTACHMENT_END = 19 + len(_ATTACHMENT)  # after `null`
 
 
 class ClaudeReader:
@@ -108,26 +105,20 @@ class ClaudeReader:
         # The loop above, with the digest's lines handed over (see the module docstring).
         updates: list[UsageUpdate] = []
         take_line = facts.take_line
+        take_record = facts.take_record
         for line in self._lines.feed(data):
-            if not (
-                _USAGE_KEY in line
-                or _BOUNDARY in line
-                or (self._estimating is not None and _SUMMARY in line)
-            ):
-                # The commonest lines that hold no fact, known from their first bytes: others,
-                # and attachments (`{"parentUuid":null|"<uuid>","isSidechain":false,"attachment"`).
-                # Compared as slices: cheaper than `startswith` on every line (Python 3.11).
-                if not (
-                    line[:_OTHER_END] == _OTHER
-                    or line[53:_ATTACHMENT_END] == _ATTACHMENT
-                    or line[19:_NULL_ATTACHMENT_END] == _ATTACHMENT
-                    or not line
-                ):
-                    take_line(line)
+            estimating = self._estimating is not None
+            # The digest judges a line's head first: most lines are known from it to carry no
+            # usage, and are not searched for it. A summary awaited for its usage is decoded.
+            if (not estimating or _SUMMARY not in line) and take_line(line):
+                continue
+            if not (_USAGE_KEY in line or _BOUNDARY in line or (estimating and _SUMMARY in line)):
+                if line:
+                    facts.take_unjudged(line)
                 continue
             record = decode(line)
             if record is not None:
-                facts.take_record(record, line)  # before its tool ids count as seen
+                take_record(record, line)  # before its tool ids count as seen
             update = self._on_record(record)
             if update is None:
                 continue

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from ctxd.agents import spec
+from ctxd.agents.claude.digest import ClaudeFacts
+from ctxd.agents.claude.files import is_subagent_path
+from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.core.digest import Digest, render_compact, render_markdown
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
@@ -156,3 +159,41 @@ def test_sidechain_lines_belong_to_the_subagent_reader() -> None:
     sub = opener("/p/projects/x/s/subagents/agent-a1.jsonl")
     sub.feed(data)
     assert sub.digest.asks == ("subagent task",)
+
+
+PUBLIC = sorted((DATA.parent / "public" / "claude").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", SAMPLES + PUBLIC, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("subagent", [False, True])
+def test_the_head_judgement_leaves_usage_alone(path: Path, subagent: bool) -> None:
+    # With facts, lines whose head shows they carry no usage are not searched for it: the
+    # updates and the remembered tool calls must be those of the usage-only loop.
+    data = path.read_bytes()
+    calls = set(re.findall(r'"id":"(toolu_[^"]+)"', data.decode()))
+    for step in (len(data) or 1, 97):
+        alone, riding = ClaudeReader(subagent), ClaudeReader(subagent, ClaudeFacts(subagent))
+        for i in range(0, len(data), step):
+            assert riding.feed(data[i : i + step]) == alone.feed(data[i : i + step])
+            assert {c for c in calls if riding.saw_tool_use(c)} == {
+                c for c in calls if alone.saw_tool_use(c)
+            }
+
+
+@pytest.mark.parametrize("path", SAMPLES + PUBLIC, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_judged_from_the_head_as_if_decoded(path: Path) -> None:
+    # Every line decoded and taken whole gives the digest the head judgement gives.
+    subagent = is_subagent_path(str(path))
+    decoded = ClaudeFacts(subagent)
+    calls: dict[str, None] = {}
+    decoded.calls_seen = calls
+    for line in path.read_bytes().splitlines():
+        record = json.loads(line)
+        decoded.take_record(record, line)
+        message = record.get("message")
+        main = not record.get("isSidechain") or subagent
+        if main and record.get("type") == "assistant" and isinstance(message, dict):
+            calls.update(
+                (b["id"], None) for b in message.get("content") or () if b.get("type") == "tool_use"
+            )
+    assert _digest(path) == decoded.digest
