@@ -57,6 +57,9 @@ _ASSISTANT = b'"role":"assistant"'
 _BOUNDARY = b'"subtype":"compact_boundary"'
 _SIDECHAIN = b'"isSidechain":true'
 _PARENT = b'{"parentUuid":'
+_OTHER_END = len(_OTHER)
+_PARENT_END = len(_PARENT)
+_MESSAGE = b'"message":{'
 _MAIN_CHAIN = b'"isSidechain":false,'
 _SIDE_CHAIN = b'"isSidechain":true,'
 _ATTACHMENT = b'"attachment":'
@@ -129,16 +132,17 @@ class ClaudeFacts(Facts):
         compaction, bookkeeping) and was taken if it may hold a fact; False when it may carry
         usage or its head does not tell (then the reader hands it over decoded, `take_record`,
         or else to `take_unjudged`). Not for a compaction summary awaited for its usage."""
-        if line.startswith(_OTHER):
+        # Every line's head is judged: compared as slices, cheaper than `startswith` (3.11).
+        if line[:_OTHER_END] == _OTHER:
             # `{"type":"<kind>",…`: request shapes, blobs, snapshots and other bookkeeping.
-            return not line.startswith(_OTHER_KINDS_KEPT, len(_OTHER))
-        if not line.startswith(_PARENT):
+            return not line.startswith(_OTHER_KINDS_KEPT, _OTHER_END)
+        if line[:_PARENT_END] != _PARENT:
             return False
         # `{"parentUuid":null|"<uuid>","isSidechain":…,` then, in Claude Code 2.1.5x and later,
         # `"attachment"`, `"message"`, `"promptId"` or `"type"`; before it, `"userType"`, the
         # working directory and a few more plain strings. The uuid's length is found, not
         # assumed.
-        at = 19 if line.startswith(b"null,", 14) else line.find(b'"', 15) + 2
+        at = 19 if line[_PARENT_END:19] == b"null," else line.find(b'"', 15) + 2
         if line.startswith(_MAIN_CHAIN, at):
             at += len(_MAIN_CHAIN)
         elif line.startswith(_SIDE_CHAIN, at):
@@ -149,6 +153,8 @@ class ClaudeFacts(Facts):
             return False
         if line.startswith(_ATTACHMENT, at):
             return True
+        if line.startswith(_MESSAGE, at):
+            return False  # an assistant line
         kind = line.find(_TYPE_KEY, at, _TYPE_WINDOW)
         if kind < 0 or line.find(b"{", at, kind) >= 0:
             # No `"type"` in the head, or not the line's own but inside an object: an assistant
