@@ -56,21 +56,7 @@ _USER = b'"type":"user"'
 _ASSISTANT = b'"role":"assistant"'
 _BOUNDARY = b'"subtype":"compact_boundary"'
 _SIDECHAIN = b'"isSidechain":true'
-_PARENT = b'{"parentUuid":'
-_OTHER_END = len(_OTHER)
-_PARENT_END = len(_PARENT)
-_MESSAGE = b'"message":{'
-_MAIN_CHAIN = b'"isSidechain":false,'
-_SIDE_CHAIN = b'"isSidechain":true,'
-_ATTACHMENT = b'"attachment":'
-_TYPE_KEY = b'"type":"'
 _USER_CONTENT = b'user","message":{"role":"user","content":'
-_USER_KIND = b'user"'
-_ASSISTANT_KIND = b'assistant"'
-_SYSTEM_KIND = b'system"'
-_COMPACTION = b"compact_boundary"
-# `{"type":"<kind>"` lines of these kinds are left to the usage reader's search and decoding.
-_OTHER_KINDS_KEPT = tuple(b'"' + kind for kind in (_USER_KIND, _ASSISTANT_KIND, _SYSTEM_KIND))
 _ID_FIRST_LIST = b'[{"tool_use_id":"'
 _TYPE_FIRST_LIST = b'[{"type":"tool_result",'
 _RESULT_HEAD = b'"content":[{"'
@@ -102,8 +88,6 @@ _SUBAGENT = frozenset({"Task", "Agent"})
 _ECHO_TEXTS = tuple(b'"' + ask.encode() for ask in _SKIPPED_ASKS)
 #: How many bytes of a line's head `take_line` searches.
 _WINDOW = 400
-#: How far an older layout's `"type"` is looked for: after a working directory's path.
-_TYPE_WINDOW = 1024
 
 
 class ClaudeDigestReader(UsageDigestReader):
@@ -126,50 +110,13 @@ class ClaudeFacts(Facts):
         #: The reader's recent tool call ids (a call among them was folded in already).
         self.calls_seen: Container[str] = ()
 
-    def take_line(self, line: bytes) -> bool:
-        """A line before the usage reader looks at it, judged from its head: True when it can
-        carry no usage (a user, progress or attachment line, a system line other than a
-        compaction, bookkeeping) and was taken if it may hold a fact; False when it may carry
-        usage or its head does not tell (then the reader hands it over decoded, `take_record`,
-        or else to `take_unjudged`). Not for a compaction summary awaited for its usage."""
-        # Every line's head is judged: compared as slices, cheaper than `startswith` (3.11).
-        if line[:_OTHER_END] == _OTHER:
-            # `{"type":"<kind>",…`: request shapes, blobs, snapshots and other bookkeeping.
-            return not line.startswith(_OTHER_KINDS_KEPT, _OTHER_END)
-        if line[:_PARENT_END] != _PARENT:
-            return False
-        # `{"parentUuid":null|"<uuid>","isSidechain":…,` then, in Claude Code 2.1.5x and later,
-        # `"attachment"`, `"message"`, `"promptId"` or `"type"`; before it, `"userType"`, the
-        # working directory and a few more plain strings. The uuid's length is found, not
-        # assumed.
-        at = 19 if line[_PARENT_END:19] == b"null," else line.find(b'"', 15) + 2
-        if line.startswith(_MAIN_CHAIN, at):
-            at += len(_MAIN_CHAIN)
-        elif line.startswith(_SIDE_CHAIN, at):
-            if not self._keep_sidechain:
-                return True  # a subagent's: neither its usage nor its facts are the session's
-            at += len(_SIDE_CHAIN)
-        else:
-            return False
-        if line.startswith(_ATTACHMENT, at):
-            return True
-        if line.startswith(_MESSAGE, at):
-            return False  # an assistant line
-        kind = line.find(_TYPE_KEY, at, _TYPE_WINDOW)
-        if kind < 0 or line.find(b"{", at, kind) >= 0:
-            # No `"type"` in the head, or not the line's own but inside an object: an assistant
-            # line (`"message":{` first) or a layout not known.
-            return False
-        kind += len(_TYPE_KEY)
+    def take_user(self, line: bytes, kind: int) -> None:
+        """A user line, whose own `"type"` value starts at `kind` (`judge_head`): taken if it
+        may hold a fact."""
         if line.startswith(_USER_CONTENT, kind):
             self._take_user(line, kind + len(_USER_CONTENT))
-        elif line.startswith(_USER_KIND, kind):
+        else:
             self._take(line)
-        elif line.startswith(_ASSISTANT_KIND, kind):
-            return False
-        elif line.startswith(_SYSTEM_KIND, kind):
-            return _COMPACTION not in line  # only a compaction's system line carries usage
-        return True  # progress lines, and any other kind, hold neither usage nor a fact
 
     def take_unjudged(self, line: bytes) -> None:
         """A line `take_line` could not judge and that carries no usage: taken if a search of

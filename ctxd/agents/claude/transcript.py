@@ -53,7 +53,7 @@ from ctxd.core.events import UsageUpdate
 if TYPE_CHECKING:
     from ctxd.agents.claude.digest import ClaudeFacts
 
-__all__ = ["ClaudeReader", "context_tokens"]
+__all__ = ["HEAD_MAY_CARRY", "HEAD_NOTHING", "ClaudeReader", "context_tokens", "judge_head"]
 
 _USAGE_KEY = b'"usage"'
 #: How many recent tool calls a reader remembers (for `saw_tool_use`), beyond the newest turn's.
@@ -63,6 +63,29 @@ _SUMMARY = b'"isCompactSummary":true'
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
+
+# What a line's head tells (`judge_head`).
+_OTHER = b'{"type":'
+_PARENT = b'{"parentUuid":'
+_OTHER_END = len(_OTHER)
+_PARENT_END = len(_PARENT)
+_MESSAGE = b'"message":{'
+_MAIN_CHAIN = b'"isSidechain":false,'
+_SIDE_CHAIN = b'"isSidechain":true,'
+_ATTACHMENT_KEY = b'"attachment":'
+_TYPE_KEY = b'"type":"'
+_USER_KIND = b'user"'
+_ASSISTANT_KIND = b'assistant"'
+_SYSTEM_KIND = b'system"'
+# `{"type":"<kind>"` lines of these kinds are searched and decoded as any line whose head is not
+# known.
+_OTHER_KINDS_KEPT = tuple(b'"' + kind for kind in (_USER_KIND, _ASSISTANT_KIND, _SYSTEM_KIND))
+#: How far an older layout's `"type"` is looked for: after a working directory's path.
+_TYPE_WINDOW = 1024
+#: `judge_head`: the line may carry usage, or its head does not tell.
+HEAD_MAY_CARRY = -1
+#: `judge_head`: the line carries neither usage nor a fact of the session.
+HEAD_NOTHING = -2
 
 
 class ClaudeReader:
@@ -88,9 +111,17 @@ class ClaudeReader:
         if self.facts is not None:
             return self._feed_both(data, self.facts)
         updates: list[UsageUpdate] = []
+        keep_sidechain = self._keep_sidechain
         for line in self._lines.feed(data):
+            estimating = self._estimating is not None
+            # Most lines are known from their head to carry no usage: not searched for it.
+            # A summary awaited for its usage is decoded.
+            if (not estimating or _SUMMARY not in line) and judge_head(
+                line, keep_sidechain
+            ) != HEAD_MAY_CARRY:
+                continue
             wanted = _USAGE_KEY in line or _BOUNDARY in line
-            if not wanted and (self._estimating is None or _SUMMARY not in line):
+            if not wanted and (not estimating or _SUMMARY not in line):
                 continue
             update = self._on_record(decode(line))
             if update is None:
@@ -104,14 +135,18 @@ class ClaudeReader:
     def _feed_both(self, data: bytes, facts: ClaudeFacts) -> list[UsageUpdate]:
         # The loop above, with the digest's lines handed over (see the module docstring).
         updates: list[UsageUpdate] = []
-        take_line = facts.take_line
+        keep_sidechain = self._keep_sidechain
+        take_user = facts.take_user
         take_record = facts.take_record
         for line in self._lines.feed(data):
             estimating = self._estimating is not None
-            # The digest judges a line's head first: most lines are known from it to carry no
-            # usage, and are not searched for it. A summary awaited for its usage is decoded.
-            if (not estimating or _SUMMARY not in line) and take_line(line):
-                continue
+            if not estimating or _SUMMARY not in line:
+                head = judge_head(line, keep_sidechain)
+                if head >= 0:
+                    take_user(line, head)  # a user line: its facts, and no usage
+                    continue
+                if head == HEAD_NOTHING:
+                    continue
             if not (_USAGE_KEY in line or _BOUNDARY in line or (estimating and _SUMMARY in line)):
                 if line:
                     facts.take_unjudged(line)
@@ -266,3 +301,46 @@ def context_tokens(usage: object) -> int | None:
     if all(part is None for part in parts):
         return None
     return sum(part for part in parts if part is not None)
+
+
+def judge_head(line: bytes, keep_sidechain: bool) -> int:
+    """What a Claude Code transcript line's head tells: `HEAD_MAY_CARRY` (an assistant or
+    compaction line, or a head not known: search it for usage), `HEAD_NOTHING` (bookkeeping,
+    attachments, progress and other system lines, another chain's lines), or, for a user line
+    (which carries no usage), where its own `"type"` value starts."""
+    # Compared as slices: cheaper than `startswith` on 3.11.
+    if line[:_OTHER_END] == _OTHER:
+        # `{"type":"<kind>",…`: request shapes, blobs, snapshots and other bookkeeping.
+        return HEAD_MAY_CARRY if line.startswith(_OTHER_KINDS_KEPT, _OTHER_END) else HEAD_NOTHING
+    if line[:_PARENT_END] != _PARENT:
+        return HEAD_MAY_CARRY
+    # `{"parentUuid":null|"<uuid>","isSidechain":…,` then, in Claude Code 2.1.5x and later,
+    # `"attachment"`, `"message"`, `"promptId"` or `"type"`; before it, `"userType"`, the
+    # working directory and a few more plain strings. The uuid's length is found, not assumed.
+    at = 19 if line[_PARENT_END:19] == b"null," else line.find(b'"', 15) + 2
+    if line.startswith(_MAIN_CHAIN, at):
+        at += len(_MAIN_CHAIN)
+    elif line.startswith(_SIDE_CHAIN, at):
+        if not keep_sidechain:
+            return HEAD_NOTHING  # a subagent's: neither its usage nor its facts are the session's
+        at += len(_SIDE_CHAIN)
+    else:
+        return HEAD_MAY_CARRY
+    if line.startswith(_ATTACHMENT_KEY, at):
+        return HEAD_NOTHING
+    if line.startswith(_MESSAGE, at):
+        return HEAD_MAY_CARRY  # an assistant line
+    kind = line.find(_TYPE_KEY, at, _TYPE_WINDOW)
+    if kind < 0 or line.find(b"{", at, kind) >= 0:
+        # No `"type"` in the head, or not the line's own but inside an object: an assistant
+        # line (`"message":{` first) or a layout not known.
+        return HEAD_MAY_CARRY
+    kind += len(_TYPE_KEY)
+    if line.startswith(_USER_KIND, kind):
+        return kind
+    if line.startswith(_ASSISTANT_KIND, kind):
+        return HEAD_MAY_CARRY
+    if line.startswith(_SYSTEM_KIND, kind):
+        # only a compaction's system line carries usage
+        return HEAD_MAY_CARRY if _BOUNDARY in line else HEAD_NOTHING
+    return HEAD_NOTHING  # progress lines, and any other kind, hold neither usage nor a fact
