@@ -26,13 +26,13 @@ and blob lines of 10-60 KB; a substring test on the raw bytes rejects them befor
 `"usage"` with its quotes can only occur as a real key, since quotes inside JSON strings are
 escaped; other line kinds that happen to contain it (tool results) are decoded and then dropped.
 
-Given `facts` (the session digest, `digest.py`), the same pass keeps them too, and every line's
-head is judged first, by `ClaudeFacts.take_line`: most lines (user, progress and attachment lines,
-request-shapes, blobs and other bookkeeping) are known from it to carry no usage, are taken there
-if they may hold a fact, and are neither searched for usage nor decoded here. The rest are searched
-as above: a line decoded for usage is handed over decoded (`take_record`), any other to
-`take_unjudged`. While a compaction's summary is awaited for its usage, a line holding one is
-decoded as above. Without facts (`ctxd replay`) the loop is the usage-only one.
+Every line's head is judged first (`judge_head`): most lines (user, progress and attachment
+lines, request-shapes, blobs and other bookkeeping) are known from it to carry no usage and are
+neither searched for it nor decoded; the rest are searched as above. Given `facts` (the session
+digest, `digest.py`), the same pass keeps them too: a user line known from its head is handed
+over (`take_user`), a line decoded for usage is handed over decoded (`take_record`), any other
+searched line to `take_unjudged`. While a compaction's summary is awaited for its usage, a line
+holding one is decoded as above.
 
 `saw_tool_use` answers from the ids of the recent tool calls: all of the newest model turn's and
 the last `_TOOL_USES_KEPT` overall. That is enough: Claude Code runs a PostToolUse hook before it
