@@ -14,16 +14,12 @@ What a Claude Code transcript says, line by line (1.0.51 to 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which hands every line
-to `take_line` first, to be judged from its head: the line's kind is in its first few hundred bytes.
-Request-shape, blob and other `{"type":…` lines are known by their first bytes;
-`{"parentUuid":…,"isSidechain":…,` lines by the key after it (`"attachment"`, `"message"` for an
-assistant line) or else by their own `"type"` (Claude Code 2.1.5x and later write it, or
-`"promptId"` before it, right there; earlier ones after `"userType"`, the working directory and a
-few more plain strings). Attachment, progress and other system lines hold no fact and no usage;
-user lines are taken there. Assistant and compaction lines carry usage: the reader decodes them for
-it and hands them over decoded (`take_record`); the few lines whose head does not tell go to
-`take_unjudged`, which searches the head. Tool results can be large (a
+The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which judges every
+line from its head first (`transcript.judge_head`: the line's kind is in its first few hundred
+bytes). Attachment, progress and other system lines hold no fact and no usage; user lines are
+handed over from there (`take_user`). Assistant and compaction lines carry usage: the reader
+decodes them for it and hands them over decoded (`take_record`); the few lines whose head does
+not tell go to `take_unjudged`, which searches the head. Tool results can be large (a
 file read whole), and Claude Code writes one result a line. A successful one is known from its head
 and never decoded: it is written with its `tool_use_id` first
 (`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
@@ -86,7 +82,7 @@ _FILE_USES = {
 _SUBAGENT = frozenset({"Task", "Agent"})
 # A user line's text that starts with one of them, known from its head: a string's first bytes.
 _ECHO_TEXTS = tuple(b'"' + ask.encode() for ask in _SKIPPED_ASKS)
-#: How many bytes of a line's head `take_line` searches.
+#: How many bytes of a line's head `take_unjudged` searches.
 _WINDOW = 400
 
 
@@ -119,7 +115,7 @@ class ClaudeFacts(Facts):
             self._take(line)
 
     def take_unjudged(self, line: bytes) -> None:
-        """A line `take_line` could not judge and that carries no usage: taken if a search of
+        """A line `judge_head` could not judge and that carries no usage: taken if a search of
         its head finds a user, assistant or compaction line."""
         if not line.startswith(_OTHER):
             self._take_searched(line)
@@ -200,7 +196,7 @@ class ClaudeFacts(Facts):
         return True
 
     def take_record(self, record: dict[str, Any], line: bytes) -> None:
-        """A line's record, decoded (by the usage reader, or by `take_line`)."""
+        """A line's record, decoded (by the usage reader, or here)."""
         if record.get("isSidechain") and not self._keep_sidechain:
             return
         kind = record.get("type")
