@@ -166,3 +166,110 @@ def test_files_todos_and_exit_codes_from_tool_calls() -> None:
     ]
     ((text, code, error),) = [(c.text, c.exit_code, c.error) for c in d.failed]
     assert (text, code, error) == ("make", 2, "boom")
+
+
+# ------------------------------------------------------- lines in Gemini CLI 0.61.0's own shape
+
+
+def _call_in_shape(
+    call_id: str, name: str, args: dict[str, Any], response: dict[str, Any], status: str = "success"
+) -> dict[str, Any]:
+    """A tool call as Gemini CLI 0.61.0 records it, keys in its order (the digest walks those)."""
+    part = {"functionResponse": {"id": call_id, "name": name, "response": response}}
+    return {
+        "id": call_id,
+        "name": name,
+        "args": args,
+        "result": [part],
+        "status": status,
+        "timestamp": "2026-11-30T23:24:26.507Z",
+        "resultDisplay": "",
+        "description": "",
+        "displayName": name,
+        "renderOutputAsMarkdown": True,
+    }
+
+
+def _gemini_line(message_id: str, calls: list[dict[str, Any]], prompt: int, **extra: Any) -> bytes:
+    tokens = {
+        "input": prompt,
+        "output": 40,
+        "cached": 0,
+        "thoughts": 0,
+        "tool": 0,
+        "total": prompt + 40,
+    }
+    record = {
+        "id": message_id,
+        "timestamp": "2026-11-30T23:24:26.456Z",
+        "type": "gemini",
+        "content": "",
+        "thoughts": [],
+        "tokens": tokens,
+        "model": "gemini-3.8-flash",
+        "toolCalls": calls,
+        **extra,
+    }
+    return _line(record)
+
+
+def _fed(data: bytes) -> tuple[Digest, list[int]]:
+    opener = spec("gemini").open_digest_reader
+    assert opener is not None
+    reader = opener("/x/chats/session-1.jsonl")
+    assert reader.usage_reader is not None
+    updates = reader.usage_reader.feed(data)
+    return reader.digest, [u.tokens for u in updates]
+
+
+def test_calls_walked_without_decoding_fold_what_decoding_folds() -> None:
+    """A line in Gemini CLI's shape is walked call by call (results skipped); the same calls in
+    a line that must be decoded (keys in another order) give the same digest."""
+    calls = [
+        _call_in_shape("a", "read_file", {"file_path": "/w/a.py"}, {"output": 'x = "}],\\n"'}),
+        _call_in_shape(
+            "b",
+            "replace",
+            {"old_string": "x", "file_path": "/w/a.py", "new_string": "y"},
+            {"output": "ok"},
+        ),
+        _call_in_shape("c", "run_shell_command", {"command": "make"}, {"output": "done"}),
+        _call_in_shape("d", "update_topic", {"title": "t"}, {"output": "ok"}),
+    ]
+    walked, tokens = _fed(_gemini_line("m1", calls, 100_000))
+    reordered = [{k: c[k] for k in reversed(list(c))} for c in calls]
+    decoded, _ = _fed(_gemini_line("m1", reordered, 100_000))
+    assert tokens == [100_000]
+    assert walked == decoded
+    assert [(f.path, f.reads, f.edits) for f in walked.files] == [("/w/a.py", 1, 1)]
+    assert [(c.text, c.failed, c.exit_code) for c in walked.commands] == [("make", False, 0)]
+    assert walked.tool_calls == 4
+
+
+def test_a_cancelled_call_is_not_taken_for_a_success() -> None:
+    """Gemini CLI keeps a cancelled tool's own output and adds an error; the next call of the
+    line, a success, is still counted."""
+    calls = [
+        _call_in_shape(
+            "a",
+            "run_shell_command",
+            {"command": "sleep 99"},
+            {"output": "partial", "error": "[Operation Cancelled] by user"},
+            status="cancelled",
+        ),
+        _call_in_shape("b", "read_file", {"file_path": "/w/a.py"}, {"output": "x"}),
+    ]
+    d, _ = _fed(_gemini_line("m1", calls, 100_000))
+    assert [(c.text, c.failed) for c in d.commands] == [("sleep 99", True)]
+    assert [(f.path, f.reads) for f in d.files] == [("/w/a.py", 1)]
+
+
+def test_a_second_tokens_key_after_the_calls_is_the_figure() -> None:
+    """Walking the calls stands for the usage reader's search for a second `tokens` key: a line
+    that goes on after its calls is decoded, and JSON's last key wins."""
+    calls = [_call_in_shape("a", "read_file", {"file_path": "/w/a.py"}, {"output": "x"})]
+    line = _gemini_line("m1", calls, 100_000)
+    line = line[: -len(b"}\n")] + b',"tokens":{"input":150000,"total":150000}}\n'
+    d, tokens = _fed(line)
+    assert tokens == [150_000]
+    assert [(f.path, f.reads) for f in d.files] == [("/w/a.py", 1)]
