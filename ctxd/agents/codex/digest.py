@@ -71,7 +71,7 @@ class CodexFacts(Facts):
     of a long rollout is mostly such lines.
     """
 
-    __slots__ = ("_asked", "items", "plans")
+    __slots__ = ("items", "plans")
 
     def __init__(self) -> None:
         super().__init__()
@@ -79,13 +79,11 @@ class CodexFacts(Facts):
         self.items: list[bytes] = []
         #: `function_call` lines naming `update_plan` in their head, not folded in yet.
         self.plans: list[bytes] = []
-        self._asked = False  # the book holds the session's first request
 
     def reset(self) -> None:
         super().reset()
         self.items = []
         self.plans = []
-        self._asked = False
 
     def flush(self) -> None:
         """Fold in the lines taken since the last flush (see the class docstring)."""
@@ -172,7 +170,7 @@ class CodexFacts(Facts):
                 self._fold_line(line)
             return
         kept: dict[int, dict[str, Any]] = {}
-        for i in () if self._asked else range(len(lines)):
+        for i in () if self.book.first_ask is not None else range(len(lines)):
             item = _item_of(lines[i])
             if _is_ask(item):
                 kept[i] = item
@@ -209,10 +207,7 @@ class CodexFacts(Facts):
         elif kind == "FileChange":
             _file_change(self.book, item)
         elif kind == "UserMessage":
-            text = _texts(item)
-            if is_request(text):
-                self._asked = True
-            self.book.ask(text)
+            self.book.ask(_texts(item))
         elif kind == "AgentMessage":
             self.book.reply(_texts(item))
 
