@@ -298,6 +298,30 @@ class DigestBook:
         self._tool_calls += 1
         self._snapshot = None
 
+    def ran(
+        self,
+        text: str,
+        call_id: str | None,
+        failed: bool = False,
+        exit_code: int | None = None,
+        error: str = "",
+    ) -> None:
+        """A shell command whose outcome is known already: `command` then `result` in one."""
+        if call_id is None:
+            self.command(text, call_id)
+            self.result(call_id, failed, exit_code, error)
+            return
+        lim = self.limits
+        first_line = _first_line(error, lim.error_chars) if failed else ""
+        done = Command(_clip(text, lim.command_chars), None, failed, exit_code, first_line)
+        self._commands = _pushed(self._commands, done, lim.commands)
+        self._commands_run += 1
+        self._tool_calls += 1
+        if failed:
+            self._failed = _pushed(self._failed, done, lim.failed)
+            self._commands_failed += 1
+        self._snapshot = None
+
     def result(
         self,
         call_id: str | None,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxd.core.digest import (
     COMPACT_HEADER,
     Digest,
+    DigestBook,
     DigestEvent,
     Limits,
     Todo,
@@ -133,3 +136,25 @@ def test_compact_within_its_limit_and_empty_without_facts() -> None:
     assert "Open todos" in note and "Failed commands" in note and "Files touched" in note
     assert render_compact(Digest()) == ""
     assert render_compact(fold(DigestEvent("reply", "hi"))) == ""
+
+
+@pytest.mark.parametrize(
+    ("call_id", "failed", "exit_code", "error"),
+    [
+        ("c1", False, 0, ""),
+        ("c2", True, 2, "boom\nmore"),
+        (None, True, None, "x"),
+        (None, False, 0, ""),
+    ],
+)
+def test_ran_is_a_command_and_its_result(
+    call_id: str | None, failed: bool, exit_code: int | None, error: str
+) -> None:
+    lim = Limits(commands=2, failed=2)
+    one, two = DigestBook(lim), DigestBook(lim)
+    for book in (one, two):
+        book.command("earlier", "c0")
+    one.ran("make", call_id, failed, exit_code, error)
+    two.command("make", call_id)
+    two.result(call_id, failed, exit_code, error)
+    assert one.digest == two.digest

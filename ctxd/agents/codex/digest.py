@@ -309,8 +309,7 @@ def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
     if not written and isinstance(argv, list) and argv:
         written = str(argv[-1])
     reason = _last_line(str(item.get("aggregated_output") or "")) if failed else ""
-    book.command(written, call_id)
-    book.result(call_id, failed, exit_code, reason)
+    book.ran(written, call_id, failed, exit_code, reason)
 
 
 def _joined(base: str, path: str) -> str:

@@ -252,8 +252,7 @@ class GeminiFacts(Facts):
             path = args.get("file_path") or args.get("absolute_path") or args.get("path")
             self.book.touch(path if isinstance(path, str) else "", kind)
         elif command:
-            self.book.command(str(args.get("command") or ""), call_id)
-            self.book.result(call_id, False, 0)
+            self.book.ran(str(args.get("command") or ""), call_id, False, 0)
         else:
             call = {"id": call_id, "name": name.decode("utf-8", "replace"), "args": args}
             self.fold(_tool_call(call))
