@@ -18,8 +18,10 @@ The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), whic
 line from its head first (`transcript.judge_head`: the line's kind is in its first few hundred
 bytes). Attachment, progress and other system lines hold no fact and no usage; user lines are
 handed over from there (`take_user`). Assistant and compaction lines carry usage: the reader
-decodes them for it and hands them over decoded (`take_record`); the few lines whose head does
-not tell go to `take_unjudged`, which searches the head. Tool results can be large (a
+decodes them for it and hands over an assistant message's content (`take_assistant`, which
+returns the tool calls it folded in for the reader to remember) and any other record decoded
+(`take_record`); the few lines whose head does not tell go to `take_unjudged`, which searches
+the head. Tool results can be large (a
 file read whole), and Claude Code writes one result a line. A successful one is known from its head
 and never decoded: it is written with its `tool_use_id` first
 (`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
@@ -209,26 +211,37 @@ class ClaudeFacts(Facts):
 
     def _assistant(self, record: dict[str, Any]) -> None:
         message = record.get("message")
-        if not isinstance(message, dict) or record.get("isApiErrorMessage"):
-            return
-        content = message.get("content")
-        for block in content if isinstance(content, list) else ():
+        if isinstance(message, dict) and not record.get("isApiErrorMessage"):
+            self.take_assistant(message.get("content"))
+
+    def take_assistant(self, content: object) -> list[str] | None:
+        """An assistant message's `content`, from a main-chain line that is no API error: its
+        text and its tool calls folded in, but for calls in `calls_seen`. Returns the ids of
+        the calls folded in (None: none), for the usage reader to remember."""
+        if not isinstance(content, list):
+            return None
+        folded: list[str] | None = None
+        for block in content:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "tool_use":
-                self._tool_use(block)
+                call_id = block.get("id")
+                if not isinstance(call_id, str):
+                    self._tool_use(block, None)
+                elif call_id not in self.calls_seen:  # else a streamed copy already folded in
+                    self._tool_use(block, call_id)
+                    if folded is None:
+                        folded = [call_id]
+                    else:
+                        folded.append(call_id)
             elif kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
                     self.book.reply(text)
+        return folded
 
-    def _tool_use(self, block: dict[str, Any]) -> None:
-        call_id = block.get("id")
-        if not isinstance(call_id, str):
-            call_id = None
-        elif call_id in self.calls_seen:
-            return  # a streamed copy of a message already folded in
+    def _tool_use(self, block: dict[str, Any], call_id: str | None) -> None:
         name = str(block.get("name") or "")
         data = block.get("input")
         args: dict[str, Any] = data if isinstance(data, dict) else {}

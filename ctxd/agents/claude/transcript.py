@@ -30,9 +30,11 @@ Every line's head is judged first (`judge_head`): most lines (user, progress and
 lines, request-shapes, blobs and other bookkeeping) are known from it to carry no usage and are
 neither searched for it nor decoded; the rest are searched as above. Given `facts` (the session
 digest, `digest.py`), the same pass keeps them too: a user line known from its head is handed
-over (`take_user`), a line decoded for usage is handed over decoded (`take_record`), any other
-searched line to `take_unjudged`. While a compaction's summary is awaited for its usage, a line
-holding one is decoded as above.
+over (`take_user`), an assistant message decoded for usage hands over its content
+(`take_assistant`: one walk of its blocks for both, the facts folding the tool calls not
+remembered yet and the reader remembering those), any other line decoded is handed over
+decoded (`take_record`), any other searched line to `take_unjudged`. While a compaction's
+summary is awaited for its usage, a line holding one is decoded as above.
 
 `saw_tool_use` answers from the ids of the recent tool calls: all of the newest model turn's and
 the last `_TOOL_USES_KEPT` overall. That is enough: Claude Code runs a PostToolUse hook before it
@@ -152,9 +154,14 @@ class ClaudeReader:
                     facts.take_unjudged(line)
                 continue
             record = decode(line)
-            if record is not None:
-                take_record(record, line)  # before its tool ids count as seen
-            update = self._on_record(record)
+            if record is None or (record.get("isSidechain") is True and not keep_sidechain):
+                continue
+            kind = record.get("type")
+            if kind == "assistant":
+                update = self._on_assistant(record, facts)
+            else:
+                take_record(record, line)
+                update = self._on_other(record, kind)
             if update is None:
                 continue
             key = (update.tokens, update.pending, update.turn_id, update.model)
@@ -203,12 +210,29 @@ class ClaudeReader:
         while len(tool_uses) > max(_TOOL_USES_KEPT, self._turn_calls):
             del tool_uses[next(iter(tool_uses))]
 
+    def _remember(self, turn: object, tool_use_ids: list[str]) -> None:
+        # `_remember_tool_uses` given the ids of a message's calls, not remembered yet (but
+        # for a repeated one).
+        tool_uses = self._tool_uses
+        for tool_use_id in tool_use_ids:
+            if tool_use_id not in tool_uses:
+                if turn != self._turn:
+                    self._turn, self._turn_calls = turn, 0
+                tool_uses[tool_use_id] = None
+                self._turn_calls += 1
+        while len(tool_uses) > max(_TOOL_USES_KEPT, self._turn_calls):
+            del tool_uses[next(iter(tool_uses))]
+
     def _on_record(self, record: dict[str, Any] | None) -> UsageUpdate | None:
         if record is None or (record.get("isSidechain") is True and not self._keep_sidechain):
             return None
         kind = record.get("type")
         if kind == "assistant":
             return self._on_assistant(record)
+        return self._on_other(record, kind)
+
+    def _on_other(self, record: dict[str, Any], kind: object) -> UsageUpdate | None:
+        # A main-chain record other than an assistant message.
         if kind == "system" and record.get("subtype") == "compact_boundary":
             return self._on_boundary(record)
         if kind == "user" and record.get("isCompactSummary") is True:
@@ -253,16 +277,29 @@ class ClaudeReader:
             estimated=True,
         )
 
-    def _on_assistant(self, record: dict[str, Any]) -> UsageUpdate | None:
-        if record.get("isApiErrorMessage") is True:
+    def _on_assistant(
+        self, record: dict[str, Any], facts: ClaudeFacts | None = None
+    ) -> UsageUpdate | None:
+        error = record.get("isApiErrorMessage")
+        if error is True:
             return None
         message = record.get("message")
         if not isinstance(message, dict):
             return None
-        model = message.get("model")
-        if model == _SYNTHETIC_MODEL:
-            return None
-        self._remember_tool_uses(message.get("id"), message.get("content"))
+        if facts is None:
+            model = message.get("model")
+            if model == _SYNTHETIC_MODEL:
+                return None
+            self._remember_tool_uses(message.get("id"), message.get("content"))
+        else:
+            # One walk of the blocks for both: the facts fold the calls not remembered yet
+            # (a synthetic message's too), and those are the ones to remember.
+            folded = None if error else facts.take_assistant(message.get("content"))
+            model = message.get("model")
+            if model == _SYNTHETIC_MODEL:
+                return None
+            if folded is not None:
+                self._remember(message.get("id"), folded)
         tokens = context_tokens(message.get("usage"))
         if tokens is None:
             return None
