@@ -21,19 +21,19 @@ handed over from there (`take_user`). Assistant and compaction lines carry usage
 decodes them for it and hands over an assistant message's content (`take_assistant`, which
 returns the tool calls it folded in for the reader to remember) and any other record decoded
 (`take_record`); the few lines whose head does not tell go to `take_unjudged`, which searches
-the head. Tool results can be large (a
-file read whole), and Claude Code writes one result a line. A successful one is known from its head
-and never decoded: it is written with its `tool_use_id` first
-(`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds blocks, with its type
-first (`"content":[{"type":"tool_result","tool_use_id":…`) and no `"is_error":true` nor text block
-anywhere in the line; a TaskCreate's item id is then read after its
-`"toolUseResult":{"task":{"id":"` (when a plain string). A failed result
+the head. Tool results can be large (a file read whole), and Claude Code writes one result a
+line. A successful one is known from its head and never decoded: it is written with its
+`tool_use_id` first (`"content":[{"tool_use_id":…,"type":"tool_result",…`), or, when it holds
+blocks, with its type first (`"content":[{"type":"tool_result","tool_use_id":…`) and no
+`"is_error":true` nor text block anywhere in the line; a TaskCreate's item id is then read after
+its `"toolUseResult":{"task":{"id":"` (when a plain string). A failed result
 (`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`) and anything else is
-decoded. Sidechain lines belong to subagents, which have their own transcripts (and their own
-digest); they are skipped in a session's transcript. A tool call already folded in (a streamed
-message written twice) is known by the usage reader's recent tool call ids, which the facts share.
-Facts are folded into the digest book directly (no `DigestEvent`s): a replay folds one per tool
-call.
+decoded. A user line whose `message.content` is a string (a typed request, unless it is a
+summary, meta or a local command's echo) has that string decoded alone. Sidechain lines belong
+to subagents, which have their own transcripts (and their own digest); they are skipped in a
+session's transcript. A tool call already folded in (a streamed message written twice) is known
+by the usage reader's recent tool call ids, which the facts share. Facts are folded into the
+digest book directly (no `DigestEvent`s): a replay folds one per tool call.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 from typing import Any
+
+import orjson
 
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
@@ -55,7 +57,9 @@ _ASSISTANT = b'"role":"assistant"'
 _BOUNDARY = b'"subtype":"compact_boundary"'
 _SIDECHAIN = b'"isSidechain":true'
 _USER_CONTENT = b'user","message":{"role":"user","content":'
+_USER_CONTENT_END = len(_USER_CONTENT)
 _ID_FIRST_LIST = b'[{"tool_use_id":"'
+_ID_FIRST_LIST_END = len(_ID_FIRST_LIST)
 _TYPE_FIRST_LIST = b'[{"type":"tool_result",'
 _RESULT_HEAD = b'"content":[{"'
 _ID_FIRST = b'tool_use_id":"'
@@ -67,6 +71,7 @@ _TEXT_BLOCK = b'"type":"text"'
 _TASK_ID = b'"toolUseResult":{"task":{"id":"'
 _SUMMARY_FLAG = b'"isCompactSummary":true'
 _META_FLAG = b'"isMeta":true'
+_BACKSLASH = ord("\\")
 _EXIT = re.compile(r"^Exit code (\d+)")
 _SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 # A user line whose text starts with one of them, known from its head.
@@ -111,8 +116,22 @@ class ClaudeFacts(Facts):
     def take_user(self, line: bytes, kind: int) -> None:
         """A user line, whose own `"type"` value starts at `kind` (`judge_head`): taken if it
         may hold a fact."""
-        if line.startswith(_USER_CONTENT, kind):
-            self._take_user(line, kind + len(_USER_CONTENT))
+        if not line.startswith(_USER_CONTENT, kind):
+            self._take(line)
+            return
+        at = kind + _USER_CONTENT_END  # where `message.content` starts
+        if line.startswith(_ID_FIRST_LIST, at):
+            # The commonest line of all, a tool's result: `_took_id_first`, one call less.
+            at += _ID_FIRST_LIST_END
+            end = line.find(b'"', at)
+            if not line.startswith(_RESULT_TYPE, end) or not self._took_success(line, at, end):
+                self._take(line)
+        elif line.startswith(_TYPE_FIRST_LIST, at):
+            if not self._took_type_first(line, at + len(_TYPE_FIRST_LIST)):
+                self._decoded(line)  # a failure, or a result holding text: never a summary
+        elif line.startswith(b'"', at):
+            if not line.startswith(_ECHO_TEXTS, at):
+                self._take_text(line, at)
         else:
             self._take(line)
 
@@ -122,16 +141,20 @@ class ClaudeFacts(Facts):
         if not line.startswith(_OTHER):
             self._take_searched(line)
 
-    def _take_user(self, line: bytes, at: int) -> None:
-        """A user line whose `message.content` starts at `at`."""
-        if line.startswith(_ID_FIRST_LIST, at):
-            if not self._took_id_first(line, at + len(_ID_FIRST_LIST)):
-                self._take(line)
-        elif line.startswith(_TYPE_FIRST_LIST, at):
-            if not self._took_type_first(line, at + len(_TYPE_FIRST_LIST)):
-                self._decoded(line)  # a failure, or a result holding text: never a summary
-        elif not line.startswith(_ECHO_TEXTS, at):
-            self._take(line)
+    def _take_text(self, line: bytes, at: int) -> None:
+        """A user line whose `message.content` is the string starting at `at`: a request,
+        unless the line is a summary or meta. Only the string is decoded."""
+        if _SUMMARY_FLAG in line or _META_FLAG in line:
+            return
+        end = _string_end(line, at)
+        try:
+            text = orjson.loads(line[at:end]) if end > 0 else None
+        except orjson.JSONDecodeError:
+            text = None
+        if not isinstance(text, str):
+            self._decoded(line)  # not a string seen rightly: read as the decoder reads it
+        elif _is_ask(text):
+            self.book.ask(text)
 
     def _take_searched(self, line: bytes) -> None:
         find = line.find
@@ -316,6 +339,22 @@ class ClaudeFacts(Facts):
             where = f" {about}" if about else ""
             text = f"{tool}{where}: {_first_line(text)}"
         self.book.result(call_id, True, exit_code, text)
+
+
+def _string_end(line: bytes, at: int) -> int:
+    """Where the JSON string starting at `at` (its opening quote) ends, past its closing
+    quote; -1 if it does not."""
+    end = at
+    while True:
+        end = line.find(b'"', end + 1)
+        if end < 0:
+            return -1
+        # A quote ends the string unless it follows an odd run of backslashes.
+        escape = end - 1
+        while line[escape] == _BACKSLASH:
+            escape -= 1
+        if (end - escape) % 2:
+            return end + 1
 
 
 def _task_key(line: bytes, start: int) -> str | None:

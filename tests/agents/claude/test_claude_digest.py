@@ -197,3 +197,33 @@ def test_judged_from_the_head_as_if_decoded(path: Path) -> None:
                 (b["id"], None) for b in message.get("content") or () if b.get("type") == "tool_use"
             )
     assert _digest(path) == decoded.digest
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['say "hi"', "a \\ backslash", "ends in a backslash \\", 'quote then \\"', "é ✓ \U0001f600"],
+)
+def test_a_typed_request_is_read_from_its_string_alone(text: str) -> None:
+    # Only the request's string is decoded: escaped quotes and backslashes must end it right.
+    record = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "uuid": "u1",
+    }
+    for ascii_only in (True, False):
+        line = json.dumps(record, separators=(",", ":"), ensure_ascii=ascii_only) + "\n"
+        reader = ClaudeReader(facts=ClaudeFacts())
+        reader.feed(line.encode())
+        assert reader.facts is not None
+        assert reader.facts.digest.asks == (text.strip(),)
+
+
+def test_a_typed_request_not_ended_is_decoded_as_a_whole() -> None:
+    head = b'{"parentUuid":null,"isSidechain":false,"type":"user",'
+    line = head + b'"message":{"role":"user","content":"open\n'
+    reader = ClaudeReader(facts=ClaudeFacts())
+    reader.feed(line)
+    assert reader.facts is not None
+    assert reader.facts.digest.asks == ()  # not JSON: no fact, as when decoded
