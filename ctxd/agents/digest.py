@@ -57,27 +57,17 @@ class DigestReader(Protocol):
         ...
 
 
-class PendingCalls:
-    """Tool calls whose result is still to come: call id -> (tool, what it was about)."""
+class PendingCalls(dict[str, tuple[str, str]]):
+    """Tool calls whose result is still to come: call id -> (tool, what it was about). A dict
+    (its `pop(call_id, None)`, `in` and `clear` run in C: one of each per tool call), bounded
+    by `add`."""
 
-    __slots__ = ("_calls",)
-
-    def __init__(self) -> None:
-        self._calls: dict[str, tuple[str, str]] = {}
+    __slots__ = ()
 
     def add(self, call_id: str, tool: str, about: str) -> None:
-        self._calls[call_id] = (tool, about)
-        if len(self._calls) > PENDING_KEPT:
-            del self._calls[next(iter(self._calls))]
-
-    def pop(self, call_id: str) -> tuple[str, str] | None:
-        return self._calls.pop(call_id, None)
-
-    def __contains__(self, call_id: str) -> bool:
-        return call_id in self._calls
-
-    def clear(self) -> None:
-        self._calls.clear()
+        self[call_id] = (tool, about)
+        if len(self) > PENDING_KEPT:
+            del self[next(iter(self))]
 
 
 def todo_status(value: object) -> str:

@@ -209,7 +209,8 @@ class DigestBook:
         #: path -> [reads, edits, writes], least recently touched first.
         self._files: dict[str, list[int]] = {f.path: [f.reads, f.edits, f.writes] for f in d.files}
         self._files_dropped = d.files_dropped
-        self._commands = d.commands
+        # The commands change with every command run and result: a list, changed in place.
+        self._commands: list[Command] = list(d.commands)
         self._commands_run = d.commands_run
         self._failed = d.failed
         self._commands_failed = d.commands_failed
@@ -233,7 +234,7 @@ class DigestBook:
                 self._asks,
                 files,
                 self._files_dropped,
-                self._commands,
+                tuple(self._commands),
                 self._commands_run,
                 self._failed,
                 self._commands_failed,
@@ -293,7 +294,7 @@ class DigestBook:
     def command(self, text: str, call_id: str | None = None) -> None:
         """A shell command run; its outcome comes with `result(call_id, ...)`."""
         command = Command(_clip(text, self.limits.command_chars), call_id)
-        self._commands = _pushed(self._commands, command, self.limits.commands)
+        self._add_command(command)
         self._commands_run += 1
         self._tool_calls += 1
         self._snapshot = None
@@ -314,13 +315,19 @@ class DigestBook:
         lim = self.limits
         first_line = _first_line(error, lim.error_chars) if failed else ""
         done = Command(_clip(text, lim.command_chars), None, failed, exit_code, first_line)
-        self._commands = _pushed(self._commands, done, lim.commands)
+        self._add_command(done)
         self._commands_run += 1
         self._tool_calls += 1
         if failed:
             self._failed = _pushed(self._failed, done, lim.failed)
             self._commands_failed += 1
         self._snapshot = None
+
+    def _add_command(self, command: Command) -> None:
+        commands = self._commands
+        commands.append(command)
+        if len(commands) > self.limits.commands:
+            del commands[0]
 
     def result(
         self,
@@ -340,7 +347,7 @@ class DigestBook:
                 error = _first_line(text, self.limits.error_chars) if failed else ""
                 # its result is in: the id is needed no more
                 done = Command(c.text, None, failed, exit_code, error)
-                self._commands = (*commands[:i], done, *commands[i + 1 :])
+                commands[i] = done
                 if failed:
                     self._failed = _pushed(self._failed, done, self.limits.failed)
                     self._commands_failed += 1

@@ -210,7 +210,7 @@ class ClaudeFacts(Facts):
         call_id = line[at:end].decode("utf-8", "replace")
         if "\\" in call_id:
             return False  # an escape in the id: decoded, to read it right
-        call = self.pending.pop(call_id)  # None: a call never seen, or folded in already
+        call = self.pending.pop(call_id, None)  # None: a call never seen, or folded in already
         if call is not None:
             tool, about = call
             if tool == "Bash":
@@ -319,7 +319,7 @@ class ClaudeFacts(Facts):
 
     def _result(self, block: dict[str, Any], record: dict[str, Any]) -> None:
         call_id = block["tool_use_id"]
-        call = self.pending.pop(call_id)
+        call = self.pending.pop(call_id, None)
         if call is None:
             return  # a call never seen, or a result already folded in
         tool, about = call
