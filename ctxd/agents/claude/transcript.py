@@ -67,7 +67,7 @@ _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
 
 # What a line's head tells (`judge_head`).
-_OTHER = b'{"type":'
+_OTHER = b'{"type":"'  # compact JSON, as Claude Code writes it; any other layout is searched
 _PARENT = b'{"parentUuid":'
 _OTHER_END = len(_OTHER)
 _PARENT_END = len(_PARENT)
@@ -81,7 +81,7 @@ _ASSISTANT_KIND = b'assistant"'
 _SYSTEM_KIND = b'system"'
 # `{"type":"<kind>"` lines of these kinds are searched and decoded as any line whose head is not
 # known.
-_OTHER_KINDS_KEPT = tuple(b'"' + kind for kind in (_USER_KIND, _ASSISTANT_KIND, _SYSTEM_KIND))
+_OTHER_KINDS_KEPT = (_USER_KIND, _ASSISTANT_KIND, _SYSTEM_KIND)
 #: How far an older layout's `"type"` is looked for: after a working directory's path.
 _TYPE_WINDOW = 1024
 #: `judge_head`: the line may carry usage, or its head does not tell.

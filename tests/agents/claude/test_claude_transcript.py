@@ -4,6 +4,7 @@ compactMetadata) and from the usage the mock API was scripted to send; each is c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
@@ -318,3 +319,18 @@ def test_the_reader_remembers_the_tool_calls_it_has_read() -> None:
     assert not reader.saw_tool_use("toolu_not_written_yet")
     reader.reset()
     assert not reader.saw_tool_use("toolu_mock0001bb4c7b8948f2")
+
+
+@pytest.mark.parametrize("digest", [False, True])
+def test_a_line_in_another_json_layout_is_still_read(digest: bool) -> None:
+    """Lines are judged from Claude Code's own compact layout; a line written otherwise (spaces
+    after the colons, keys in another order) is searched and decoded as before, with or without
+    the digest riding on the reader."""
+    from ctxd.agents.claude.digest import ClaudeFacts
+
+    record = orjson.loads(_with_usage(_assistant_line(), message_id="m1", cache_read=40_000))
+    spaced = {"type": record["type"], **record}
+    data = json.dumps(spaced).encode() + b"\n"
+    assert data.startswith(b'{"type": "assistant"')
+    reader = ClaudeReader(False, ClaudeFacts() if digest else None)
+    assert [u.tokens for u in reader.feed(data)] == [43_000]
