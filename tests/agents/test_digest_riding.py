@@ -11,6 +11,7 @@ import pytest
 
 from ctxd.agents import spec
 from ctxd.agents.claude.transcript import ClaudeReader
+from ctxd.agents.digest import DigestReader
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 SAMPLES = [
@@ -113,13 +114,8 @@ def _codex_rounds(rounds: int) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("rounds", [1, 4, 13, 40])
-def test_codex_items_a_later_one_hides_are_skipped_without_changing_the_digest(
-    rounds: int,
-) -> None:
-    """Fed whole, the items of one feed are folded at its end and those a later one makes
-    invisible are not decoded; fed a line at a time, every item is folded. Same digest."""
-    data = _codex_rounds(rounds)
+def _whole_and_by_line(data: bytes) -> tuple[DigestReader, DigestReader]:
+    """Two Codex digest readers: one fed `data` whole, one a line at a time."""
     opener = spec("codex").open_digest_reader
     assert opener is not None
     whole = opener(None)
@@ -127,6 +123,16 @@ def test_codex_items_a_later_one_hides_are_skipped_without_changing_the_digest(
     by_line = opener(None)
     for line in data.splitlines(keepends=True):
         by_line.feed(line)
+    return whole, by_line
+
+
+@pytest.mark.parametrize("rounds", [1, 4, 13, 40])
+def test_codex_items_a_later_one_hides_are_skipped_without_changing_the_digest(
+    rounds: int,
+) -> None:
+    """Fed whole, the items of one feed are folded at its end and those a later one makes
+    invisible are not decoded; fed a line at a time, every item is folded. Same digest."""
+    whole, by_line = _whole_and_by_line(_codex_rounds(rounds))
     assert whole.digest == by_line.digest
     assert whole.digest.commands_run == 4 * rounds
     assert whole.digest.commands_failed == rounds
@@ -171,13 +177,9 @@ def test_codex_hiding_holds_for_odd_items(rounds: int) -> None:
     """Fed whole (items hidden by later ones skipped) or a line at a time: the digest of the
     lines that hold a fact."""
     data, clean = _codex_odd_rounds(rounds)
+    whole, by_line = _whole_and_by_line(data)
     opener = spec("codex").open_digest_reader
     assert opener is not None
-    whole = opener(None)
-    whole.feed(data)
-    by_line = opener(None)
-    for line in data.splitlines(keepends=True):
-        by_line.feed(line)
     facts_only = opener(None)
     for line in clean.splitlines(keepends=True):
         facts_only.feed(line)

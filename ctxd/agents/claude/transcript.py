@@ -197,22 +197,15 @@ class ClaudeReader:
     def _remember_tool_uses(self, turn: object, content: object) -> None:
         if not isinstance(content, list):
             return
-        tool_uses = self._tool_uses
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                tool_use_id = block.get("id")
-                if isinstance(tool_use_id, str) and tool_use_id not in tool_uses:
-                    if turn != self._turn:
-                        self._turn, self._turn_calls = turn, 0
-                    tool_uses[tool_use_id] = None
-                    self._turn_calls += 1
-        # The newest turn's ids are the newest entries: all of them stay (see the docstring).
-        while len(tool_uses) > max(_TOOL_USES_KEPT, self._turn_calls):
-            del tool_uses[next(iter(tool_uses))]
+        ids = [
+            block.get("id")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        self._remember(turn, [i for i in ids if isinstance(i, str)])
 
     def _remember(self, turn: object, tool_use_ids: list[str]) -> None:
-        # `_remember_tool_uses` given the ids of a message's calls, not remembered yet (but
-        # for a repeated one).
+        """Remember the ids of a message's tool calls (`turn`: its message id)."""
         tool_uses = self._tool_uses
         for tool_use_id in tool_use_ids:
             if tool_use_id not in tool_uses:
@@ -220,6 +213,7 @@ class ClaudeReader:
                     self._turn, self._turn_calls = turn, 0
                 tool_uses[tool_use_id] = None
                 self._turn_calls += 1
+        # The newest turn's ids are the newest entries: all of them stay (see the docstring).
         while len(tool_uses) > max(_TOOL_USES_KEPT, self._turn_calls):
             del tool_uses[next(iter(tool_uses))]
 
