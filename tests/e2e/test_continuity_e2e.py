@@ -192,7 +192,7 @@ def test_claude_auto_compaction_gets_the_digest_once_by_default(
 
 
 def test_inject_false_keeps_the_note_out(make_rig: Callable[..., claude_e2e.Rig]) -> None:
-    rig = make_rig(_compacting_steps, '[continuity]\ninject = false\n')
+    rig = make_rig(_compacting_steps, "[continuity]\ninject = false\n")
     res = rig.claude("Tidy the greeting and keep notes", CLAUDE_CODE_ENABLE_TODO_TOOLS="1")
 
     after = _requests_after_compaction(rig)
