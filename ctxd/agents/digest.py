@@ -17,11 +17,19 @@ calls whose result has not come yet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from ctxd.agents.reader import TranscriptReader
-from ctxd.core.digest import DEFAULT_LIMITS, Digest, DigestBook, DigestEvent, Limits, Todo
+from ctxd.core.digest import (
+    DEFAULT_LIMITS,
+    Digest,
+    DigestBook,
+    DigestEvent,
+    Limits,
+    Todo,
+    is_request,
+)
 
 __all__ = [
     "DigestReader",
@@ -31,6 +39,8 @@ __all__ = [
     "todo_status",
     "todos_from",
 ]
+
+T = TypeVar("T")
 
 #: How many tool calls awaiting their result a reader remembers.
 PENDING_KEPT = 16
@@ -105,6 +115,36 @@ class Facts:
     def reset(self) -> None:
         self.book = DigestBook(self.limits)
         self.pending.clear()
+
+    def fold_requests(self, taken: Sequence[T], texts_of: Callable[[T], list[str]]) -> None:
+        """Fold in the requests among `taken` (a feed's request lines, oldest first) that can
+        show in the digest: the session's first, if the book has none yet, and the newest
+        `Limits.asks`. `texts_of` reads one (its requests, oldest first); it is called only for
+        those looked at, so the others are never decoded. The same digest as folding each."""
+        cache: dict[int, list[str]] = {}
+
+        def texts(i: int) -> list[str]:
+            if i not in cache:
+                cache[i] = [t for t in texts_of(taken[i]) if is_request(t)]
+            return cache[i]
+
+        chosen: list[tuple[int, int]] = []
+        if self.book.first_ask is None:
+            first = next((i for i in range(len(taken)) if texts(i)), None)
+            if first is not None:
+                chosen.append((first, 0))
+        left = self.limits.asks
+        for i in range(len(taken) - 1, -1, -1):
+            if left == 0:
+                break
+            for j in range(len(texts(i)) - 1, -1, -1):
+                if left == 0:
+                    break
+                left -= 1
+                if (i, j) not in chosen:
+                    chosen.append((i, j))
+        for i, j in sorted(chosen):
+            self.book.ask(cache[i][j])
 
 
 class _Riding(TranscriptReader, Protocol):

@@ -105,13 +105,32 @@ class ClaudeDigestReader(UsageDigestReader):
 class ClaudeFacts(Facts):
     """The digest side of a `ClaudeReader`; see the module docstring."""
 
-    __slots__ = ("_keep_sidechain", "calls_seen")
+    __slots__ = ("_asks", "_keep_sidechain", "calls_seen")
 
     def __init__(self, subagent: bool = False) -> None:
         super().__init__()
         self._keep_sidechain = subagent
         #: The reader's recent tool call ids (a call among them was folded in already).
         self.calls_seen: Container[str] = ()
+        #: Requests of the current feed, folded by `flush`: a user line and where its string
+        #: content starts (not decoded yet), or the text.
+        self._asks: list[tuple[bytes, int] | str] = []
+
+    def reset(self) -> None:
+        super().reset()
+        self._asks.clear()
+
+    def flush(self) -> None:
+        """Fold in the requests taken since the last flush: only the newest `Limits.asks` (and
+        the session's first) can show in the digest, so only those are decoded."""
+        if self._asks:
+            asks, self._asks = self._asks, []
+            self.fold_requests(asks, self._requests_of)
+
+    def _requests_of(self, item: tuple[bytes, int] | str) -> list[str]:
+        if isinstance(item, str):
+            return [item]
+        return self._request_texts(*item)
 
     def take_user(self, line: bytes, kind: int) -> None:
         """A user line, whose own `"type"` value starts at `kind` (`judge_head`): taken if it
@@ -143,18 +162,22 @@ class ClaudeFacts(Facts):
 
     def _take_text(self, line: bytes, at: int) -> None:
         """A user line whose `message.content` is the string starting at `at`: a request,
-        unless the line is a summary or meta. Only the string is decoded."""
+        unless the line is a summary or meta; read by `flush` if it can show."""
+        self._asks.append((line, at))
+
+    def _request_texts(self, line: bytes, at: int) -> list[str]:
+        """The request of a `_take_text` line. Only the string is decoded."""
         if _SUMMARY_FLAG in line or _META_FLAG in line:
-            return
+            return []
         end = _string_end(line, at)
         try:
             text = orjson.loads(line[at:end]) if end > 0 else None
         except orjson.JSONDecodeError:
             text = None
-        if not isinstance(text, str):
-            self._decoded(line)  # not a string seen rightly: read as the decoder reads it
-        elif _is_ask(text):
-            self.book.ask(text)
+        if not isinstance(text, str):  # not a string seen rightly: read as the decoder reads it
+            record = decode(line)
+            return [] if record is None else self._user_asks(record)
+        return [text] if _is_ask(text) else []
 
     def _take_searched(self, line: bytes) -> None:
         find = line.find
@@ -306,16 +329,40 @@ class ClaudeFacts(Facts):
         content = message.get("content")
         if isinstance(content, str):
             if _is_ask(content):
-                self.book.ask(content)
+                self._asks.append(content)
             return
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str) and _is_ask(block["text"]):
-                self.book.ask(block["text"])
+                self._asks.append(block["text"])
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 self._result(block, record)
+
+    def _user_asks(self, record: dict[str, Any]) -> list[str]:
+        """The requests a decoded user record holds (`_user`'s, without its tool results)."""
+        message = record.get("message")
+        if (
+            record.get("type") != "user"
+            or not isinstance(message, dict)
+            or record.get("isMeta")
+            or record.get("isCompactSummary")
+            or (record.get("isSidechain") and not self._keep_sidechain)
+        ):
+            return []
+        content = message.get("content")
+        if isinstance(content, str):
+            return [content] if _is_ask(content) else []
+        blocks = content if isinstance(content, list) else []
+        return [
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+            and _is_ask(block["text"])
+        ]
 
     def _result(self, block: dict[str, Any], record: dict[str, Any]) -> None:
         call_id = block["tool_use_id"]

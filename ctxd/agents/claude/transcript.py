@@ -167,6 +167,7 @@ class ClaudeReader:
             key = (update.tokens, update.pending, update.turn_id, update.model)
             if self._reported.is_new(key, force=update.compaction):
                 updates.append(update)
+        facts.flush()
         return updates
 
     def reset(self) -> None:

@@ -39,7 +39,7 @@ import orjson
 from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.gemini.transcript import GeminiReader
 from ctxd.agents.lines import decode
-from ctxd.core.digest import Digest, DigestEvent, is_request
+from ctxd.core.digest import Digest, DigestEvent
 
 __all__ = ["GeminiDigestReader", "GeminiFacts", "NullDigestReader"]
 
@@ -286,29 +286,11 @@ class GeminiFacts(Facts):
                     break
         if self._asks:
             asks, self._asks = self._asks, []
-            texts: dict[int, str | None] = {}
+            self.fold_requests(asks, self._requests_of)
 
-            def text_of(i: int) -> str | None:
-                if i not in texts:
-                    item = asks[i]
-                    texts[i] = item if isinstance(item, str) else self._ask_of(item)
-                return texts[i]
-
-            chosen: list[int] = []
-            if self.book.first_ask is None:
-                first = next((i for i in range(len(asks)) if is_request(text_of(i) or "")), None)
-                if first is not None:
-                    chosen.append(first)
-            newest = 0
-            for i in range(len(asks) - 1, -1, -1):
-                if newest == self.limits.asks:
-                    break
-                if is_request(text_of(i) or ""):
-                    newest += 1
-                    if i not in chosen:
-                        chosen.append(i)
-            for i in sorted(chosen):
-                self.book.ask(texts[i] or "")
+    def _requests_of(self, item: bytes | str) -> list[str]:
+        text = item if isinstance(item, str) else self._ask_of(item)
+        return [] if text is None else [text]
 
     def _ask_of(self, line: bytes) -> str | None:
         record = decode(line)

@@ -190,6 +190,7 @@ def test_judged_from_the_head_as_if_decoded(path: Path) -> None:
     for line in path.read_bytes().splitlines():
         record = json.loads(line)
         decoded.take_record(record, line)
+        decoded.flush()  # each line's requests folded at once, not at the end of a feed
         message = record.get("message")
         main = not record.get("isSidechain") or subagent
         if main and record.get("type") == "assistant" and isinstance(message, dict):
