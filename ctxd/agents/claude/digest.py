@@ -28,8 +28,10 @@ blocks, with its type first (`"content":[{"type":"tool_result","tool_use_id":…
 `"is_error":true` nor text block anywhere in the line; a TaskCreate's item id is then read after
 its `"toolUseResult":{"task":{"id":"` (when a plain string). A failed result
 (`{"type":"tool_result","content":…,"is_error":true,"tool_use_id":…}`) and anything else is
-decoded. A user line whose `message.content` is a string (a typed request, unless it is a
-summary, meta or a local command's echo) has that string decoded alone. Sidechain lines belong
+decoded. Requests wait for the end of the feed (`flush`), where only the newest `Limits.asks`
+and the session's first are read: a user line whose `message.content` is a string (a typed
+request, unless it is a summary, meta or a local command's echo) has that string decoded alone,
+and only then. Sidechain lines belong
 to subagents, which have their own transcripts (and their own digest); they are skipped in a
 session's transcript. A tool call already folded in (a streamed message written twice) is known
 by the usage reader's recent tool call ids, which the facts share. Facts are folded into the
