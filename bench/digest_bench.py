@@ -20,6 +20,7 @@ Targets: digest upkeep ≤ 10 % of replay throughput on real sessions; RSS ≤ 6
 sessions.
 
     .venv/bin/python bench/digest_bench.py [--size-mb 100] [--runs 3] [--sessions 1000]
+    .venv/bin/python bench/digest_bench.py --in-process --size-mb 20 --runs 9 --skip-memory
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def _child(*args: str) -> dict[str, float]:
     return result
 
 
-def upkeep(size_mb: int, runs: int) -> list[list[object]]:
+def upkeep(size_mb: int, runs: int, in_process: bool = False) -> list[list[object]]:
     rows: list[list[object]] = []
     kinds = [*REAL, *CAPTURES]
     with tempfile.TemporaryDirectory(prefix="ctxd-digest-") as tmp:
@@ -164,8 +165,12 @@ def upkeep(size_mb: int, runs: int) -> list[list[object]]:
             alone, both = [], []
             calls = 0.0
             for _ in range(runs):
-                alone.append(_child("--replay", agent, str(path), "usage")["seconds"])
-                m = _child("--replay", agent, str(path), "digest")
+                if in_process:  # quicker, and steadier for small differences: no start-up
+                    alone.append(replay(agent, path, False)["seconds"])
+                    m = replay(agent, path, True)
+                else:
+                    alone.append(_child("--replay", agent, str(path), "usage")["seconds"])
+                    m = _child("--replay", agent, str(path), "digest")
                 both.append(m["seconds"])
                 calls = m["tool_calls"]
             a, b = min(alone), min(both)
@@ -261,6 +266,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-upkeep", action="store_true")
+    parser.add_argument(
+        "--in-process", action="store_true", help="replay in this process, not a fresh one each"
+    )
     parser.add_argument("--replay", nargs=3, metavar=("AGENT", "PATH", "MODE"))
     args = parser.parse_args()
     if args.replay:
@@ -268,7 +276,7 @@ def main() -> int:
         print(json.dumps(replay(agent, Path(path), mode == "digest")))
         return 0
     c.header("Session digest", " ".join([".venv/bin/python bench/digest_bench.py", *sys.argv[1:]]))
-    rows = [] if args.skip_upkeep else upkeep(args.size_mb, args.runs)
+    rows = [] if args.skip_upkeep else upkeep(args.size_mb, args.runs, args.in_process)
     print(
         c.table(
             [
