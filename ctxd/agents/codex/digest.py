@@ -24,14 +24,14 @@ are folded into the book at the end of each feed, those a later line hides mostl
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
 from ctxd.agents.lines import decode
-from ctxd.core.digest import DigestBook, is_request
+from ctxd.core.digest import DigestBook
 
 __all__ = ["CodexDigestReader", "CodexFacts"]
 
@@ -131,7 +131,7 @@ class CodexFacts(Facts):
         if tools:
             self._fold_tools(tools)
         if asks:
-            self._fold_asks(asks)
+            self.fold_requests(asks, _requests_of)
         if replies:
             self._fold_reply(replies)
 
@@ -162,54 +162,22 @@ class CodexFacts(Facts):
             else:
                 self._fold_item(item, hidden)
 
-    def _fold_asks(self, lines: list[bytes]) -> None:
-        """The session's first request and its last `Limits.asks`; not the others."""
-        lim = self.limits.asks
-        if len(lines) <= lim + 1:
-            for line in lines:
-                self._fold_line(line)
-            return
-        kept: dict[int, dict[str, Any]] = {}
-        for i in () if self.book.first_ask is not None else range(len(lines)):
-            item = _item_of(lines[i])
-            if _is_ask(item):
-                kept[i] = item
-                break
-        found = 0
-        for i in range(len(lines) - 1, -1, -1):
-            if found == lim:
-                break
-            item = kept.get(i) or _item_of(lines[i])
-            if _is_ask(item):
-                kept[i] = item
-                found += 1
-        for i in sorted(kept):
-            self._fold_item(kept[i], False)
-
     def _fold_reply(self, lines: list[bytes]) -> None:
         """The last reply with a text; not the others."""
         for line in reversed(lines):
             item = _item_of(line)
-            if item is not None and item.get("type") == "AgentMessage" and _texts(item).strip():
-                self._fold_item(item, False)
+            text = _texts(item) if item is not None and item.get("type") == "AgentMessage" else ""
+            if text.strip():
+                self.book.reply(text)
                 return
 
-    def _fold_line(self, line: bytes) -> None:
-        item = _item_of(line)
-        if item is not None:
-            self._fold_item(item, False)
-
     def _fold_item(self, item: dict[str, Any], counted: bool) -> None:
-        """One finished item; `counted`: a command that only counts when it succeeded."""
+        """One finished tool item; `counted`: a command that only counts when it succeeded."""
         kind = item.get("type")
         if kind == "CommandExecution":
             _command(self.book, item, counted)
         elif kind == "FileChange":
             _file_change(self.book, item)
-        elif kind == "UserMessage":
-            self.book.ask(_texts(item))
-        elif kind == "AgentMessage":
-            self.book.reply(_texts(item))
 
 
 def _item_of(line: bytes) -> dict[str, Any] | None:
@@ -235,8 +203,10 @@ def _plan(line: bytes) -> list[Any] | None:
     return plan if isinstance(plan, list) else []
 
 
-def _is_ask(item: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
-    return item is not None and item.get("type") == "UserMessage" and is_request(_texts(item))
+def _requests_of(line: bytes) -> list[str]:
+    """The request of a `UserMessage` item line (the book leaves out what is no request)."""
+    item = _item_of(line)
+    return [_texts(item)] if item is not None and item.get("type") == "UserMessage" else []
 
 
 def _succeeded_reading_nothing(line: bytes, at: int) -> bool:
