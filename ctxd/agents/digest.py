@@ -53,6 +53,11 @@ class DigestReader(Protocol):
     def digest(self) -> Digest: ...
 
     @property
+    def compactions(self) -> int:
+        """`digest.compactions`, without building the digest (asked on every hook)."""
+        ...
+
+    @property
     def usage_reader(self) -> TranscriptReader | None:
         """The usage reader this digest rides on: feeding that one keeps the digest up to date
         (and this one must then not be fed as well). None: the digest reads its own bytes."""
@@ -166,6 +171,10 @@ class UsageDigestReader:
     @property
     def digest(self) -> Digest:
         return self._facts.digest
+
+    @property
+    def compactions(self) -> int:
+        return self._facts.book.compactions
 
     @property
     def usage_reader(self) -> TranscriptReader:

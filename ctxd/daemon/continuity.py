@@ -72,18 +72,19 @@ class Continuity:
         """`reply` with the handoff draft's path and the note after a compaction, where due."""
         if reader is None:
             return reply
-        digest = reader.digest
         c = settings.continuity
         asked = after.policy.handoff_asked and not before.policy.handoff_asked
         if asked and c.handoff_file and (reply.block_reason or reply.user_message):
-            path = self._write_draft(after, digest, c.handoff_tokens)
+            path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:
                 reply = _naming_draft(reply, path)
-        injected = self._injected.setdefault(after.key, digest.compactions)
-        due = event.kind == "compaction" or digest.compactions > injected
+        # Every hook asks how many compactions there were; the digest is built only when used.
+        compactions = reader.compactions
+        injected = self._injected.setdefault(after.key, compactions)
+        due = event.kind == "compaction" or compactions > injected
         if due and c.inject and event.name in agents.spec(after.agent).dialect.context_events:
-            self._injected[after.key] = max(digest.compactions, injected + 1)
-            note = render_compact(digest, c.compact_tokens)
+            self._injected[after.key] = max(compactions, injected + 1)
+            note = render_compact(reader.digest, c.compact_tokens)
             if note:
                 context = f"{note}\n{reply.context}" if reply.context else note
                 reply = replace(reply, context=context)

@@ -465,6 +465,7 @@ class NullDigestReader:
     """For recordings that keep no digest: always the empty one."""
 
     digest = Digest()
+    compactions = 0
     usage_reader = None
 
     def feed(self, data: bytes) -> None:
