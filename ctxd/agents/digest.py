@@ -1,12 +1,14 @@
 """The interface of a digest reader, and what every agent's digest reader shares.
 
 A digest reader keeps a session's `Digest` (`ctxd.core.digest`) up to date from the bytes
-appended to its transcript, split anywhere: each line that can hold a fact (a request, a tool
-call, a tool's result, a todo list, a compaction) becomes `DigestEvent`s folded in.
+appended to its transcript, split anywhere: the facts of each line that can hold one (a
+request, a tool call, a tool's result, a todo list, a compaction) are folded into the session's
+`DigestBook`. Requests, of which only the newest can show, wait for the end of the feed
+(`Facts.fold_requests`).
 
 It does not read the lines itself. The agent's usage reader (`ctxd.agents.<agent>.transcript`)
-already splits every line and judges it with a C-level substring test; a second pass over the
-lines in Python would cost more than the digest's own work (issue 14). So an agent's `Facts`
+already splits every line and judges it from its first bytes; a second pass over the lines in
+Python would cost more than the digest's own work (issue 14). So an agent's `Facts`
 rides on its usage reader: the reader, given one, classifies each line once for both, decodes it
 at most once, and hands the digest the records it decoded anyway and the few other lines that
 may hold a fact. `UsageDigestReader` is the pair seen as a `DigestReader`; a caller that wants

@@ -2,12 +2,13 @@
 
 What a compaction summary or a hurried handoff note loses is the thread: which files were
 touched, which commands failed, what the user last asked, which todos are open. Each agent's
-digest reader (`ctxd.agents.<agent>.digest`) turns its transcript lines into `DigestEvent`s;
-`apply` folds one into a `Digest`; `render_markdown` and `render_compact` turn a digest into the
-handoff note and the note injected after a compaction.
+digest reader (`ctxd.agents.<agent>.digest`) folds the facts of its transcript lines into a
+`DigestBook` (in place, one method per kind of fact, or `add` for a `DigestEvent`), whose
+`digest` is the `Digest` value; `apply` is one event folded into a value. `render_markdown` and
+`render_compact` turn a digest into the handoff note and the note injected after a compaction.
 
-Everything here is a value and every collection is bounded (`Limits`): a session's digest stays
-the same size however long the session runs.
+`Digest` and its parts are values, the book the one mutable thing, and every collection is
+bounded (`Limits`): a session's digest stays the same size however long the session runs.
 """
 
 from __future__ import annotations
