@@ -151,15 +151,27 @@ class Digest(NamedTuple):
 
 
 def _clip(text: str, limit: int) -> str:
+    """`text` stripped, cut to `limit` characters (the last one "…" when cut)."""
+    if len(text) > 2 * limit:
+        # A long text (a file's worth of reply or output) is stripped only as far as it is
+        # kept: if its first 2 * limit characters hold more than `limit` once stripped, so
+        # does the whole, and the cut is the same.
+        head = text[: 2 * limit].strip()
+        if len(head) > limit:
+            return head[: limit - 1].rstrip() + "…"
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _first_line(text: str, limit: int) -> str:
-    for line in text.strip().splitlines():
-        if line.strip():
-            return _clip(line, limit)
-    return ""
+    """The first line of `text` that is not blank, clipped to `limit`."""
+    text = text.lstrip()  # its first line is then not blank, if it has one
+    # Split only a window of it, unless the first line runs past the window.
+    window = text[: 4 * limit]
+    lines = window.splitlines()
+    if len(lines) == 1 and len(window) < len(text):
+        lines = text.splitlines()
+    return _clip(lines[0], limit) if lines else ""
 
 
 def _pushed(items: tuple[T, ...], item: T, keep: int) -> tuple[T, ...]:

@@ -63,6 +63,12 @@ _USER_CONTENT_END = len(_USER_CONTENT)
 _ID_FIRST_LIST = b'[{"tool_use_id":"'
 _ID_FIRST_LIST_END = len(_ID_FIRST_LIST)
 _TYPE_FIRST_LIST = b'[{"type":"tool_result",'
+_TEXT_FIRST_LIST = b'[{"type":"text",'
+#: A tool result's type, found only as a key's value (quotes inside a string are escaped).
+_RESULT_VALUE = b'"tool_result"'
+_STRING_CONTENT = b'"content":"'
+_FAILED_ID = b',"is_error":true,"tool_use_id":"'
+_ONE_BLOCK_END = b'"}]'
 _RESULT_HEAD = b'"content":[{"'
 _ID_FIRST = b'tool_use_id":"'
 _RESULT_TYPE = b'","type":"tool_result"'
@@ -148,11 +154,14 @@ class ClaudeFacts(Facts):
             if not line.startswith(_RESULT_TYPE, end) or not self._took_success(line, at, end):
                 self._take(line)
         elif line.startswith(_TYPE_FIRST_LIST, at):
-            if not self._took_type_first(line, at + len(_TYPE_FIRST_LIST)):
-                self._decoded(line)  # a failure, or a result holding text: never a summary
+            at += len(_TYPE_FIRST_LIST)
+            if not self._took_type_first(line, at) and not self._took_failure(line, at):
+                self._decoded(line)  # a result holding text, or not known: never a summary
         elif line.startswith(b'"', at):
             if not line.startswith(_ECHO_TEXTS, at):
                 self._take_text(line, at)
+        elif line.startswith(_TEXT_FIRST_LIST, at) and _RESULT_VALUE not in line:
+            self._asks.append((line, -1))  # text blocks: requests, decoded by `flush` if shown
         else:
             self._take(line)
 
@@ -168,7 +177,11 @@ class ClaudeFacts(Facts):
         self._asks.append((line, at))
 
     def _request_texts(self, line: bytes, at: int) -> list[str]:
-        """The request of a `_take_text` line. Only the string is decoded."""
+        """The requests of a user line taken for them: its content's string (starting at `at`,
+        decoded alone), or its text blocks (`at` < 0: the line decoded)."""
+        if at < 0:
+            record = decode(line)
+            return [] if record is None else self._user_asks(record)
         if _SUMMARY_FLAG in line or _META_FLAG in line:
             return []
         end = _string_end(line, at)
@@ -229,6 +242,35 @@ class ClaudeFacts(Facts):
         at += len(_ID_KEY)
         end = line.find(b'"', at)
         return end >= 0 and self._took_success(line, at, end)
+
+    def _took_failure(self, line: bytes, at: int) -> bool:
+        """Whether `line`, a result written type first (`…"type":"tool_result",` ends at
+        `at`), is a failure whose content is a string, the line's one block
+        (`"content":"…","is_error":true,"tool_use_id":"…"}]`): then taken, only that string
+        decoded (not the line, which repeats the output in its `toolUseResult`)."""
+        if not line.startswith(_STRING_CONTENT, at):
+            return False
+        at += len(_STRING_CONTENT) - 1  # the string's opening quote
+        # `,"` cannot occur inside a JSON string (its quotes are escaped): the first
+        # `,"is_error":true,…` ends the string, if the line is what it seems.
+        end = line.find(_FAILED_ID, at)
+        if end < 0:
+            return False
+        id_at = end + len(_FAILED_ID)
+        id_end = line.find(b'"', id_at)
+        if not line.startswith(_ONE_BLOCK_END, id_end):
+            return False
+        call_id = line[id_at:id_end].decode("utf-8", "replace")
+        try:
+            text = orjson.loads(line[at:end])
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(text, str) or "\\" in call_id:
+            return False
+        call = self.pending.pop(call_id, None)
+        if call is not None:
+            self._failed(call_id, *call, text)
+        return True
 
     def _took_success(self, line: bytes, at: int, end: int) -> bool:
         # The call's id is `line[at:end]`.
@@ -379,7 +421,10 @@ class ClaudeFacts(Facts):
             else:
                 self.book.result(call_id, False, _ok_exit(tool))
             return
-        text = _text(block.get("content"))
+        self._failed(call_id, tool, about, _text(block.get("content")))
+
+    def _failed(self, call_id: str, tool: str, about: str, text: str) -> None:
+        """Call `call_id` of `tool` (on `about`) failed, saying `text`."""
         found = _EXIT.match(text)
         exit_code = int(found.group(1)) if found and tool == "Bash" else None
         if found:

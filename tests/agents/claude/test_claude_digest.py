@@ -228,3 +228,68 @@ def test_a_typed_request_not_ended_is_decoded_as_a_whole() -> None:
     reader.feed(line)
     assert reader.facts is not None
     assert reader.facts.digest.asks == ()  # not JSON: no fact, as when decoded
+
+
+def _result_line(block: dict[str, Any]) -> bytes:
+    record = {
+        "parentUuid": "p1",
+        "isSidechain": False,
+        "type": "user",
+        "message": {"role": "user", "content": [block]},
+        "uuid": "u2",
+        "toolUseResult": "Error: " + str(block.get("content")),
+    }
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+_BASH_CALL = (
+    b'{"parentUuid":"p0","isSidechain":false,"type":"assistant","message":{"id":"m1",'
+    b'"role":"assistant","model":"claude-sonnet-4-6","content":[{"type":"tool_use",'
+    b'"id":"toolu_1","name":"Bash","input":{"command":"make test"}}],"stop_reason":"tool_use",'
+    b'"usage":{"input_tokens":10}},"uuid":"p1"}\n'
+)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Exit code 2\nmake: *** [test] Error 2",
+        'Exit code 1\nsays ,"is_error":true,"tool_use_id":"toolu_9"}] in its output',
+        "Exit code 3\n\u00e9\\ \U0001f600 tail\\",
+    ],
+)
+def test_a_failed_command_is_read_from_its_string_alone(output: str) -> None:
+    # A failure's content string is decoded alone (the line repeats the output in its
+    # toolUseResult): the exit status and the error line must be those the whole line says,
+    # whatever the output holds.
+    block = {"type": "tool_result", "content": output, "is_error": True, "tool_use_id": "toolu_1"}
+    reader = ClaudeReader(facts=ClaudeFacts())
+    reader.feed(_BASH_CALL + _result_line(block))
+    assert reader.facts is not None
+    (failed,) = reader.facts.digest.failed
+    assert (failed.text, failed.exit_code) == ("make test", int(output.split()[2]))
+    assert failed.error == output.splitlines()[1].strip()
+
+
+def test_requests_in_text_blocks_are_decoded_only_when_they_show() -> None:
+    # A request written as text blocks waits for the end of the feed like a typed one: the
+    # newest five (and the session's first) are read, in their order among the others.
+    def ask(text: str, blocks: bool) -> bytes:
+        content: object = [{"type": "text", "text": text}] if blocks else text
+        record = {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": "user",
+            "uuid": "u",
+            "message": {"role": "user", "content": content},
+        }
+        return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+    lines = b"".join(ask(f"ask {i}", blocks=i % 2 == 0) for i in range(9))
+    for step in (len(lines), 50):
+        reader = ClaudeReader(facts=ClaudeFacts())
+        for i in range(0, len(lines), step):
+            reader.feed(lines[i : i + step])
+        assert reader.facts is not None
+        assert reader.facts.digest.first_ask == "ask 0"
+        assert reader.facts.digest.asks == tuple(f"ask {i}" for i in range(4, 9))
