@@ -19,9 +19,10 @@ Tool call ids already folded in are remembered (bounded), since a message is wri
 times. The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which hands
 over each message line and the records it decodes:
 - a gemini message line comes with where its head ends (`take_model_line`): its tool calls are
-  walked from their heads without decoding their results (see `_walk`), their facts folded
-  straight into the book; a line not in Gemini CLI's shape to its end, or holding a call that
-  did not succeed, is decoded instead;
+  walked from their heads without decoding their results (see `_walk`); their facts are folded
+  into the book at the end of the feed, or before a decoded record's (`_fold_walked`). A line
+  not in Gemini CLI's shape to its end, or holding a call that did not succeed, is decoded
+  instead;
 - a user line is judged from its head: one whose content starts with a `functionResponse` is a
   tool result, any other is kept as a request;
 - requests and replies wait for the end of the feed (`flush`): only the newest reply and the
@@ -70,6 +71,7 @@ _FILE_PATH_KEY = b'"file_path":"'
 _EXIT_CODE = b"Exit Code: "
 _SHELL_NAME = "run_shell_command"
 _SHELL = _SHELL_NAME.encode()
+_SHELL_NAMED = _NAME_AT + _SHELL + b'"'
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
@@ -80,6 +82,11 @@ _EDIT = frozenset({"replace", "edit"})
 _WRITE = frozenset({"write_file"})
 #: Tools whose digest events need their `args` decoded (`_tool_call`), by their raw names.
 _DECODED_TOOLS = frozenset({b"read_many_files", b"write_todos", b"invoke_agent"})
+#: Tools other than file tools whose `args` are read: the above, and commands.
+_ARGS_READ_TOOLS = _DECODED_TOOLS | {_SHELL}
+#: A walked tool call (`_walk`): where its id starts and ends, where its name ends, where its
+#: result starts (its args end there).
+_Walked = tuple[int, int, int, int]
 #: A file tool's raw name -> how it touches its file.
 _FILE_TOOLS = {
     **{name.encode(): "read" for name in _READ},
@@ -100,7 +107,7 @@ class GeminiDigestReader(UsageDigestReader):
 class GeminiFacts(Facts):
     """The digest side of a `GeminiReader`; see the module docstring."""
 
-    __slots__ = ("_asks", "_replies", "_seen", "messages")
+    __slots__ = ("_asks", "_replies", "_seen", "_walked", "messages")
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,6 +118,8 @@ class GeminiFacts(Facts):
         # a user line or a (line, where its text starts) not decoded yet, or the text.
         self._asks: list[bytes | str] = []
         self._replies: list[tuple[bytes, int] | str] = []
+        # Gemini message lines walked but not folded in yet, with their calls (`_fold_walked`).
+        self._walked: list[tuple[bytes, list[_Walked]]] = []
 
     def reset(self) -> None:
         super().reset()
@@ -118,6 +127,7 @@ class GeminiFacts(Facts):
         self.messages = 0
         self._asks.clear()
         self._replies.clear()
+        self._walked.clear()
 
     def _first_time(self, key: str) -> bool:
         seen = self._seen
@@ -159,89 +169,53 @@ class GeminiFacts(Facts):
         reply = not line.startswith(_EMPTY, content_at)
         if reply and not line.startswith(_TEXT, content_at):
             return False
-        if rest_at == len(line) - 1:  # `}`: no tool calls (written before they ran, or none)
-            calls: list[tuple[str, bytes, bytes, bool]] = []
-        elif line.startswith(_TOOL_CALLS_AT, rest_at):
-            walked = self._walk(line, rest_at + len(_TOOL_CALLS_AT) - len(_CALL_AT))
-            if walked is None:
+        if rest_at != len(line) - 1:  # not `}` (no tool calls: written before they ran, or none)
+            if not line.startswith(_TOOL_CALLS_AT, rest_at):
                 return False
-            calls = walked
-        else:
-            return False
+            calls = _walk(line, rest_at + len(_TOOL_CALLS_AT) - len(_CALL_AT))
+            if calls is None:
+                return False
+            self._walked.append((line, calls))
         if reply:
             self._replies.append((line, content_at + len(_TEXT) - 1))
-        touch = self.book.touch
-        for call_id, name, args, command in calls:
-            if not self._first_time(call_id):
-                continue
-            # The commonest call, a file tool with its path first in its args, inline.
-            kind = _FILE_TOOLS.get(name)
-            path = None if kind is None else _file_path(args)
-            if path is not None and kind is not None:
-                touch(path, kind)
-            else:
-                self._call(call_id, name, args, command, kind)
         return True
 
-    def _walk(self, line: bytes, pos: int) -> list[tuple[str, bytes, bytes, bool]] | None:
-        """The tool calls of a gemini message line from `pos` (`{"id":"…` of the first) to the
-        line's end, read without decoding their results (most of the line: a file read
-        whole): (id, name, args, whether it is a shell command) each; None when the line is not
-        in that shape or holds what needs it decoded (a call that did not succeed).
+    def _fold_walked(self) -> None:
+        """The calls of the lines walked since the last fold, folded in, in the file's order.
 
-        Gemini CLI writes each call as `{"id":"…","name":"…","args":{…},"result":[{
-        "functionResponse":{"id":…,"name":…,"response":{"output"|"error":…}}}],"status":"…",…}`:
-        the walk reads each call's head, skips its result to its status (one search over the
-        line's bytes, in C) and goes on to the next call, until the array and the line end.
-        """
-        calls: list[tuple[str, bytes, bytes, bool]] = []
-        find, startswith = line.find, line.startswith
-        while True:
-            if not startswith(_CALL_AT, pos):
-                return None
-            id_end = find(b'"', pos + len(_CALL_AT))
-            if not startswith(_NAME_AT, id_end):
-                return None
-            name_end = find(b'"', id_end + len(_NAME_AT))
-            if not startswith(_ARGS_AT, name_end):
-                return None
-            args_at = name_end + len(_ARGS_AT)
-            result_at = find(_RESULT_AT, args_at)
-            if result_at < 0:
-                return None
-            # The functionResponse repeats the call's id and name: its response comes at a
-            # known offset (else it is looked for in the result's head).
-            response = result_at + len(_RESULT_AT) + name_end - pos + 1
-            if not startswith(_RESPONSE_OUTPUT, response):
-                response = find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
-                if response < 0 or not startswith(_OUTPUT, response + len(_RESPONSE_AT)):
-                    return None  # an error response, or another shape
-            status_at = find(_STATUS_AT, response)
-            if status_at < 0:
-                return None
-            status_end = status_at + len(_STATUS_AT)
-            if not startswith(_SUCCESS, status_end):
-                return None  # failed, cancelled, or not run yet: decoded whole
-            name = line[id_end + len(_NAME_AT) : name_end]
-            command = name == _SHELL
-            if command and find(_EXIT_CODE, response, status_at) >= 0:
-                return None  # a command's exit code (only its output says one): decoded whole
-            call_id = line[pos + len(_CALL_AT) : id_end].decode("utf-8", "replace")
-            calls.append((call_id, name, line[args_at:result_at], command))
-            pos = find(_NEXT_CALL_AT, status_end)
-            if pos < 0:
-                return calls if line.endswith(_LAST_CALL_END) else None
-            pos += 2
+        They wait for `flush`, or for the next fact that comes another way (a decoded record
+        must not overtake them): run over a feed's calls at once, this loop finds its code and
+        data in the caches, which it does not when it runs a few calls at a time between the
+        usage reader's scans of whole lines. It runs once per tool call of the session:
+        `_first_time` is inlined, and what is only counted or touches a file named in its raw
+        args goes straight into the book."""
+        walked, self._walked = self._walked, []
+        seen, touch, tool = self._seen, self.book.touch, self.book.tool
+        for line, calls in walked:
+            for id_at, id_end, name_end, result_at in calls:
+                call_id = line[id_at:id_end].decode("utf-8", "replace")
+                if call_id in seen:
+                    continue
+                seen[call_id] = None
+                if len(seen) > _SEEN_KEPT:
+                    del seen[next(iter(seen))]
+                name = line[id_end + len(_NAME_AT) : name_end]
+                kind = _FILE_TOOLS.get(name)
+                args_at = name_end + len(_ARGS_AT)
+                if kind is not None:
+                    path = _file_path(line, args_at, result_at)
+                    if path is not None:
+                        touch(path, kind)
+                        continue
+                elif name not in _ARGS_READ_TOOLS:
+                    tool()  # counted, nothing more
+                    continue
+                self._call(call_id, name, line[args_at:result_at], kind)
 
-    def _call(
-        self, call_id: str, name: bytes, raw_args: bytes, command: bool, kind: str | None
-    ) -> None:
-        """A tool call that succeeded (other than a file tool whose path `_file_path` found),
-        folded in: the common ones straight into the book, from what their `args` say;
-        `kind` is how a file tool touches its file."""
-        if kind is None and not command and name not in _DECODED_TOOLS:
-            self.book.tool()  # counted, nothing more
-            return
+    def _call(self, call_id: str, name: bytes, raw_args: bytes, kind: str | None) -> None:
+        """A walked tool call whose `args` are to be decoded: a file tool whose path
+        `_file_path` did not find (`kind` says how it touches its file), a command, or one of
+        `_DECODED_TOOLS`."""
         try:
             args = orjson.loads(raw_args)
         except orjson.JSONDecodeError:
@@ -251,7 +225,7 @@ class GeminiFacts(Facts):
         if kind is not None:
             path = args.get("file_path") or args.get("absolute_path") or args.get("path")
             self.book.touch(path if isinstance(path, str) else "", kind)
-        elif command:
+        elif name == _SHELL:
             self.book.ran(str(args.get("command") or ""), call_id, False, 0)
         else:
             call = {"id": call_id, "name": name.decode("utf-8", "replace"), "args": args}
@@ -261,6 +235,8 @@ class GeminiFacts(Facts):
 
     def take_message(self, record: dict[str, Any]) -> None:
         """A message line's record, decoded."""
+        if self._walked:
+            self._fold_walked()
         self._take_events(self._message(record))
 
     def _take_events(self, events: list[DigestEvent]) -> None:
@@ -277,6 +253,8 @@ class GeminiFacts(Facts):
         """Fold in the requests and the reply taken since the last flush: only the newest reply
         and the newest `Limits.asks` requests (with the session's first) can show in the
         digest, so only those are decoded."""
+        if self._walked:
+            self._fold_walked()
         if self._replies:
             replies, self._replies = self._replies, []
             for item in reversed(replies):
@@ -300,6 +278,8 @@ class GeminiFacts(Facts):
 
     def take_rewrite(self, record: dict[str, Any], line: bytes) -> None:
         """A `$set` line's record, decoded."""
+        if self._walked:
+            self._fold_walked()
         at_start = self.messages == 0
         if not at_start and not any(m in line for m in _MARKERS):
             return
@@ -342,17 +322,65 @@ class GeminiFacts(Facts):
         return out
 
 
-def _file_path(args: bytes) -> str | None:
-    """A file tool's non-empty `file_path`, found in its raw `args` (a key: quotes inside
-    strings are escaped); None: decode them instead."""
-    at = args.find(_FILE_PATH_KEY)
-    if at < 0 or args[at - 1 : at] not in (b"{", b","):
+def _walk(line: bytes, pos: int) -> list[_Walked] | None:
+    """The tool calls of a gemini message line from `pos` (`{"id":"…` of the first) to the
+    line's end, read without decoding their results (most of the line: a file read whole):
+    where each one's id starts and ends, where its name ends and where its result starts (its
+    args lie between); None when the line is not in that shape or holds what needs it decoded
+    (a call that did not succeed).
+
+    Gemini CLI writes each call as `{"id":"…","name":"…","args":{…},"result":[{
+    "functionResponse":{"id":…,"name":…,"response":{"output"|"error":…}}}],"status":"…",…}`:
+    the walk reads each call's head, skips its result to its status (one search over the
+    line's bytes, in C) and goes on to the next call, until the array and the line end.
+    """
+    calls: list[_Walked] = []
+    find, startswith = line.find, line.startswith
+    if not startswith(_CALL_AT, pos):
         return None
-    start = at + len(_FILE_PATH_KEY)
-    end = args.find(b'"', start)
-    if end <= start or args.find(b"\\", start, end) >= 0:
+    while True:
+        id_at = pos + len(_CALL_AT)
+        id_end = find(b'"', id_at)
+        if not startswith(_NAME_AT, id_end):
+            return None
+        name_end = find(b'"', id_end + len(_NAME_AT))
+        if not startswith(_ARGS_AT, name_end):
+            return None
+        result_at = find(_RESULT_AT, name_end + len(_ARGS_AT))
+        if result_at < 0:
+            return None
+        # The functionResponse repeats the call's id and name: its response comes at a
+        # known offset (else it is looked for in the result's head).
+        response = result_at + len(_RESULT_AT) + name_end - pos + 1
+        if not startswith(_RESPONSE_OUTPUT, response):
+            response = find(_RESPONSE_AT, result_at, result_at + 200 + name_end - pos)
+            if response < 0 or not startswith(_OUTPUT, response + len(_RESPONSE_AT)):
+                return None  # an error response, or another shape
+        status_at = find(_STATUS_AT, response)
+        if status_at < 0:
+            return None
+        status_end = status_at + len(_STATUS_AT)
+        if not startswith(_SUCCESS, status_end):
+            return None  # failed, cancelled, or not run yet: decoded whole
+        if startswith(_SHELL_NAMED, id_end) and find(_EXIT_CODE, response, status_at) >= 0:
+            return None  # a command's exit code (only its output says one): decoded whole
+        calls.append((id_at, id_end, name_end, result_at))
+        pos = find(_NEXT_CALL_AT, status_end) + 2
+        if pos < 2:
+            return calls if line.endswith(_LAST_CALL_END) else None
+
+
+def _file_path(line: bytes, start: int, end: int) -> str | None:
+    """A file tool's non-empty `file_path`, found in its raw `args` (`line[start:end]`; a key:
+    quotes inside strings are escaped); None: decode them instead."""
+    at = line.find(_FILE_PATH_KEY, start, end)
+    if at <= start or line[at - 1] not in b"{,":
         return None
-    return args[start:end].decode("utf-8", "replace")
+    path_at = at + len(_FILE_PATH_KEY)
+    path_end = line.find(b'"', path_at, end)
+    if path_end <= path_at or line.find(b"\\", path_at, path_end) >= 0:
+        return None
+    return line[path_at:path_end].decode("utf-8", "replace")
 
 
 def _reply_text(line: bytes, start: int) -> str:
