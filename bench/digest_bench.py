@@ -16,11 +16,17 @@
    paths and ids made unique, so that every session's digest fills up to its bounds); RSS
    once all are read.
 
+3. Bytecodes (--bytecodes): the same replays of the real sessions counted in CPython bytecodes
+   executed (sys.settrace opcode events), usage alone and with the digest, with the functions
+   that the digest adds most to. A count, not a time: the same on any machine and under any
+   load, so a change's effect on the digest's own work shows without noise.
+
 Targets: digest upkeep ≤ 10 % of replay throughput on real sessions; RSS ≤ 60 MB with 1,000
 sessions.
 
     .venv/bin/python bench/digest_bench.py [--size-mb 100] [--runs 3] [--sessions 1000]
     .venv/bin/python bench/digest_bench.py --in-process --size-mb 20 --runs 9 --skip-memory
+    .venv/bin/python bench/digest_bench.py --bytecodes --size-mb 20
 """
 
 from __future__ import annotations
@@ -33,8 +39,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import common as c
 import replay_bench as rb
@@ -190,6 +199,53 @@ def upkeep(size_mb: int, runs: int, in_process: bool = False) -> list[list[objec
     return rows
 
 
+# --------------------------------------------------------------------------- bytecodes
+
+
+def bytecodes(agent: str, path: Path, digest: bool) -> Counter[str]:
+    """Bytecodes executed per function while `replay` reads `path` (its set-up excluded)."""
+    counts: Counter[str] = Counter()
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call":
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            counts[frame.f_code.co_qualname] += 1
+        return trace
+
+    s = agent_spec(agent)
+    opener = s.open_digest_reader
+    digester = opener(str(path)) if digest and opener is not None else None
+    reader = (digester.usage_reader if digester is not None else None) or s.open_reader(str(path))
+    chunks = [path.read_bytes()[i : i + CHUNK] for i in range(0, path.stat().st_size, CHUNK)]
+    sys.settrace(trace)
+    try:
+        for data in chunks:
+            reader.feed(data)
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def bytecode_rows(size_mb: int) -> list[list[object]]:
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory(prefix="ctxd-digest-") as tmp:
+        for kind in REAL:
+            agent = kind.split("-")[0]
+            path = Path(tmp) / f"{kind}.jsonl"
+            rb.build(kind, path, size_mb * rb.MB)
+            alone, both = bytecodes(agent, path, False), bytecodes(agent, path, True)
+            a, b = sum(alone.values()), sum(both.values())
+            added = both.copy()
+            added.subtract(alone)
+            # The digest's loop replaces the usage-only one: both show, with their signs.
+            most = sorted(added.items(), key=lambda item: -abs(item[1]))[:5]
+            top = ", ".join(f"{name} {n / 1000:+,.0f}k" for name, n in most)
+            rows.append([kind, f"{a:,}", f"{b:,}", f"{(b - a) / a * 100:+.1f} %", top])
+            path.unlink()
+    return rows
+
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -269,6 +325,7 @@ def main() -> int:
     parser.add_argument(
         "--in-process", action="store_true", help="replay in this process, not a fresh one each"
     )
+    parser.add_argument("--bytecodes", action="store_true", help="count bytecodes, then stop")
     parser.add_argument("--replay", nargs=3, metavar=("AGENT", "PATH", "MODE"))
     args = parser.parse_args()
     if args.replay:
@@ -276,6 +333,10 @@ def main() -> int:
         print(json.dumps(replay(agent, Path(path), mode == "digest")))
         return 0
     c.header("Session digest", " ".join([".venv/bin/python bench/digest_bench.py", *sys.argv[1:]]))
+    if args.bytecodes:
+        heads = ["transcript", "bytecodes usage", "usage+digest", "added", "added most in"]
+        print(c.table(heads, bytecode_rows(args.size_mb)))
+        return 0
     rows = [] if args.skip_upkeep else upkeep(args.size_mb, args.runs, args.in_process)
     print(
         c.table(

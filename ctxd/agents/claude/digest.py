@@ -47,7 +47,7 @@ from typing import Any
 import orjson
 
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
+from ctxd.agents.digest import PENDING_KEPT, Facts, UsageDigestReader, todo_status, todos_from
 from ctxd.agents.lines import decode
 from ctxd.core.digest import Todo
 
@@ -332,19 +332,25 @@ class ClaudeFacts(Facts):
         return folded
 
     def _tool_use(self, block: dict[str, Any], call_id: str | None) -> None:
-        name = str(block.get("name") or "")
+        # One per tool call of a replay: Bash first, reading only what it needs.
+        name = block.get("name")
+        if not isinstance(name, str):
+            name = str(name or "")
         data = block.get("input")
         args: dict[str, Any] = data if isinstance(data, dict) else {}
+        book = self.book
+        if name == "Bash":
+            if call_id:
+                self._pending(call_id, name, "")  # a command's failure names no subject
+            book.command(str(args.get("command") or ""), call_id)
+            return
         path = args.get("file_path") or args.get("notebook_path")
         path = path if isinstance(path, str) else ""
         if call_id:
-            self.pending.add(call_id, name, path or str(args.get("subject") or ""))
-        book = self.book
+            self._pending(call_id, name, path or str(args.get("subject") or ""))
         use = _FILE_USES.get(name)
         if use is not None:
             book.touch(path, use)
-        elif name == "Bash":
-            book.command(str(args.get("command") or ""), call_id)
         elif name == "TodoWrite":
             book.todos(todos_from(args.get("todos"), ("content",)))
         elif name == "TaskUpdate":
@@ -354,6 +360,13 @@ class ClaudeFacts(Facts):
             book.subagent(str(about or ""))
         elif name != "TaskCreate":  # which is folded in with its result, giving the item's id
             book.tool()
+
+    def _pending(self, call_id: str, tool: str, about: str) -> None:
+        # `PendingCalls.add`, without its method lookup
+        pending = self.pending
+        pending[call_id] = (tool, about)
+        if len(pending) > PENDING_KEPT:
+            del pending[next(iter(pending))]
 
     def _task_updated(self, args: dict[str, Any]) -> None:
         key = args.get("taskId")
