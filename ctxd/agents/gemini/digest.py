@@ -55,6 +55,10 @@ _FUNCTION_RESPONSE = b'{"functionResponse"'
 _EMPTY = b'"content":""'
 _TEXT = b'"content":"'
 _TEXT_ENDS = (b'","thoughts":', b'","tokens":')
+_TIMESTAMP = b'","timestamp":"'
+_TYPED_TEXT = b'","type":"user","content":[{"text":'
+_TYPED_TEXT_END = b'"}]}'
+_TYPED_TEXT_SHOWN = b'"}],"displayContent":'
 _TOOL_CALLS_AT = b',"toolCalls":[{"id":"'
 _CALL_AT = b'{"id":"'
 _NAME_AT = b'","name":"'
@@ -271,6 +275,9 @@ class GeminiFacts(Facts):
         return [] if text is None else [text]
 
     def _ask_of(self, line: bytes) -> str | None:
+        text = _typed_text(line)
+        if text is not None:
+            return _ask_in([text])
         record = decode(line)
         if record is None:
             return None
@@ -302,12 +309,8 @@ class GeminiFacts(Facts):
     def _message(self, message: dict[str, Any]) -> list[DigestEvent]:
         kind = message.get("type")
         if kind == "user":
-            texts = _texts(message)
-            if texts and not _is_summary(message):
-                text = _HOOK_CONTEXT.sub("", "\n".join(texts)).strip()
-                if text and not text.lstrip().startswith(("/", "<session_context>")):
-                    return [DigestEvent("ask", text)]
-            return []
+            text = _ask_in(_texts(message))
+            return [] if text is None else [DigestEvent("ask", text)]
         if kind != "gemini":
             return []
         out: list[DigestEvent] = []
@@ -381,6 +384,41 @@ def _file_path(line: bytes, start: int, end: int) -> str | None:
     if path_end <= path_at or line.find(b"\\", path_at, path_end) >= 0:
         return None
     return line[path_at:path_end].decode("utf-8", "replace")
+
+
+def _typed_text(line: bytes) -> str | None:
+    """The text of a user message line in Gemini CLI's own shape, `{"id":"…","timestamp":"…",
+    "type":"user","content":[{"text":"…"}]}` (one text part; the CLI may add what it showed,
+    `"displayContent":[…]`, after it), decoded alone; None when the line is not in that shape
+    (decode it instead)."""
+    id_end = line.find(b'"', len(_CALL_AT))
+    if not line.startswith(_CALL_AT) or not line.startswith(_TIMESTAMP, id_end):
+        return None
+    at_end = line.find(b'"', id_end + len(_TIMESTAMP))
+    if not line.startswith(_TYPED_TEXT, at_end) or line.find(b"\\", 0, at_end) >= 0:
+        return None
+    start = at_end + len(_TYPED_TEXT)
+    # Quotes inside the text are escaped: the first `"}],"displayContent":` ends it.
+    end = line.find(_TYPED_TEXT_SHOWN, start)
+    if end < 0:
+        if not line.endswith(_TYPED_TEXT_END):
+            return None
+        end = len(line) - len(_TYPED_TEXT_END)
+    try:
+        text = orjson.loads(line[start : end + 1])
+    except orjson.JSONDecodeError:
+        return None  # more than one part
+    return text if isinstance(text, str) else None
+
+
+def _ask_in(texts: list[str]) -> str | None:
+    """The request a user message's texts make, if they make one."""
+    if not texts or _summary_text(texts[0]):
+        return None
+    text = _HOOK_CONTEXT.sub("", "\n".join(texts)).strip()
+    if text and not text.lstrip().startswith(("/", "<session_context>")):
+        return text
+    return None
 
 
 def _reply_text(line: bytes, start: int) -> str:
@@ -486,7 +524,11 @@ def _texts(message: dict[str, Any]) -> list[str]:
 
 def _is_summary(message: dict[str, Any]) -> bool:
     texts = _texts(message)
-    return bool(texts) and (texts[0].lstrip().startswith(_SNAPSHOT) or texts[0].strip() == _ACK)
+    return bool(texts) and _summary_text(texts[0])
+
+
+def _summary_text(text: str) -> bool:
+    return text.lstrip().startswith(_SNAPSHOT) or text.strip() == _ACK
 
 
 class NullDigestReader:
