@@ -72,6 +72,9 @@ _SUCCESS = b'success"'
 _NEXT_CALL_AT = b'},{"id":"'
 _LAST_CALL_END = b"}]}"
 _FILE_PATH_KEY = b'"file_path":"'
+#: A file tool's args with a path first that `_file_path` would take (quotes inside strings
+#: are escaped: the first quote ends it).
+_PATH_FIRST = re.compile(rb'\{"file_path":"([^"\\]+)"')
 _EXIT_CODE = b"Exit Code: "
 _SHELL_NAME = "run_shell_command"
 _SHELL = _SHELL_NAME.encode()
@@ -88,9 +91,9 @@ _WRITE = frozenset({"write_file"})
 _DECODED_TOOLS = frozenset({b"read_many_files", b"write_todos", b"invoke_agent"})
 #: Tools other than file tools whose `args` are read: the above, and commands.
 _ARGS_READ_TOOLS = _DECODED_TOOLS | {_SHELL}
-#: A walked tool call (`_walk`): where its id starts and ends, where its name ends, where its
-#: result starts (its args end there).
-_Walked = tuple[int, int, int, int]
+#: A walked tool call (`_walk`): its line, where its id starts and ends, where its name ends,
+#: where its result starts (its args end there).
+_Walked = tuple[bytes, int, int, int, int]
 #: A file tool's raw name -> how it touches its file.
 _FILE_TOOLS = {
     **{name.encode(): "read" for name in _READ},
@@ -122,8 +125,8 @@ class GeminiFacts(Facts):
         # a user line or a (line, where its text starts) not decoded yet, or the text.
         self._asks: list[bytes | str] = []
         self._replies: list[tuple[bytes, int] | str] = []
-        # Gemini message lines walked but not folded in yet, with their calls (`_fold_walked`).
-        self._walked: list[tuple[bytes, list[_Walked]]] = []
+        # Tool calls walked but not folded in yet (`_fold_walked`), in the file's order.
+        self._walked: list[_Walked] = []
 
     def reset(self) -> None:
         super().reset()
@@ -132,6 +135,13 @@ class GeminiFacts(Facts):
         self._asks.clear()
         self._replies.clear()
         self._walked.clear()
+
+    def _remember(self, keys: list[str]) -> None:
+        """`_first_time` for each of `keys`, none of them known, at once."""
+        seen = self._seen
+        seen.update(dict.fromkeys(keys))
+        if len(seen) > _SEEN_KEPT:
+            self._seen = dict.fromkeys(list(seen)[-_SEEN_KEPT:])
 
     def _first_time(self, key: str) -> bool:
         seen = self._seen
@@ -179,42 +189,55 @@ class GeminiFacts(Facts):
             calls = _walk(line, rest_at + len(_TOOL_CALLS_AT) - len(_CALL_AT))
             if calls is None:
                 return False
-            self._walked.append((line, calls))
+            self._walked += calls
         if reply:
             self._replies.append((line, content_at + len(_TEXT) - 1))
         return True
 
     def _fold_walked(self) -> None:
-        """The calls of the lines walked since the last fold, folded in, in the file's order.
+        """The tool calls walked since the last fold, folded in, in the file's order.
 
         They wait for `flush`, or for the next fact that comes another way (a decoded record
         must not overtake them): run over a feed's calls at once, this loop finds its code and
         data in the caches, which it does not when it runs a few calls at a time between the
-        usage reader's scans of whole lines. It runs once per tool call of the session:
-        `_first_time` is inlined, and what is only counted or touches a file named in its raw
-        args goes straight into the book."""
-        walked, self._walked = self._walked, []
-        seen, touch, tool = self._seen, self.book.touch, self.book.tool
-        for line, calls in walked:
-            for id_at, id_end, name_end, result_at in calls:
-                call_id = line[id_at:id_end].decode("utf-8", "replace")
-                if call_id in seen:
+        usage reader's scans of whole lines. It runs once per tool call of the session: the
+        ids are remembered for the batch at once when none is known yet (the usual case), and
+        what is only counted or touches a file named in its raw args goes straight into the
+        book."""
+        calls, self._walked = self._walked, []
+        ids = [line[id_at:id_end].decode("utf-8", "replace") for line, id_at, id_end, _, _ in calls]
+        if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):
+            self._remember(ids)
+        else:
+            calls = [
+                call for call, call_id in zip(calls, ids, strict=True) if self._first_time(call_id)
+            ]
+        touch, tool, kind_of, path_first = (
+            self.book.touch,
+            self.book.tool,
+            _FILE_TOOLS.get,
+            _PATH_FIRST.match,
+        )
+        for line, id_at, id_end, name_end, result_at in calls:
+            name = line[id_end + len(_NAME_AT) : name_end]
+            kind = kind_of(name)
+            args_at = name_end + len(_ARGS_AT)
+            if kind is not None:
+                # The CLI's usual args, the path first: one match in C, else `_file_path`.
+                first = path_first(line, args_at, result_at)
+                path = (
+                    _file_path(line, args_at, result_at)
+                    if first is None
+                    else first[1].decode("utf-8", "replace")
+                )
+                if path is not None:
+                    touch(path, kind)
                     continue
-                seen[call_id] = None
-                if len(seen) > _SEEN_KEPT:
-                    del seen[next(iter(seen))]
-                name = line[id_end + len(_NAME_AT) : name_end]
-                kind = _FILE_TOOLS.get(name)
-                args_at = name_end + len(_ARGS_AT)
-                if kind is not None:
-                    path = _file_path(line, args_at, result_at)
-                    if path is not None:
-                        touch(path, kind)
-                        continue
-                elif name not in _ARGS_READ_TOOLS:
-                    tool()  # counted, nothing more
-                    continue
-                self._call(call_id, name, line[args_at:result_at], kind)
+            elif name not in _ARGS_READ_TOOLS:
+                tool()  # counted, nothing more
+                continue
+            call_id = line[id_at:id_end].decode("utf-8", "replace")
+            self._call(call_id, name, line[args_at:result_at], kind)
 
     def _call(self, call_id: str, name: bytes, raw_args: bytes, kind: str | None) -> None:
         """A walked tool call whose `args` are to be decoded: a file tool whose path
@@ -367,7 +390,7 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
             return None  # failed, cancelled, or not run yet: decoded whole
         if startswith(_SHELL_NAMED, id_end) and find(_EXIT_CODE, response, status_at) >= 0:
             return None  # a command's exit code (only its output says one): decoded whole
-        calls.append((id_at, id_end, name_end, result_at))
+        calls.append((line, id_at, id_end, name_end, result_at))
         pos = find(_NEXT_CALL_AT, status_end) + 2
         if pos < 2:
             return calls if line.endswith(_LAST_CALL_END) else None
