@@ -82,6 +82,9 @@ _SHELL_NAMED = _NAME_AT + _SHELL + b'"'
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
+#: How many requests, or how many bytes of them, wait for the digest to be asked for.
+_ASKS_HELD = 64
+_ASKS_HELD_BYTES = 1 << 18
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
 _READ = frozenset({"read_file"})
@@ -277,9 +280,11 @@ class GeminiFacts(Facts):
                 self.book.add(event)
 
     def flush(self) -> None:
-        """Fold in the requests and the reply taken since the last flush: only the newest reply
-        and the newest `Limits.asks` requests (with the session's first) can show in the
-        digest, so only those are decoded."""
+        """The end of a feed: fold in the calls walked and the reply taken since the last
+        flush (only the newest can show in the digest, so only it is decoded). The requests
+        wait longer, for the digest to be asked for or for `_ASKS_HELD` of them (or
+        `_ASKS_HELD_BYTES`): only the newest `Limits.asks` (and the session's first) can
+        show, so only those are decoded, and a feed of a replay holds dozens, a daemon's one."""
         if self._walked:
             self._fold_walked()
         if self._replies:
@@ -289,9 +294,19 @@ class GeminiFacts(Facts):
                 if text.strip():
                     self.book.reply(text)
                     break
+        if len(self._asks) >= _ASKS_HELD or _held_bytes(self._asks) > _ASKS_HELD_BYTES:
+            self._fold_asks()
+
+    @property
+    def digest(self) -> Digest:
+        """The digest so far (the requests held back folded in first)."""
         if self._asks:
-            asks, self._asks = self._asks, []
-            self.fold_requests(asks, self._requests_of)
+            self._fold_asks()
+        return self.book.digest
+
+    def _fold_asks(self) -> None:
+        asks, self._asks = self._asks, []
+        self.fold_requests(asks, self._requests_of)
 
     def _requests_of(self, item: bytes | str) -> list[str]:
         text = item if isinstance(item, str) else self._ask_of(item)
@@ -394,6 +409,10 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
         pos = find(_NEXT_CALL_AT, status_end) + 2
         if pos < 2:
             return calls if line.endswith(_LAST_CALL_END) else None
+
+
+def _held_bytes(asks: list[bytes | str]) -> int:
+    return sum(map(len, asks))
 
 
 def _file_path(line: bytes, start: int, end: int) -> str | None:
