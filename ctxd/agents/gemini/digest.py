@@ -79,6 +79,9 @@ _EXIT_CODE = b"Exit Code: "
 _SHELL_NAME = "run_shell_command"
 _SHELL = _SHELL_NAME.encode()
 _SHELL_NAMED = _NAME_AT + _SHELL + b'"'
+#: A tool call's head: `{"id":"…","name":"…","args":` (quotes inside strings are escaped: the
+#: first quote ends each).
+_CALL_HEAD = re.compile(rb'\{"id":"([^"]*)","name":"([^"]*)","args":')
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
@@ -376,18 +379,14 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
     line's bytes, in C) and goes on to the next call, until the array and the line end.
     """
     calls: list[_Walked] = []
-    find, startswith = line.find, line.startswith
-    if not startswith(_CALL_AT, pos):
-        return None
+    find, startswith, head = line.find, line.startswith, _CALL_HEAD.match
     while True:
-        id_at = pos + len(_CALL_AT)
-        id_end = find(b'"', id_at)
-        if not startswith(_NAME_AT, id_end):
+        called = head(line, pos)  # one match in C for the id, the name and where args start
+        if called is None:
             return None
-        name_end = find(b'"', id_end + len(_NAME_AT))
-        if not startswith(_ARGS_AT, name_end):
-            return None
-        result_at = find(_RESULT_AT, name_end + len(_ARGS_AT))
+        id_end = called.end(1)
+        name_end = called.end(2)
+        result_at = find(_RESULT_AT, called.end())
         if result_at < 0:
             return None
         # The functionResponse repeats the call's id and name: its response comes at a
@@ -403,9 +402,13 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
         status_end = status_at + len(_STATUS_AT)
         if not startswith(_SUCCESS, status_end):
             return None  # failed, cancelled, or not run yet: decoded whole
-        if startswith(_SHELL_NAMED, id_end) and find(_EXIT_CODE, response, status_at) >= 0:
+        if (
+            name_end - id_end == len(_SHELL_NAMED) - 1  # most names are not as long
+            and startswith(_SHELL_NAMED, id_end)
+            and find(_EXIT_CODE, response, status_at) >= 0
+        ):
             return None  # a command's exit code (only its output says one): decoded whole
-        calls.append((line, id_at, id_end, name_end, result_at))
+        calls.append((line, pos + len(_CALL_AT), id_end, name_end, result_at))
         pos = find(_NEXT_CALL_AT, status_end) + 2
         if pos < 2:
             return calls if line.endswith(_LAST_CALL_END) else None
