@@ -33,6 +33,7 @@ The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -146,8 +147,10 @@ class GeminiFacts(Facts):
         """`_first_time` for each of `keys`, none of them known, at once."""
         seen = self._seen
         seen.update(dict.fromkeys(keys))
-        if len(seen) > _SEEN_KEPT:
-            self._seen = dict.fromkeys(list(seen)[-_SEEN_KEPT:])
+        excess = len(seen) - _SEEN_KEPT
+        if excess > 0:
+            for oldest in list(islice(seen, excess)):
+                del seen[oldest]
 
     def _first_time(self, key: str) -> bool:
         seen = self._seen
@@ -268,8 +271,6 @@ class GeminiFacts(Facts):
 
     def take_message(self, record: dict[str, Any]) -> None:
         """A message line's record, decoded."""
-        if self._walked:
-            self._fold_walked()
         self._take_events(self._message(record))
 
     def _take_events(self, events: list[DigestEvent]) -> None:
@@ -326,8 +327,6 @@ class GeminiFacts(Facts):
 
     def take_rewrite(self, record: dict[str, Any], line: bytes) -> None:
         """A `$set` line's record, decoded."""
-        if self._walked:
-            self._fold_walked()
         at_start = self.messages == 0
         if not at_start and not any(m in line for m in _MARKERS):
             return
@@ -335,6 +334,8 @@ class GeminiFacts(Facts):
         messages = changes.get("messages") if isinstance(changes, dict) else None
         if not isinstance(messages, list):
             return
+        if self._walked:
+            self._fold_walked()  # the calls walked before come first
         out: list[DigestEvent] = []
         compressed = False
         for message in messages:
@@ -356,6 +357,8 @@ class GeminiFacts(Facts):
             return []
         out: list[DigestEvent] = []
         calls = message.get("toolCalls")
+        if calls and self._walked:
+            self._fold_walked()  # the calls walked before come first
         for call in calls if isinstance(calls, list) else ():
             is_call = isinstance(call, dict) and isinstance(call.get("id"), str)
             if is_call and self._first_time(call["id"]):
