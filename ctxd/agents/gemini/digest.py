@@ -87,7 +87,7 @@ _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
 #: How many requests, or how many bytes of them, wait for the digest to be asked for.
-_ASKS_HELD = 64
+_ASKS_HELD = 256
 _ASKS_HELD_BYTES = 1 << 18
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
