@@ -82,7 +82,8 @@ _SHELL = _SHELL_NAME.encode()
 _SHELL_NAMED = _NAME_AT + _SHELL + b'"'
 #: A tool call's head: `{"id":"…","name":"…","args":` (quotes inside strings are escaped: the
 #: first quote ends each).
-_CALL_HEAD = re.compile(rb'\{"id":"([^"]*)","name":"([^"]*)","args":')
+_CALL_HEAD = re.compile(rb'\{"id":"([^"]*)","name":"(?:(run_shell_command)|[^"]*)","args":')
+_SHELL_GROUP = 2
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
@@ -100,7 +101,7 @@ _DECODED_TOOLS = frozenset({b"read_many_files", b"write_todos", b"invoke_agent"}
 _ARGS_READ_TOOLS = _DECODED_TOOLS | {_SHELL}
 #: A walked tool call (`_walk`): its line, where its id starts and ends, where its name ends,
 #: where its result starts (its args end there).
-_Walked = tuple[bytes, int, int, int, int]
+_Walked = tuple[re.Match[bytes], int]
 #: A file tool's raw name -> how it touches its file.
 _FILE_TOOLS = {
     **{name.encode(): "read" for name in _READ},
@@ -214,7 +215,7 @@ class GeminiFacts(Facts):
         what is only counted or touches a file named in its raw args goes straight into the
         book."""
         calls, self._walked = self._walked, []
-        ids = [line[id_at:id_end].decode("utf-8", "replace") for line, id_at, id_end, _, _ in calls]
+        ids = [called[1].decode("utf-8", "replace") for called, _ in calls]
         if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):
             self._remember(ids)
         else:
@@ -227,10 +228,11 @@ class GeminiFacts(Facts):
             _FILE_TOOLS.get,
             _PATH_FIRST.match,
         )
-        for line, id_at, id_end, name_end, result_at in calls:
-            name = line[id_end + len(_NAME_AT) : name_end]
+        for called, result_at in calls:
+            line = called.string
+            args_at = called.end()
+            name = line[called.end(1) + len(_NAME_AT) : args_at - len(_ARGS_AT)]
             kind = kind_of(name)
-            args_at = name_end + len(_ARGS_AT)
             if kind is not None:
                 # The CLI's usual args, the path first: one match in C, else `_file_path`.
                 first = path_first(line, args_at, result_at)
@@ -245,7 +247,7 @@ class GeminiFacts(Facts):
             elif name not in _ARGS_READ_TOOLS:
                 tool()  # counted, nothing more
                 continue
-            call_id = line[id_at:id_end].decode("utf-8", "replace")
+            call_id = called[1].decode("utf-8", "replace")
             self._call(call_id, name, line[args_at:result_at], kind)
 
     def _call(self, call_id: str, name: bytes, raw_args: bytes, kind: str | None) -> None:
@@ -387,9 +389,9 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
         called = head(line, pos)  # one match in C for the id, the name and where args start
         if called is None:
             return None
-        id_end = called.end(1)
-        name_end = called.end(2)
-        result_at = find(_RESULT_AT, called.end())
+        args_at = called.end()
+        name_end = args_at - len(_ARGS_AT)
+        result_at = find(_RESULT_AT, args_at)
         if result_at < 0:
             return None
         # The functionResponse repeats the call's id and name: its response comes at a
@@ -405,13 +407,9 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
         status_end = status_at + len(_STATUS_AT)
         if not startswith(_SUCCESS, status_end):
             return None  # failed, cancelled, or not run yet: decoded whole
-        if (
-            name_end - id_end == len(_SHELL_NAMED) - 1  # most names are not as long
-            and startswith(_SHELL_NAMED, id_end)
-            and find(_EXIT_CODE, response, status_at) >= 0
-        ):
+        if called.lastindex == _SHELL_GROUP and find(_EXIT_CODE, response, status_at) >= 0:
             return None  # a command's exit code (only its output says one): decoded whole
-        calls.append((line, pos + len(_CALL_AT), id_end, name_end, result_at))
+        calls.append((called, result_at))
         pos = find(_NEXT_CALL_AT, status_end) + 2
         if pos < 2:
             return calls if line.endswith(_LAST_CALL_END) else None
