@@ -20,13 +20,16 @@ times. The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`
 over each message line and the records it decodes:
 - a gemini message line comes with where its head ends (`take_model_line`): its tool calls are
   walked from their heads without decoding their results (see `_walk`); their facts are folded
-  into the book at the end of the feed, or before a decoded record's (`_fold_walked`). A line
-  not in Gemini CLI's shape to its end, or holding a call that did not succeed, is decoded
-  instead;
+  into the book at the end of the feed, or before the facts of a decoded record that has any
+  (`_fold_walked`), all at once: the same loop costs less over a feed's calls than a few at a
+  time between the usage reader's work. A line not in Gemini CLI's shape to its end, or holding
+  a call that did not succeed, is decoded instead;
 - a user line is judged from its head: one whose content starts with a `functionResponse` is a
   tool result, any other is kept as a request;
-- requests and replies wait for the end of the feed (`flush`): only the newest reply and the
-  newest `Limits.asks` requests (and the session's first) can show, so only those are decoded.
+- replies wait for the end of the feed (`flush`), requests for the digest to be asked for (or
+  for many of them to be held): only the newest reply and the newest `Limits.asks` requests
+  (and the session's first) can show, so only those are decoded, a request's text alone when
+  its line is in the CLI's shape (`_typed_text`).
 The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
 """
 
@@ -79,9 +82,9 @@ _PATH_FIRST = re.compile(rb'\{"file_path":"([^"\\]+)"')
 _EXIT_CODE = b"Exit Code: "
 _SHELL_NAME = "run_shell_command"
 _SHELL = _SHELL_NAME.encode()
-_SHELL_NAMED = _NAME_AT + _SHELL + b'"'
 #: A tool call's head: `{"id":"…","name":"…","args":` (quotes inside strings are escaped: the
-#: first quote ends each).
+#: first quote ends each); its id is group 1, and `_SHELL_GROUP` is the last group that took
+#: part in the match only when the name is a command's.
 _CALL_HEAD = re.compile(rb'\{"id":"([^"]*)","name":"(?:(run_shell_command)|[^"]*)","args":')
 _SHELL_GROUP = 2
 _WINDOW = 400
@@ -99,8 +102,8 @@ _WRITE = frozenset({"write_file"})
 _DECODED_TOOLS = frozenset({b"read_many_files", b"write_todos", b"invoke_agent"})
 #: Tools other than file tools whose `args` are read: the above, and commands.
 _ARGS_READ_TOOLS = _DECODED_TOOLS | {_SHELL}
-#: A walked tool call (`_walk`): its line, where its id starts and ends, where its name ends,
-#: where its result starts (its args end there).
+#: A walked tool call (`_walk`): the match of its head (`_CALL_HEAD`, on its line) and where its
+#: result starts (its args end there).
 _Walked = tuple[re.Match[bytes], int]
 #: A file tool's raw name -> how it touches its file.
 _FILE_TOOLS = {
@@ -129,8 +132,8 @@ class GeminiFacts(Facts):
         self._seen: dict[str, None] = {}  # tool call ids and summary ids already folded in
         #: Message lines seen in this file (the reader counts them).
         self.messages = 0
-        # Requests and replies of the current feed, folded by `flush` (only the newest count):
-        # a user line or a (line, where its text starts) not decoded yet, or the text.
+        # Requests held back (see `flush`) and the replies of the current feed (only the newest
+        # count): a user line or a (line, where its text starts) not decoded yet, or the text.
         self._asks: list[bytes | str] = []
         self._replies: list[tuple[bytes, int] | str] = []
         # Tool calls walked but not folded in yet (`_fold_walked`), in the file's order.
@@ -207,13 +210,13 @@ class GeminiFacts(Facts):
     def _fold_walked(self) -> None:
         """The tool calls walked since the last fold, folded in, in the file's order.
 
-        They wait for `flush`, or for the next fact that comes another way (a decoded record
-        must not overtake them): run over a feed's calls at once, this loop finds its code and
-        data in the caches, which it does not when it runs a few calls at a time between the
-        usage reader's scans of whole lines. It runs once per tool call of the session: the
-        ids are remembered for the batch at once when none is known yet (the usual case), and
-        what is only counted or touches a file named in its raw args goes straight into the
-        book."""
+        They wait for `flush`, or for the facts of a decoded record that has any (tool calls, a
+        compaction), which must not overtake them: run over a feed's calls at once, this loop
+        finds its code and data in the caches, which it does not when it runs a few calls at a
+        time between the usage reader's scans of whole lines. It runs once per tool call of the
+        session: the ids are remembered for the batch at once when none is known yet (the usual
+        case), and what is only counted or touches a file named in its raw args goes straight
+        into the book."""
         calls, self._walked = self._walked, []
         ids = [called[1].decode("utf-8", "replace") for called, _ in calls]
         if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):

@@ -273,3 +273,80 @@ def test_a_second_tokens_key_after_the_calls_is_the_figure() -> None:
     d, tokens = _fed(line)
     assert tokens == [150_000]
     assert [(f.path, f.reads) for f in d.files] == [("/w/a.py", 1)]
+
+
+def test_a_walked_command_whose_output_has_an_exit_code_is_a_failure() -> None:
+    """Only a command's output says its exit code: such a line is decoded, not walked."""
+    calls = [
+        _call_in_shape(
+            "a", "run_shell_command", {"command": "make"}, {"output": "x\nExit Code: 2"}
+        ),
+        _call_in_shape("b", "run_shell_command_x", {"command": "ok"}, {"output": "Exit Code: 2"}),
+    ]
+    d, _ = _fed(_gemini_line("m1", calls, 100_000))
+    assert [(c.text, c.failed, c.exit_code) for c in d.commands] == [("make", True, 2)]
+    assert d.tool_calls == 2
+
+
+def test_walked_and_decoded_calls_keep_the_files_order() -> None:
+    """Walked calls wait for the end of the feed; a decoded line's calls come after them."""
+    done = {"output": "done"}
+    walked = _call_in_shape("a", "run_shell_command", {"command": "one"}, done)
+    failed = _call_in_shape("b", "run_shell_command", {"command": "two"}, {"error": "no"}, "error")
+    later = _call_in_shape("c", "run_shell_command", {"command": "three"}, done)
+    data = (
+        _gemini_line("m1", [walked], 100)
+        + _gemini_line("m2", [failed], 200)
+        + _gemini_line("m3", [later], 300)
+        + _gemini_line("m3", [later], 300)  # written again: folded once
+    )
+    d, tokens = _fed(data)
+    assert tokens == [100, 200, 300]
+    assert [(c.text, c.failed) for c in d.commands] == [
+        ("one", False),
+        ("two", True),
+        ("three", False),
+    ]
+    assert d.tool_calls == 3
+
+
+def _typed(message_id: str, content: list[dict[str, Any]], **extra: Any) -> bytes:
+    record = {
+        "id": message_id,
+        "timestamp": "2026-11-30T23:24:26.456Z",
+        "type": "user",
+        "content": content,
+        **extra,
+    }
+    return _line(record)
+
+
+def test_requests_in_the_clis_shape_are_what_decoding_finds() -> None:
+    """A request's text is decoded alone when its line is in Gemini CLI's shape (one text
+    part, maybe what the CLI showed after it); any other shape is decoded whole."""
+    shown = [{"text": "/init"}]
+    lines = [
+        _typed("u1", [{"text": 'say "hi"\n'}]),
+        _typed("u2", [{"text": "why?"}], displayContent=shown),
+        _typed("u3", [{"text": "one"}, {"text": "two"}]),
+        _typed("u4", [{"text": "/compress"}]),
+        _typed("u5", [{"text": "<hook_context>x</hook_context> fix it"}], displayContent=shown),
+        _typed("u6", [{"text": 'a \\"}],"displayContent": b'}]),
+    ]
+    d, _ = _fed(b"".join(lines))
+    assert d.first_ask == 'say "hi"'
+    assert list(d.asks) == ['say "hi"', "why?", "one\ntwo", "fix it", 'a \\"}],"displayContent": b']
+
+
+def test_requests_wait_for_the_digest_across_feeds() -> None:
+    """Requests are folded when the digest is asked for (or once many are held): after any
+    feed, the digest holds the session's first and the newest five."""
+    opener = spec("gemini").open_digest_reader
+    assert opener is not None
+    reader = opener("/x/chats/session-1.jsonl")
+    for i in range(300):
+        reader.feed(_typed(f"u{i}", [{"text": f"ask {i}"}]))
+        if i in (0, 1, 280, 299):  # 256 held in between: folded without being asked
+            d = reader.digest
+            assert d.first_ask == "ask 0"
+            assert list(d.asks) == [f"ask {j}" for j in range(max(0, i - 4), i + 1)]
