@@ -309,6 +309,7 @@ class GeminiFacts(Facts):
     @property
     def digest(self) -> Digest:
         """The digest so far (the requests held back folded in first)."""
+        self.flush()  # nothing left to fold after a feed, unless it was cut short
         if self._asks:
             self._fold_asks()
         return self.book.digest
