@@ -129,7 +129,9 @@ class GeminiFacts(Facts):
 
     def __init__(self) -> None:
         super().__init__()
-        self._seen: dict[str, None] = {}  # tool call ids and summary ids already folded in
+        # Tool call ids and summary ids already folded in, as raw bytes: a walked call's id is
+        # taken from its line as it is (its text is needed only for a command).
+        self._seen: dict[bytes, None] = {}
         #: Message lines seen in this file (the reader counts them).
         self.messages = 0
         # Requests held back (see `flush`) and the replies of the current feed (only the newest
@@ -147,7 +149,7 @@ class GeminiFacts(Facts):
         self._replies.clear()
         self._walked.clear()
 
-    def _remember(self, keys: list[str]) -> None:
+    def _remember(self, keys: list[bytes]) -> None:
         """`_first_time` for each of `keys`, none of them known, at once."""
         seen = self._seen
         seen.update(dict.fromkeys(keys))
@@ -156,7 +158,7 @@ class GeminiFacts(Facts):
             for oldest in list(islice(seen, excess)):
                 del seen[oldest]
 
-    def _first_time(self, key: str) -> bool:
+    def _first_time(self, key: bytes) -> bool:
         seen = self._seen
         if key in seen:
             return False
@@ -218,7 +220,7 @@ class GeminiFacts(Facts):
         case), and what is only counted or touches a file named in its raw args goes straight
         into the book."""
         calls, self._walked = self._walked, []
-        ids = [called[1].decode("utf-8", "replace") for called, _ in calls]
+        ids = [called[1] for called, _ in calls]
         if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):
             self._remember(ids)
         else:
@@ -349,7 +351,8 @@ class GeminiFacts(Facts):
                 continue
             if _is_summary(message):
                 # a summary and its acknowledgement come in pairs: one compaction per rewrite
-                compressed |= self._first_time(f"summary:{message.get('id')}") and not at_start
+                summary = f"summary:{message.get('id')}".encode("utf-8", "surrogatepass")
+                compressed |= self._first_time(summary) and not at_start
             elif at_start:
                 out += self._message(message)
         self._take_events([*out, DigestEvent("compaction")] if compressed else out)
@@ -367,7 +370,7 @@ class GeminiFacts(Facts):
             self._fold_walked()  # the calls walked before come first
         for call in calls if isinstance(calls, list) else ():
             is_call = isinstance(call, dict) and isinstance(call.get("id"), str)
-            if is_call and self._first_time(call["id"]):
+            if is_call and self._first_time(call["id"].encode("utf-8", "surrogatepass")):
                 out += _tool_call(call)
         content = message.get("content")
         if isinstance(content, str) and content.strip():
