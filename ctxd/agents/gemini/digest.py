@@ -90,6 +90,8 @@ _SHELL_GROUP = 2
 _WINDOW = 400
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
+#: From how many walked calls on their ids are remembered at once (fewer: one at a time).
+_REMEMBERED_AT_ONCE = 8
 #: How many requests, or how many bytes of them, wait for the digest to be asked for.
 _ASKS_HELD = 256
 _ASKS_HELD_BYTES = 1 << 18
@@ -220,13 +222,18 @@ class GeminiFacts(Facts):
         case), and what is only counted or touches a file named in its raw args goes straight
         into the book."""
         calls, self._walked = self._walked, []
-        ids = [called[1] for called, _ in calls]
-        if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):
-            self._remember(ids)
+        if len(calls) < _REMEMBERED_AT_ONCE:
+            calls = [call for call in calls if self._first_time(call[0][1])]
         else:
-            calls = [
-                call for call, call_id in zip(calls, ids, strict=True) if self._first_time(call_id)
-            ]
+            ids = [called[1] for called, _ in calls]
+            if len(set(ids)) == len(ids) and self._seen.keys().isdisjoint(ids):
+                self._remember(ids)
+            else:
+                calls = [
+                    call
+                    for call, call_id in zip(calls, ids, strict=True)
+                    if self._first_time(call_id)
+                ]
         touch, tool, kind_of, path_first = (
             self.book.touch,
             self.book.tool,
