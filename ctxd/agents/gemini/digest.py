@@ -26,10 +26,11 @@ over each message line and the records it decodes:
   a call that did not succeed, is decoded instead;
 - a user line is judged from its head: one whose content starts with a `functionResponse` is a
   tool result, any other is kept as a request;
-- replies wait for the end of the feed (`flush`), requests for the digest to be asked for (or
-  for many of them to be held): only the newest reply and the newest `Limits.asks` requests
-  (and the session's first) can show, so only those are decoded, a request's text alone when
-  its line is in the CLI's shape (`_typed_text`).
+- replies and requests wait for the end of the feed (`flush`): only the newest reply and the
+  newest `Limits.asks` requests (and the session's first) can show, so only those are decoded,
+  a request's text alone when its line is in the CLI's shape (`_typed_text`). (Holding the
+  requests across feeds, until the digest is read, saved about 1 ms of a 20 MB replay's 44,
+  but a daemon would hold every session's request lines: kept per feed.)
 The legacy single-object `.json` recordings keep no digest (`NullDigestReader`).
 """
 
@@ -92,9 +93,6 @@ _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _SEEN_KEPT = 64
 #: From how many walked calls on their ids are remembered at once (fewer: one at a time).
 _REMEMBERED_AT_ONCE = 8
-#: How many requests, or how many bytes of them, wait for the digest to be asked for.
-_ASKS_HELD = 256
-_ASKS_HELD_BYTES = 1 << 18
 #: What hooks added to a prompt (BeforeAgent, SessionStart context), not what the user typed.
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.S)
 _READ = frozenset({"read_file"})
@@ -136,8 +134,8 @@ class GeminiFacts(Facts):
         self._seen: dict[bytes, None] = {}
         #: Message lines seen in this file (the reader counts them).
         self.messages = 0
-        # Requests held back (see `flush`) and the replies of the current feed (only the newest
-        # count): a user line or a (line, where its text starts) not decoded yet, or the text.
+        # The requests and replies of the current feed (only the newest count): a user line or
+        # a (line, where its text starts) not decoded yet, or the text.
         self._asks: list[bytes | str] = []
         self._replies: list[tuple[bytes, int] | str] = []
         # Tool calls walked but not folded in yet (`_fold_walked`), in the file's order.
@@ -298,11 +296,9 @@ class GeminiFacts(Facts):
                 self.book.add(event)
 
     def flush(self) -> None:
-        """The end of a feed: fold in the calls walked and the reply taken since the last
-        flush (only the newest can show in the digest, so only it is decoded). The requests
-        wait longer, for the digest to be asked for or for `_ASKS_HELD` of them (or
-        `_ASKS_HELD_BYTES`): only the newest `Limits.asks` (and the session's first) can
-        show, so only those are decoded, and a feed of a replay holds dozens, a daemon's one."""
+        """The end of a feed: fold in the calls walked, the reply and the requests taken since
+        the last flush (only the newest reply, and the newest `Limits.asks` requests and the
+        session's first, can show in the digest: only those are decoded)."""
         if self._walked:
             self._fold_walked()
         if self._replies:
@@ -312,15 +308,13 @@ class GeminiFacts(Facts):
                 if text.strip():
                     self.book.reply(text)
                     break
-        if len(self._asks) >= _ASKS_HELD or _held_bytes(self._asks) > _ASKS_HELD_BYTES:
+        if self._asks:
             self._fold_asks()
 
     @property
     def digest(self) -> Digest:
-        """The digest so far (the requests held back folded in first)."""
+        """The digest so far."""
         self.flush()  # nothing left to fold after a feed, unless it was cut short
-        if self._asks:
-            self._fold_asks()
         return self.book.digest
 
     def _fold_asks(self) -> None:
@@ -427,10 +421,6 @@ def _walk(line: bytes, pos: int) -> list[_Walked] | None:
         pos = find(_NEXT_CALL_AT, status_end) + 2
         if pos < 2:
             return calls if line.endswith(_LAST_CALL_END) else None
-
-
-def _held_bytes(asks: list[bytes | str]) -> int:
-    return sum(map(len, asks))
 
 
 def _file_path(line: bytes, start: int, end: int) -> str | None:
