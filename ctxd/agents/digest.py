@@ -90,12 +90,19 @@ class PendingCalls(dict[str, tuple[str, str]]):
 def todo_status(value: object) -> str:
     """An agent's word for a todo's state, as the digest's ("pending", "in_progress",
     "completed")."""
+    known = _STATUS_WORDS.get(value) if isinstance(value, str) else None
+    if known is not None:  # the agents' own words, without copying them
+        return known
     text = str(value or "").lower().replace("-", "_").replace(" ", "_")
     if text in ("completed", "complete", "done", "finished"):
         return "completed"
     if text in ("in_progress", "inprogress", "active", "running", "started"):
         return "in_progress"
     return "pending"
+
+
+#: The words the agents write (Claude Code, Gemini CLI, Codex CLI), as `todo_status` maps them.
+_STATUS_WORDS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
 class Facts:

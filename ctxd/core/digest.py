@@ -14,6 +14,7 @@ bounded (`Limits`): a session's digest stays the same size however long the sess
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Literal, NamedTuple, TypeVar
 
 __all__ = [
@@ -172,6 +173,9 @@ def _first_line(text: str, limit: int) -> str:
     if len(lines) == 1 and len(window) < len(text):
         lines = text.splitlines()
     return _clip(lines[0], limit) if lines else ""
+
+
+_todo_key = attrgetter("key")
 
 
 def _pushed(items: tuple[T, ...], item: T, keep: int) -> tuple[T, ...]:
@@ -389,8 +393,13 @@ class DigestBook:
 
     def _one_todo(self, item: Todo) -> None:
         todos = self._todos or []
-        for i, t in enumerate(todos):
-            if item.key is not None and t.key == item.key:
+        if item.key is not None:
+            try:  # the first item with that key (the keys listed and searched in C)
+                i = list(map(_todo_key, todos)).index(item.key)
+            except ValueError:
+                pass
+            else:
+                t = todos[i]
                 todos[i] = Todo(item.text or t.text, item.status, t.key)
                 self._todos = todos
                 return
