@@ -47,7 +47,7 @@ from typing import Any
 import orjson
 
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.digest import PENDING_KEPT, Facts, UsageDigestReader, todo_status, todos_from
+from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
 from ctxd.agents.lines import decode
 from ctxd.core.digest import Todo
 
@@ -341,13 +341,13 @@ class ClaudeFacts(Facts):
         book = self.book
         if name == "Bash":
             if call_id:
-                self._pending(call_id, name, "")  # a command's failure names no subject
+                self.pending.add(call_id, name, "")  # a command's failure names no subject
             book.command(str(args.get("command") or ""), call_id)
             return
         path = args.get("file_path") or args.get("notebook_path")
         path = path if isinstance(path, str) else ""
         if call_id:
-            self._pending(call_id, name, path or str(args.get("subject") or ""))
+            self.pending.add(call_id, name, path or str(args.get("subject") or ""))
         use = _FILE_USES.get(name)
         if use is not None:
             book.touch(path, use)
@@ -360,13 +360,6 @@ class ClaudeFacts(Facts):
             book.subagent(str(about or ""))
         elif name != "TaskCreate":  # which is folded in with its result, giving the item's id
             book.tool()
-
-    def _pending(self, call_id: str, tool: str, about: str) -> None:
-        # `PendingCalls.add`, without its method lookup
-        pending = self.pending
-        pending[call_id] = (tool, about)
-        if len(pending) > PENDING_KEPT:
-            del pending[next(iter(pending))]
 
     def _task_updated(self, args: dict[str, Any]) -> None:
         key = args.get("taskId")
