@@ -31,7 +31,8 @@ its `"toolUseResult":{"task":{"id":"` (when a plain string). A failed result
 decoded. Requests wait for the end of the feed (`flush`), where only the newest `Limits.asks`
 and the session's first are read: a user line whose `message.content` is a string (a typed
 request, unless it is a summary, meta or a local command's echo) has that string decoded alone,
-and only then. Sidechain lines belong
+and only then. The assistant's texts wait for it too: only the newest that is not blank
+becomes the last reply, and only it is clipped. Sidechain lines belong
 to subagents, which have their own transcripts (and their own digest); they are skipped in a
 session's transcript. A tool call already folded in (a streamed message written twice) is known
 by the usage reader's recent tool call ids, which the facts share. Facts are folded into the
@@ -113,7 +114,7 @@ class ClaudeDigestReader(UsageDigestReader):
 class ClaudeFacts(Facts):
     """The digest side of a `ClaudeReader`; see the module docstring."""
 
-    __slots__ = ("_asks", "_keep_sidechain", "calls_seen")
+    __slots__ = ("_asks", "_keep_sidechain", "_replies", "calls_seen")
 
     def __init__(self, subagent: bool = False) -> None:
         super().__init__()
@@ -123,10 +124,13 @@ class ClaudeFacts(Facts):
         #: Requests of the current feed, folded by `flush`: a user line and where its string
         #: content starts (not decoded yet), or the text.
         self._asks: list[tuple[bytes, int] | str] = []
+        #: The assistant's texts of the current feed, of which `flush` folds the newest.
+        self._replies: list[str] = []
 
     def reset(self) -> None:
         super().reset()
         self._asks.clear()
+        self._replies.clear()
 
     def flush(self) -> None:
         """Fold in the requests taken since the last flush: only the newest `Limits.asks` (and
@@ -134,6 +138,13 @@ class ClaudeFacts(Facts):
         if self._asks:
             asks, self._asks = self._asks, []
             self.fold_requests(asks, self._requests_of)
+        if self._replies:
+            # Only the newest reply shows: the others are never clipped.
+            replies, self._replies = self._replies, []
+            for text in reversed(replies):
+                if text.strip():
+                    self.book.reply(text)
+                    break
 
     def _requests_of(self, item: tuple[bytes, int] | str) -> list[str]:
         if isinstance(item, str):
@@ -328,7 +339,7 @@ class ClaudeFacts(Facts):
             elif kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    self.book.reply(text)
+                    self._replies.append(text)
         return folded
 
     def _tool_use(self, block: dict[str, Any], call_id: str | None) -> None:

@@ -293,3 +293,37 @@ def test_requests_in_text_blocks_are_decoded_only_when_they_show() -> None:
         assert reader.facts is not None
         assert reader.facts.digest.first_ask == "ask 0"
         assert reader.facts.digest.asks == tuple(f"ask {i}" for i in range(4, 9))
+
+
+def test_the_last_reply_is_the_newest_text_that_is_not_blank() -> None:
+    # Replies wait for the end of the feed, where only the newest is folded in: a blank text
+    # after it, in the same feed or a later one, must not hide it, and the newest must win.
+    def reply(text: str, n: int) -> bytes:
+        record = {
+            "parentUuid": "p",
+            "isSidechain": False,
+            "type": "assistant",
+            "message": {
+                "id": f"m{n}",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10 + n},
+            },
+            "uuid": f"a{n}",
+        }
+        return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+    first, second = reply("first answer", 1), reply("second answer", 2)
+    blank = reply(" \n ", 3)
+    for feeds in ([first + second + blank], [first + second, blank], [first, second, blank]):
+        reader = ClaudeReader(facts=ClaudeFacts())
+        for data in feeds:
+            reader.feed(data)
+        assert reader.facts is not None
+        assert reader.facts.digest.last_reply == "second answer"
+    reader = ClaudeReader(facts=ClaudeFacts())
+    reader.feed(second + first)
+    assert reader.facts is not None
+    assert reader.facts.digest.last_reply == "first answer"
