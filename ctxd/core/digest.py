@@ -46,7 +46,7 @@ DigestKind = Literal[
     "command",  # a shell command run (`text`), its result to come under `call_id`
     "result",  # a tool call's outcome (`call_id`, `failed`, `exit_code`, `text`: the error)
     "todos",  # the whole todo list, as the agent wrote it (`todos`)
-    "todo",  # one todo item added or changed, by its `key` (`todos`: that one item)
+    "todo",  # todo items added or changed one by one, by their `key` (`todos`: those items)
     "subagent",  # a subagent spawned (`text`: what for)
     "tool",  # any other tool call (`text`: the tool's name)
     "compaction",  # the agent compacted its context
@@ -384,28 +384,27 @@ class DigestBook:
         self._tool_calls += 1
         self._snapshot = None
 
-    def todo(self, items: tuple[Todo, ...]) -> None:
-        """Todo items added or changed one by one (by their `key`)."""
-        for item in items:
-            self._one_todo(Todo(_clip(item.text, self.limits.todo_chars), item.status, item.key))
+    def todo(self, text: str, status: str = "pending", key: str | None = None) -> None:
+        """One todo item added, or changed by its `key` (an agent that writes its items one by
+        one)."""
+        self._put_todo(_clip(text, self.limits.todo_chars), status, key)
         self._tool_calls += 1
         self._snapshot = None
 
-    def _one_todo(self, item: Todo) -> None:
+    def _put_todo(self, text: str, status: str, key: str | None) -> None:
         todos = self._todos or []
-        if item.key is not None:
+        if key is not None:
             try:  # the first item with that key (the keys listed and searched in C)
-                i = list(map(_todo_key, todos)).index(item.key)
+                i = list(map(_todo_key, todos)).index(key)
             except ValueError:
                 pass
             else:
-                t = todos[i]
-                todos[i] = Todo(item.text or t.text, item.status, t.key)
+                todos[i] = Todo(text or todos[i].text, status, key)
                 self._todos = todos
                 return
-        if not item.text:
+        if not text:
             return  # an update of an item never seen
-        todos.append(item)
+        todos.append(Todo(text, status, key))
         self._todos = todos[-self.limits.todos :]
 
     def subagent(self, text: str) -> None:
@@ -442,7 +441,9 @@ class DigestBook:
         elif kind == "todos":
             self.todos(e.todos)
         elif kind == "todo":
-            self.todo(e.todos)
+            for t in e.todos:
+                self._put_todo(_clip(t.text, self.limits.todo_chars), t.status, t.key)
+            self.tool()
         elif kind == "subagent":
             self.subagent(e.text)
         elif kind == "compaction":

@@ -50,7 +50,6 @@ import orjson
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.digest import Facts, UsageDigestReader, todo_status, todos_from
 from ctxd.agents.lines import decode
-from ctxd.core.digest import Todo
 
 __all__ = ["ClaudeDigestReader", "ClaudeFacts"]
 
@@ -294,7 +293,7 @@ class ClaudeFacts(Facts):
             if tool == "Bash":
                 self.book.result(call_id, False, 0)
             elif tool == "TaskCreate" and about:
-                self.book.todo((Todo(about, "pending", _task_key(line, end)),))
+                self.book.todo(about, "pending", _task_key(line, end))
             # any other tool's outcome is kept only when it failed
         return True
 
@@ -379,7 +378,7 @@ class ClaudeFacts(Facts):
             return
         subject = args.get("subject")
         status = todo_status(args.get("status"))
-        self.book.todo((Todo(subject if isinstance(subject, str) else "", status, str(key)),))
+        self.book.todo(subject if isinstance(subject, str) else "", status, str(key))
 
     def _user(self, record: dict[str, Any]) -> None:
         message = record.get("message")
@@ -434,7 +433,7 @@ class ClaudeFacts(Facts):
         if not block.get("is_error"):
             if tool == "TaskCreate":
                 if about:
-                    self.book.todo((Todo(about, "pending", _record_task_key(record)),))
+                    self.book.todo(about, "pending", _record_task_key(record))
             else:
                 self.book.result(call_id, False, _ok_exit(tool))
             return
