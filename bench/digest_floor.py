@@ -11,7 +11,11 @@ carrying:
   call dropped. No bounds, no failures, no todos, no requests, no type checks;
 - the real `ClaudeFacts`, with the `DigestBook`'s fold methods made no-ops (what reading the
   facts out of the lines costs);
-- the real `ClaudeFacts` (what the digest costs).
+- the real `ClaudeFacts` (what the digest costs);
+- the same digest with its hot rules fused into the reader's loop (`digest_fused.py`): the
+  cheapest CPython we found for exactly these rules, checked to give the same digest and
+  updates first; and that loop without the facts, as a usage reader (how much of its saving
+  is the usage side's).
 
     .venv/bin/python bench/digest_floor.py [--size-mb 20] [--runs 11]
 """
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import common as c
 import digest_bench  # noqa: F401  (registers the claude-public generator)
+import digest_fused
 import replay_bench as rb
 
 from ctxd.agents.claude import digest as claude_digest
@@ -81,7 +86,10 @@ class SkeletonFacts(claude_digest.ClaudeFacts):
 
 
 def _replay(path: Path, facts: Callable[[], claude_digest.ClaudeFacts] | None) -> float:
-    reader = ClaudeReader() if facts is None else ClaudeReader(False, facts())
+    return _timed(path, ClaudeReader() if facts is None else ClaudeReader(False, facts()))
+
+
+def _timed(path: Path, reader: ClaudeReader) -> float:
     started = time.perf_counter()
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -115,10 +123,21 @@ def main() -> int:
         "+ skeleton (a lower bound)": lambda p: _replay(p, SkeletonFacts),
         "+ facts read, book folds no-ops": _without_folds,
         "+ digest (real)": lambda p: _replay(p, claude_digest.ClaudeFacts),
+        "+ digest, its hot rules fused into the loop": lambda p: _timed(
+            p, digest_fused.FusedReader()
+        ),
+        "that fused loop without the facts (usage alone)": lambda p: _timed(
+            p, digest_fused.FusedUsageReader()
+        ),
     }
     with tempfile.TemporaryDirectory(prefix="ctxd-floor-") as tmp:
         path = Path(tmp) / "claude-public.jsonl"
         written, _ = rb.build("claude-public", path, args.size_mb * rb.MB)
+        differ = digest_fused.check([path])
+        if differ:
+            print("the fused reader's digest or updates differ from the real ones on:")
+            print("\n".join(f"- {where}" for where in differ))
+            return 1
         times: dict[str, list[float]] = {name: [] for name in modes}
         for _ in range(args.runs):  # the modes interleaved: a slow moment hits them alike
             for name, run in modes.items():
