@@ -158,13 +158,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         replay_row_line,
     )
     from ctxd.core.session import SessionState
+    from ctxd.daemon.config import load_settings
     from ctxd.errors import TranscriptError
 
     if args.plot is not None and args.plot.suffix.lower() != ".svg":
         raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
+    # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
+    settings = load_settings(paths.config_path(os.environ))
     last: Row | None = None
     rows: list[Row] = []
-    for item in replay(args.path, args.agent, args.window):
+    for item in replay(args.path, args.agent, args.window, settings, os.environ):
         if isinstance(item, SessionState):
             if args.json:
                 _print_json(replay_final_json(item, last, args.window))

@@ -1,9 +1,16 @@
-"""`ctxd replay`: run the core over a transcript from start to end, one row per assistant turn."""
+"""`ctxd replay`: run the core over a transcript from start to end, one row per assistant turn.
+
+The figures are the daemon's for the same session: ctxd's settings, and the configuration the
+agent's compaction rule reads (its settings files and the variables of the environment it ran
+in, here the command's own, as a hook would have reported them). What the daemon learns from
+other sessions (a model's window seen in a statusline) and a project's own settings files (the
+transcript does not say where the project is) are not used.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ctxd import agents
@@ -12,6 +19,7 @@ from ctxd.core.events import UsageUpdate
 from ctxd.core.session import Figures, SessionState
 from ctxd.core.settings import Settings
 from ctxd.core.window import Window
+from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.errors import InvalidInput, TranscriptError
 
@@ -71,9 +79,12 @@ def replay(
     agent: str | None = None,
     window: int | None = None,
     settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Iterator[Row | SessionState]:
     """Yield a `Row` per assistant turn (a streamed turn once, as finally reported), then the
-    final `SessionState`. `window` overrides every other source of the window size."""
+    final `SessionState`. `window` overrides every other source of the window size. `environ`
+    is the environment the agent ran in: the variables its compaction rule reads and where its
+    settings files are, read as the daemon reads them (None: neither, the agent's defaults)."""
     settings = settings or default_settings()
     agent = detect(path, agent)
     rule = agents.spec(agent).compaction
@@ -83,11 +94,16 @@ def replay(
         raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
     override = Window(window, "option") if window is not None else None
     state = core.new_session(agent, os.path.basename(path), path, 0.0)
+    config: Mapping[str, str] = {}
+    if environ is not None:
+        names = agents.spec(agent).config_env
+        state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
+        config = AgentSettings(environ).config(state)
     pending: Row | None = None
     for update in _updates(path, agent):
         same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
         state = core.apply_usage(state, update, update.at or 0.0)
-        fig = core.figures(state, settings, {}, rule, window_override=override)
+        fig = core.figures(state, settings, {}, rule, window_override=override, config=config)
         # A compaction's first figure can come in two updates of one turn (an estimate, then
         # the agent's own figure): the row keeps the compaction mark.
         compaction = update.compaction or (same_turn and pending is not None and pending.compaction)

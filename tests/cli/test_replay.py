@@ -14,12 +14,14 @@ Expected figures come from the harness runs that produced the transcripts:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from ctxd_wire import HOOK_ENV
 
 from ctxd.cli.replay import Row, replay
 
@@ -109,3 +111,81 @@ def test_cli_rejects_a_window_that_is_not_positive(window: str) -> None:
     )
     assert result.returncode == 2
     assert "--window" in result.stderr and result.stdout == ""
+
+
+# ---------------------------------------------------------------- the configuration replay reads
+
+COMPACT = DATA / "claude-code-2.1.332" / "transcript.compact.jsonl"
+
+
+@pytest.fixture
+def own_env(tmp_path: Path) -> dict[str, str]:
+    """The command's environment with no agent variables and nothing of the user's: a HOME,
+    config and data dirs of its own."""
+    env = {k: v for k, v in os.environ.items() if k not in HOOK_ENV and k != "CTXD_CONFIG"}
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    return env
+
+
+def _cli(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _first_row(env: dict[str, str]) -> dict[str, object]:
+    result = _cli(COMPACT, env)
+    assert result.returncode == 0, result.stderr
+    row: dict[str, object] = orjson.loads(result.stdout.splitlines()[0])
+    return row
+
+
+@pytest.mark.parametrize(
+    ("variables", "point"),
+    [
+        ({}, 967_000),  # claude-opus-5-5 on 1M: W - 20,000 - 13,000
+        ({"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}, 490_000),
+        ({"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "500000"}, 467_000),
+        ({"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000"}, 979_000),
+    ],
+)
+def test_replay_reads_the_agents_variables_as_a_hook_reports_them(
+    own_env: dict[str, str], variables: dict[str, str], point: int
+) -> None:
+    # What the daemon would say of the same session: Claude Code's own rule under the
+    # variables its hooks pass on (the brief's bisected points).
+    assert _first_row({**own_env, **variables})["compaction_at"] == point
+
+
+def test_replay_reads_the_agents_settings_file(own_env: dict[str, str], tmp_path: Path) -> None:
+    settings = tmp_path / "claude-config" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"autoCompactWindow": 500000}')
+    row = _first_row({**own_env, "CLAUDE_CONFIG_DIR": str(settings.parent)})
+    assert row["compaction_at"] == 467_000
+
+
+def test_replay_reads_ctxds_own_settings(own_env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "config" / "ctxd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[windows]\n"claude-opus-5-5" = 500000\n')
+    row = _first_row(own_env)
+    # The [windows] table, over the built-in one: the figures follow it.
+    assert (row["window"], row["compaction_at"]) == (500_000, 467_000)
+
+
+def test_replay_names_a_config_it_cannot_use(own_env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "config" / "ctxd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[windows]\nnot toml at all = = =\n")
+    result = _cli(COMPACT, own_env)
+    assert result.returncode != 0 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert str(config) in line
