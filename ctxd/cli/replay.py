@@ -3,8 +3,8 @@
 The figures are the daemon's for the same session: ctxd's settings, and the configuration the
 agent's compaction rule reads (its settings files and the variables of the environment it ran
 in, here the command's own, as a hook would have reported them). What the daemon learns from
-other sessions (a model's window seen in a statusline) and a project's own settings files (the
-transcript does not say where the project is) are not used.
+other sessions (a model's window seen in a statusline) and a project's own settings files
+(replay does not look for the project's directory) are not used.
 """
 
 from __future__ import annotations

@@ -132,8 +132,9 @@ class ClaudeFacts(Facts):
         self._replies.clear()
 
     def flush(self) -> None:
-        """Fold in the requests taken since the last flush: only the newest `Limits.asks` (and
-        the session's first) can show in the digest, so only those are decoded."""
+        """Fold in the requests and replies taken since the last flush: only the newest
+        `Limits.asks` requests (and the session's first) and the newest reply can show in the
+        digest, so only those are decoded or clipped."""
         if self._asks:
             asks, self._asks = self._asks, []
             self.fold_requests(asks, self._requests_of)
