@@ -143,11 +143,19 @@ class ClaudeTranscript(Transcript):
         return super().payload(event, **fields)
 
     def assistant(
-        self, tokens: int, *, sidechain: bool = False, agent_id: str | None = None
+        self,
+        tokens: int,
+        *,
+        sidechain: bool = False,
+        agent_id: str | None = None,
+        version: str | None = None,
     ) -> None:
-        """One final assistant message whose context is `tokens` (input + cache parts)."""
+        """One final assistant message whose context is `tokens` (input + cache parts);
+        `version`: the Claude Code version the line names (default: the sample's)."""
         assert tokens >= 3000
         rec = copy.deepcopy(LINES["claude-assistant"])
+        if version is not None:
+            rec["version"] = version
         msg = rec["message"]
         msg["id"] = f"msg_{uuid.uuid4().hex[:20]}"
         msg["model"] = self.model

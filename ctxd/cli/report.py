@@ -260,6 +260,7 @@ def replay_final_json(state: SessionState, last: Row | None, window: int | None)
         "final": True,
         "agent": state.agent,
         "model": state.model,
+        "agent_version": state.agent_version,
         "turns": state.turns,
         "compactions": state.compactions,
     }

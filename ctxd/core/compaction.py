@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ctxd.errors import InvalidInput
 
 __all__ = [
+    "AGENT_VERSION",
     "CompactionRule",
     "CompactionRules",
     "at_least_one",
@@ -56,6 +57,10 @@ class CompactionRules:
 #: hook reported it) -> the token count at which it compacts, or None when it never
 #: auto-compacts. Raises InvalidInput for a window <= 0.
 CompactionRule = Callable[[int, str | None, CompactionRules, Mapping[str, str]], int | None]
+
+#: The key under which a rule finds the agent's version in that configuration, when the
+#: session's transcript or statusline said it (`SessionState.agent_version`).
+AGENT_VERSION = "version"
 
 
 def check_window(window: int) -> None:

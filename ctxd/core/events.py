@@ -99,6 +99,9 @@ class UsageUpdate:
     #: For an automatic compaction: the size the agent compacted at, when its record says
     #: (Claude Code's `preTokens`); a clue to the window when nothing else states it.
     compacted_from: int | None = None
+    #: The version of the agent that wrote the record, when it says (Claude Code's "2.1.332"):
+    #: where the versions' compaction rules differ, the rule needs it.
+    agent_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +120,5 @@ class StatuslineReport:
     used_pct: float | None
     #: Context tokens (output excluded); None before the first reply.
     tokens: int | None
+    #: The agent's version ("2.1.332"), when the payload says.
+    agent_version: str | None = None

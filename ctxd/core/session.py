@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ctxd.core import policy
-from ctxd.core.compaction import CompactionRule, tokens_to_compaction
+from ctxd.core.compaction import AGENT_VERSION, CompactionRule, tokens_to_compaction
 from ctxd.core.events import HookEvent, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Forecast, Severity, Usage, remaining_pct, used_pct
 from ctxd.core.policy import PolicyState
@@ -63,6 +63,8 @@ class SessionState:
     #: The agent's configuration as its hook reported it (the environment variables its
     #: compaction rule reads), as sorted (name, value) pairs.
     agent_config: tuple[tuple[str, str], ...] = ()
+    #: The agent's version, as its transcript or statusline last said it.
+    agent_version: str | None = None
     turns: int = 0
     last_turn_id: str | None = None
     policy: PolicyState = PolicyState()
@@ -137,6 +139,7 @@ def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> Session
         compacted_from=update.compacted_from
         if update.compacted_from is not None
         else state.compacted_from,
+        agent_version=update.agent_version or state.agent_version,
         turns=state.turns + (1 if new_turn else 0),
         last_turn_id=update.turn_id if update.turn_id is not None else state.last_turn_id,
         policy=policy_state,
@@ -156,6 +159,7 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         statusline_window=report.window or state.statusline_window,
         statusline_used_pct=report.used_pct,
         cwd=report.cwd or state.cwd,
+        agent_version=report.agent_version or state.agent_version,
         updated_at=now,
     )
 
@@ -169,9 +173,13 @@ def with_agent_config(state: SessionState, config: Mapping[str, str]) -> Session
 def _config(state: SessionState, files: Mapping[str, str]) -> Mapping[str, str]:
     # The hook's environment over the agent's settings files: the names never collide (variables
     # are upper-case, settings keys JSON paths), so the order only matters for a user's oddity.
-    if not state.agent_config:
+    # The agent's version, when known, under its own key.
+    if not state.agent_config and state.agent_version is None:
         return files
-    return {**files, **dict(state.agent_config)}
+    config = {**files, **dict(state.agent_config)}
+    if state.agent_version is not None:
+        config[AGENT_VERSION] = state.agent_version
+    return config
 
 
 def learned_window(state: SessionState) -> tuple[str, int] | None:

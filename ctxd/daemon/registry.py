@@ -455,6 +455,7 @@ class Registry:
             "session_id": state.session_id,
             "agent": state.agent,
             "model": state.model,
+            "agent_version": state.agent_version,
             **core.figures_row(fig),
             "basis": self.settings.thresholds.basis,
             "compactions": state.compactions,

@@ -49,6 +49,19 @@ def test_claude_code_timeline_matches_the_reported_usage_and_compactions() -> No
     ]
 
 
+def test_claude_code_2_1_197_does_not_auto_compact_opus_4_8_on_1m() -> None:
+    # The brief: 2.1.197 took claude-opus-4-8 on 1M past 1.1M with no compaction of its own; it
+    # compacted only when the API refused the prompt (this transcript's auto compaction).
+    # The transcript's lines name the version, and the figures follow Claude Code's rule for it.
+    path = DATA / "claude-code-2.1.197" / "transcript.compact.jsonl"
+    rows = [item for item in replay(str(path)) if isinstance(item, Row)]
+    assert rows and not any(r.figures.auto_compaction for r in rows)
+    assert rows[5].figures.tokens == 875_000
+    assert rows[5].figures.severity.name.lower() == "critical"  # 87.5 % of the window
+    newer = DATA / "claude-code-2.1.332" / "transcript.compact.jsonl"
+    assert all(r.figures.auto_compaction for r in replay(str(newer)) if isinstance(r, Row))
+
+
 def test_codex_timeline_uses_its_own_window_and_counts_input_plus_output() -> None:
     rows = [i for i in replay(str(DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"))]
     timeline = [(r.figures.tokens, r.compaction) for r in rows if isinstance(r, Row)]

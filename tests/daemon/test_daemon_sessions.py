@@ -250,3 +250,28 @@ def test_codex_resume_moves_the_session_to_its_new_rollout(shared: World) -> Non
     assert new_row is not None and new_row["ended_at"] is None and new_row["tokens"] == 120_000
     listed = [r for r in shared.status()["sessions"] if r["session_id"] == old.session_id]
     assert sum(r["ended_at"] is None for r in listed) == 1
+
+
+def test_the_claude_code_version_in_the_transcript_picks_its_compaction_rule(
+    shared: World,
+) -> None:
+    # Claude Code 2.1.197 never auto-compacted claude-opus-4-8 on a 1M window (the brief); 2.1.332
+    # compacts it at 967,000. The daemon reads the version from each line of the transcript.
+    t = shared.claude()
+    t.model = "claude-opus-4-8"
+    row = keep_writing_until_listed(
+        shared, t, 500_000, lambda: t.assistant(500_000, version="2.1.197")
+    )
+    row = shared.wait_row(t, lambda r: r["tokens"] == 500_000, WATCH_TIMEOUT)
+    assert (row["agent_version"], row["auto_compaction"], row["compaction_at"]) == (
+        "2.1.197",
+        False,
+        None,
+    )
+    t.assistant(510_000, version="2.1.332")  # updated within the session
+    row = shared.wait_row(t, lambda r: r["tokens"] == 510_000, WATCH_TIMEOUT)
+    assert (row["agent_version"], row["auto_compaction"], row["compaction_at"]) == (
+        "2.1.332",
+        True,
+        967_000,
+    )

@@ -25,6 +25,7 @@ def _session(n: int, **fields: object) -> SessionState:
         state,
         tokens=100_000 * n,
         agent_config=(("CLAUDE_CONFIG_DIR", "/c"), ("X", "y")),
+        agent_version="2.1.197",
         policy=PolicyState(warned=Severity.WARNING, recent=(1, 2, 3), warned_at=5.0),
         **fields,
     )

@@ -42,7 +42,7 @@ import orjson
 
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.models import lookup, normalise_model_id
-from ctxd.core.compaction import CompactionRules, at_least_one, check_window
+from ctxd.core.compaction import AGENT_VERSION, CompactionRules, at_least_one, check_window
 
 __all__ = [
     "AUTOCOMPACT_BUFFER",
@@ -69,8 +69,9 @@ _MAX_OUTPUT_ENV = "CLAUDE_CODE_MAX_OUTPUT_TOKENS"
 _PCT_ENV = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"
 _WINDOW_ENV = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
 _DISABLE_ENVS = ("DISABLE_AUTO_COMPACT", "DISABLE_COMPACT")
-#: The key under which the daemon may pass Claude Code's version ("2.1.332"), when it knows it.
-VERSION_KEY = "version"
+#: The key under which the rule finds Claude Code's version ("2.1.332") in its configuration,
+#: when the session's transcript or statusline said it.
+VERSION_KEY = AGENT_VERSION
 
 #: The environment variables the rule reads; the hook client passes them (`ctxd_wire.HOOK_ENV`).
 CONFIG_ENV: tuple[str, ...] = (_MAX_OUTPUT_ENV, _PCT_ENV, _WINDOW_ENV, *_DISABLE_ENVS)

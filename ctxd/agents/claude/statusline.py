@@ -71,6 +71,7 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
         window=window if window else None,
         used_pct=_percent(context.get("used_percentage")),
         tokens=context_tokens(usage),
+        agent_version=_text(data.get("version")),
     )
 
 

@@ -14,6 +14,8 @@ last main-chain assistant message: output tokens are excluded, which matches Cla
   one with a `stop_reason`) has been seen, later partial copies of it are ignored.
 - Each update carries the response's `output_tokens` as `pending`: Claude Code counts them
   towards its compaction point (`compaction.py`), though not in its `used_percentage`.
+- Each update names the Claude Code version that wrote its line (`version`): the compaction
+  rule differs between versions for some models.
 - A `system`/`compact_boundary` line reports `compactMetadata.postTokens` with
   `compaction=True`; the next assistant message replaces it. An automatic one (`trigger:
   "auto"`) also reports its `preTokens` as `compacted_from`, from which the window can be
@@ -310,12 +312,14 @@ class ClaudeReader:
             self._final_id = turn_id
         usage = message.get("usage")
         output = count(usage.get("output_tokens")) if isinstance(usage, dict) else None
+        version = record.get("version")
         return UsageUpdate(
             tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             model=model if isinstance(model, str) else None,
             turn_id=turn_id,
             pending=output or 0,
+            agent_version=version if isinstance(version, str) else None,
         )
 
 

@@ -92,6 +92,12 @@ def test_after_a_reply_the_figures_are_claude_codes_own() -> None:
     assert near_full.used_pct == 93.0
 
 
+def test_the_claude_code_version_is_read() -> None:
+    # Claude Code's compaction rule differs between versions for some models.
+    assert {_report("2.1.197", n).agent_version for n in range(3)} == {"2.1.197"}
+    assert _report("2.1.332", 1).agent_version == "2.1.332"
+
+
 def test_the_1m_model_id_suffix_is_kept() -> None:
     assert _report("2.1.197", 1).model_id == "claude-opus-4-8[1m]"
     assert _report("2.1.197", 1).model_name == "Opus 4.8 (1M context)"

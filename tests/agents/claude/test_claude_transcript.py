@@ -334,3 +334,11 @@ def test_a_line_in_another_json_layout_is_still_read(digest: bool) -> None:
     assert data.startswith(b'{"type": "assistant"')
     reader = ClaudeReader(False, ClaudeFacts() if digest else None)
     assert [u.tokens for u in reader.feed(data)] == [43_000]
+
+
+@pytest.mark.parametrize("version", ["2.1.197", "2.1.332"])
+def test_each_update_names_the_claude_code_version_that_wrote_its_line(version: str) -> None:
+    # The compaction rule needs it: 2.1.197 never auto-compacted claude-opus-4-8 on 1M.
+    path = DATA / f"claude-code-{version}" / "transcript.compact.jsonl"
+    updates = ClaudeReader().feed(path.read_bytes())
+    assert {u.agent_version for u in updates if not u.compaction} == {version}
