@@ -32,6 +32,11 @@ def codex_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def qwen_bin() -> Path:
+    return _cli("qwen")
+
+
+@pytest.fixture(scope="session")
 def netns() -> bool:
     """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
     nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""

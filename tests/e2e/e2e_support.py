@@ -692,10 +692,13 @@ class Ctxd:
             [PYTHON, "-m", "ctxd", *args], cwd=self.rd.root, env=self._cmd_env(), timeout=timeout
         )
 
-    def start(self) -> Ctxd:
+    def start(self, wrap: Callable[[list[str]], list[str]] | None = None) -> Ctxd:
+        """Start the daemon (its command line through `wrap`, e.g. a mock's `wrap` to run it
+        in the mock's network namespace) and wait until it answers."""
+        argv = [PYTHON, "-m", "ctxd", "serve", "--log-level", "debug"]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [PYTHON, "-m", "ctxd", "serve", "--log-level", "debug"],
+                argv if wrap is None else wrap(argv),
                 cwd=self.rd.root,
                 env=self._cmd_env(),
                 stdout=log,

@@ -99,21 +99,27 @@ def installed_hooks(rig: Rig) -> dict[str, list[Json]]:
     return {event: [h for g in groups for h in g["hooks"]] for event, groups in hooks}
 
 
+def strace_prefix(trace: Path) -> list[str]:
+    """`strace -f` writing every execve of the command after it (and its children) to `trace`."""
+    options = ["-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-s", "4096"]
+    return ["strace", *options, "-o", str(trace)]
+
+
+def executed(trace: Path) -> list[list[str]]:
+    """The argv of every process a `strace_prefix` trace saw executed."""
+    execs = []
+    for line in trace.read_text(errors="replace").splitlines():
+        found = re.search(r'execve\("[^"]*", \[(.*?)\](?:, 0x[0-9a-f]+| /\*)', line)
+        if found and "= -1" not in line:
+            execs.append(re.findall(r'"((?:[^"\\]|\\.)*)"', found.group(1)))
+    return execs
+
+
 def traced(rig: Rig, trace: Path, *args: str, **env: str) -> tuple[list[Json], list[list[str]]]:
     """`claude -p ARGS` under `strace -f`: its stream events, and the argv of every process it
     (or anything under it) executed."""
     argv = [
-        "strace",
-        "-f",
-        "-qq",
-        "-e",
-        "trace=execve",
-        "-e",
-        "signal=none",
-        "-s",
-        "4096",
-        "-o",
-        str(trace),
+        *strace_prefix(trace),
         str(rig.bin),
         "-p",
         *args,
@@ -125,12 +131,7 @@ def traced(rig: Rig, trace: Path, *args: str, **env: str) -> tuple[list[Json], l
     ]
     res = run(argv, cwd=rig.rd.work, env=rig.env(**env))
     assert res.returncode == 0, res.describe()
-    execs = []
-    for line in trace.read_text(errors="replace").splitlines():
-        found = re.search(r'execve\("[^"]*", \[(.*?)\](?:, 0x[0-9a-f]+| /\*)', line)
-        if found and "= -1" not in line:
-            execs.append(re.findall(r'"((?:[^"\\]|\\.)*)"', found.group(1)))
-    return stream_events(res), execs
+    return stream_events(res), executed(trace)
 
 
 def ctxd_processes(execs: list[list[str]]) -> list[list[str]]:

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -26,9 +26,7 @@ from e2e_support import (
     RunDir,
     base_env,
     capture_hook_command,
-    find_cli,
     marks,
-    missing_cli_reason,
     run,
     shell_command,
     write_json,
@@ -42,14 +40,6 @@ WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PostCompact")
-
-
-@pytest.fixture(scope="session")
-def qwen_bin() -> Path:
-    path = find_cli("qwen")
-    if path is None:
-        pytest.skip(missing_cli_reason("qwen"))
-    return path
 
 
 # ------------------------------------------------------------------------------------ Qwen Code
@@ -160,9 +150,12 @@ class Rig:
     rd: RunDir
     ctxd: Ctxd
     mock: Mock
+    settings: Path
+    #: Put before the CLI's command line (e.g. strace's).
+    prefix: list[str] = field(default_factory=list)
 
     def qwen(self, *args: str, **extra_env: str) -> Result:
-        argv = self.mock.wrap([str(self.bin), "-p", *args, "--yolo"])
+        argv = [*self.prefix, *self.mock.wrap([str(self.bin), "-p", *args, "--yolo"])]
         env = qwen_env(self.rd, self.mock, {**self.ctxd.env, **extra_env})
         res = run(argv, cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
@@ -181,33 +174,50 @@ class Rig:
         return str(rows[0]["session_id"])
 
 
-@pytest.fixture
-def make_rig(qwen_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    cleanup = ExitStack()  # registered before each start: a failed start leaks nothing
+def rig_maker(
+    qwen_bin: Path, netns: bool, tmp_path: Path, cleanup: ExitStack, *install: str
+) -> Callable[..., Rig]:
+    """`make(steps, config, counter=...)`: a run dir, ctxd installed with `ctxd install qwen
+    INSTALL...` and a daemon, the mock. The daemon runs in the mock's network namespace, where
+    the CLI runs: its HTTP hooks reach the daemon's loopback listener there (the Unix socket is
+    a file, reached from anywhere)."""
 
     def make(steps: list[Json], config: str = "", *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = qwen_prepare(rd)
         ctxd = Ctxd(rd, config, {})
-        ctxd.install("qwen", settings)
-        cleanup.callback(ctxd.stop)
-        ctxd.start()
+        ctxd.install("qwen", settings, *install)
         script: Json = {"steps": steps}
         if counter:
             script["step_mode"] = "counter"  # compression rewrites the history
         mock = Mock("mock_openai_chat", rd.root, script, netns=netns)
-        cleanup.callback(mock.stop)
+        cleanup.callback(mock.stop)  # registered before each start: a failed start leaks nothing
         mock.start()
-        return Rig(qwen_bin, rd, ctxd, mock)
+        cleanup.callback(ctxd.stop)  # stopped before the mock, whose namespace it runs in
+        ctxd.start(mock.wrap)
+        return Rig(qwen_bin, rd, ctxd, mock, settings)
 
-    with cleanup:
-        yield make
+    return make
+
+
+@pytest.fixture
+def make_rig(qwen_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    with ExitStack() as cleanup:
+        yield rig_maker(qwen_bin, netns, tmp_path, cleanup)
 
 
 # ------------------------------------------------------------------------------------ tests
 def test_warnings_follow_the_debounce_escalate_and_hand_off_once(
     make_rig: Callable[..., Rig],
 ) -> None:
+    warnings_session(make_rig)
+
+
+def warnings_session(
+    make_rig: Callable[..., Rig], rig_ready: Callable[[Rig], object] | None = None
+) -> tuple[Rig, Result]:
+    """Ten shell calls climbing past WARNING, CRITICAL and the handoff point (also run with
+    HTTP hooks by test_qwen_http_e2e); `rig_ready` sees the rig before the CLI runs."""
     # call:    0        1        2(W)     3-6 (quiet, debounced)              7(W: 5th)
     prompt = [
         100_000,
@@ -224,6 +234,8 @@ def test_warnings_follow_the_debounce_escalate_and_hand_off_once(
         650_000,
     ]
     rig = make_rig(tool_steps(10, prompt))
+    if rig_ready is not None:
+        rig_ready(rig)
     res = rig.qwen("Run the steps")
 
     main = rig.main()
@@ -240,11 +252,16 @@ def test_warnings_follow_the_debounce_escalate_and_hand_off_once(
     assert row["agent"] == "qwen"
     assert row["tokens"] == rig.reported()[-1] == 650_000  # exactly what the mock reported
     assert row["window"] == 1_000_000  # the contextWindowSize Qwen Code recorded
+    return rig, res
 
 
 def test_compression_restarts_the_debounce_and_block_handoff_runs_once(
     make_rig: Callable[..., Rig],
 ) -> None:
+    block_handoff_session(make_rig)
+
+
+def block_handoff_session(make_rig: Callable[..., Rig]) -> tuple[Rig, Result]:
     """With `action = "block"` the handoff blocks Stop: Qwen Code starts a new turn with ctxd's
     reason as the user's text. The reported 900,000 makes it compress before that turn, and the
     first call after it warns at once (without the reset it would be the 3rd call after a
@@ -274,6 +291,7 @@ def test_compression_restarts_the_debounce_and_block_handoff_runs_once(
     assert row["compactions"] >= 1
     assert row["tokens"] == rig.reported()[-1] == 565_000
     assert res.stdout.strip().endswith("Done."), res.describe()
+    return rig, res
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:

@@ -29,7 +29,7 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
-    return install.install(doc, request.command(None))
+    return install.install(doc, request.command(None), request.http_url)
 
 
 def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:

@@ -155,3 +155,149 @@ def test_the_daemon_reads_the_threshold_from_user_and_workspace_settings(tmp_pat
     assert qwen.read_settings(doc) == {"context.autoCompactThreshold": "0.6"}
     assert qwen.read_settings(b"// a comment\n{}") == {}
     assert qwen.read_settings(b"[]") == {}
+
+
+# ---------------------------------------------------------------------- --transport http
+
+HTTP = "[http]\nenabled = true\nport = 24242\n"
+URL = "http://127.0.0.1:24242/ctxd/hook/qwen"
+
+
+@pytest.fixture
+def http_env(tmp_path: Path) -> dict[str, str]:
+    config = tmp_path / "ctxd.toml"
+    config.write_text(HTTP)
+    return {"HOME": str(tmp_path), "CTXD_CONFIG": str(config)}
+
+
+def _handlers(doc: dict[str, object]) -> dict[str, list[dict[str, object]]]:
+    hooks = doc["hooks"]
+    assert isinstance(hooks, dict)
+    return {event: [h for g in groups for h in g["hooks"]] for event, groups in hooks.items()}
+
+
+def test_http_hooks_for_every_event_but_session_start(http_env: dict[str, str]) -> None:
+    path = settings_path("qwen", http_env)
+    plan = plan_install("qwen", env=http_env, transport="http")
+    assert any(URL in note for note in plan.notes)
+    apply_plan(plan)
+    handlers = _handlers(json.loads(path.read_text()))
+    assert handlers.pop("SessionStart") == [
+        {
+            "type": "command",
+            "name": "ctxd",
+            "command": hook_command("qwen", env=http_env),
+            "timeout": 10,
+        }
+    ]
+    assert set(handlers) == {"UserPromptSubmit", "PostToolUse", "Stop", "PostCompact", "SessionEnd"}
+    for event, found in handlers.items():
+        # named like the command hook; no env headers (Qwen Code's rule reads no variables)
+        assert found == [{"type": "http", "name": "ctxd", "url": URL, "timeout": 10}], event
+    assert "security" not in json.loads(path.read_text())  # no allow-list: every URL allowed
+    assert not plan_install("qwen", env=http_env, transport="http").changed  # idempotent
+
+
+def test_http_install_switch_and_uninstall_keep_the_users_hooks(http_env: dict[str, str]) -> None:
+    path = settings_path("qwen", http_env)
+    path.parent.mkdir(parents=True)
+    original = {
+        "model": {"name": "qwen3-coder-plus"},
+        "hooks": {
+            "PostToolUse": [
+                {"matcher": "write_file", "hooks": [{"type": "command", "command": "fmt.sh"}]},
+                {"hooks": [{"type": "http", "name": "audit", "url": "http://127.0.0.1:9/log"}]},
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}],
+        },
+    }
+    path.write_text(json.dumps(original, indent=2) + "\n")
+
+    apply_plan(plan_install("qwen", env=http_env, transport="http"))
+    new = json.loads(path.read_text())
+    assert new["hooks"]["PostToolUse"][:2] == original["hooks"]["PostToolUse"]
+    assert new["hooks"]["PostToolUse"][2]["hooks"][0]["url"] == URL
+    assert new["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
+    # back to command hooks: ctxd's HTTP hooks replaced, not doubled; then HTTP again
+    apply_plan(plan_install("qwen", env=http_env))
+    text = path.read_text()
+    assert URL not in text and text.count("ctxd_hook") == 6
+    apply_plan(plan_install("qwen", env=http_env, transport="http"))
+    assert path.read_text().count(URL) == 5 and path.read_text().count("ctxd_hook") == 1
+
+    apply_plan(plan_uninstall("qwen", env=http_env))
+    assert json.loads(path.read_text()) == original
+
+
+def test_a_url_allow_list_gets_ctxds_url_and_loses_it_on_uninstall(
+    http_env: dict[str, str],
+) -> None:
+    path = settings_path("qwen", http_env)
+    path.parent.mkdir(parents=True)
+    original = {"security": {"allowedHttpHookUrls": ["https://hooks.example.com/*"], "x": 1}}
+    path.write_text(json.dumps(original))
+
+    plan = plan_install("qwen", env=http_env, transport="http")
+    assert any("allowedHttpHookUrls" in note and URL in note for note in plan.notes)
+    apply_plan(plan)
+    doc = json.loads(path.read_text())
+    assert doc["security"] == {"allowedHttpHookUrls": ["https://hooks.example.com/*", URL], "x": 1}
+    (check,) = [
+        c for c in spec("qwen").installer.checks(doc) if c.name == "qwen http hooks allowed"
+    ]
+    assert check.ok
+    assert not plan_install("qwen", env=http_env, transport="http").changed
+
+    # an older port's URL is replaced, not kept beside the new one
+    http_env_2 = {**http_env, "CTXD_CONFIG": str(path.parent / "other.toml")}
+    Path(http_env_2["CTXD_CONFIG"]).write_text(HTTP.replace("24242", "24243"))
+    apply_plan(plan_install("qwen", env=http_env_2, transport="http"))
+    patterns = json.loads(path.read_text())["security"]["allowedHttpHookUrls"]
+    assert patterns == ["https://hooks.example.com/*", URL.replace("24242", "24243")]
+
+    # command hooks need no URL; uninstall leaves the user's list as it was
+    apply_plan(plan_install("qwen", env=http_env))
+    assert json.loads(path.read_text())["security"] == original["security"]
+    apply_plan(plan_install("qwen", env=http_env, transport="http"))
+    apply_plan(plan_uninstall("qwen", env=http_env))
+    assert json.loads(path.read_text()) == original
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        ["http://127.0.0.1:*"],
+        ["http://127.0.0.1:24242/*"],
+        ["HTTP://127.0.0.1:24242/ctxd/hook/*"],  # Qwen Code compares case-insensitively
+        ["http://127\\.0\\.0\\.1:24242/.*"],  # pre-escaped: taken as a regular expression
+    ],
+)
+def test_a_list_that_already_allows_the_url_is_left_alone(
+    http_env: dict[str, str], patterns: list[str]
+) -> None:
+    path = settings_path("qwen", http_env)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"security": {"allowedHttpHookUrls": patterns}}))
+    plan = plan_install("qwen", env=http_env, transport="http")
+    assert not any("allowedHttpHookUrls" in note for note in plan.notes)
+    apply_plan(plan)
+    assert json.loads(path.read_text())["security"]["allowedHttpHookUrls"] == patterns
+
+
+def test_a_list_left_with_only_ctxds_url_is_kept(http_env: dict[str, str]) -> None:
+    """Emptying the list would let every HTTP hook post anywhere: uninstall keeps it, and says
+    so."""
+    doc = {"security": {"allowedHttpHookUrls": [URL]}, "hooks": {}}
+    out, notes = install.uninstall(doc)
+    assert out["security"] == doc["security"]
+    assert any("edit it by hand" in note for note in notes)
+
+
+def test_doctor_fails_http_hooks_the_allow_list_refuses() -> None:
+    doc, _ = install.install({}, "python -S -I ctxd_hook.py qwen", URL)
+    doc["security"] = {"allowedHttpHookUrls": ["https://hooks.example.com/*"]}
+    (check,) = [c for c in install.checks(doc) if c.name == "qwen http hooks allowed"]
+    assert not check.ok and URL in check.detail and check.fix
+    # command hooks, or no list: no such line
+    assert [c.name for c in install.checks({"security": doc["security"]})] == ["qwen hooks enabled"]
+    assert len(install.checks(install.install({}, "x ctxd_hook.py", URL)[0])) == 1
