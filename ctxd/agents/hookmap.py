@@ -3,19 +3,21 @@
 Claude Code, Gemini CLI and Codex CLI share one shape:
 `{"hooks": {Event: [{"matcher"?: str, "hooks": [{"type": "command", "command": ..., ...}]}]}}`.
 These functions take a parsed settings document and return a new one; they never mutate their
-input and never touch an entry whose command is not ctxd's.
+input and never touch an entry whose command is not ctxd's. `specs_for` builds the hooks ctxd
+wants (command hooks, or HTTP hooks where an agent posts them); `hook_urls` finds ctxd's HTTP
+hooks' URLs in a document.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ctxd.errors import SettingsFileError
 
-__all__ = ["HookSpec", "Json", "add_hooks", "positions", "remove_hooks"]
+__all__ = ["HookSpec", "Json", "add_hooks", "hook_urls", "positions", "remove_hooks", "specs_for"]
 
 Json = dict[str, Any]
 
@@ -27,6 +29,32 @@ class HookSpec:
     event: str
     matcher: str | None
     handler: Mapping[str, Any]
+
+
+def specs_for(
+    events: Iterable[tuple[str, str | None]],
+    command: Mapping[str, Any],
+    http: Mapping[str, Any] | None = None,
+) -> tuple[HookSpec, ...]:
+    """One hook per (event, matcher): the `command` handler, or with `http` that handler for
+    every event but SessionStart, whose command hook starts the daemon when it is down."""
+    return tuple(
+        HookSpec(event, matcher, command if http is None or event == "SessionStart" else http)
+        for event, matcher in events
+    )
+
+
+def hook_urls(doc: Mapping[str, Any], is_ctxd: Callable[[object], bool]) -> list[str]:
+    """The URLs of the HTTP hooks in `doc` that `is_ctxd` claims, each once, in their order."""
+    found: list[str] = []
+    hooks = doc.get("hooks")
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for handler in _handlers(group) or ():
+                url = handler.get("url") if isinstance(handler, dict) else None
+                if isinstance(url, str) and is_ctxd(url) and url not in found:
+                    found.append(url)
+    return found
 
 
 def _check_shape(doc: Json) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ctxd import agents, paths
 from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookmap import hook_urls
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check
 from ctxd.daemon import http, metrics
@@ -93,7 +94,7 @@ def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
             doc = parse(read_text(path), path)
         except CtxdError:
             continue  # `ctxd doctor`'s hooks check says so
-        urls = sorted(_ctxd_urls(doc))
+        urls = sorted(hook_urls(doc, is_ctxd_command))
         if not urls:
             continue
         name = f"{agent} http hooks"
@@ -164,16 +165,3 @@ def _daemon_without_listener(settings: HttpSettings, env: Mapping[str, str]) -> 
     except CtxdError:
         return None  # no daemon: the first hook (or systemd) starts one, listening
     return str(info.get("pid", "?")) if isinstance(info, dict) else "?"
-
-
-def _ctxd_urls(doc: Mapping[str, object]) -> set[str]:
-    found = set()
-    hooks = doc.get("hooks")
-    for groups in hooks.values() if isinstance(hooks, dict) else ():
-        for group in groups if isinstance(groups, list) else ():
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else ():
-                url = handler.get("url") if isinstance(handler, dict) else None
-                if isinstance(url, str) and is_ctxd_command(url):
-                    found.add(url)
-    return found

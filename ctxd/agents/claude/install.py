@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxd.agents.claude.compaction import CONFIG_ENV
 from ctxd.agents.hookcmd import is_ctxd_command
-from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks
+from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks, specs_for
 
 AGENT = "claude"
 #: Seconds (Claude Code's unit). The client gives up after about 2 s; this is only a ceiling.
@@ -52,12 +52,7 @@ def hook_specs(command: str, http_url: str | None = None) -> tuple[HookSpec, ...
     daemon for every event but SessionStart (Claude Code runs no HTTP hook there, and its command
     starts the daemon when it is down)."""
     handler = {"type": "command", "command": command, "timeout": TIMEOUT}
-    if http_url is None:
-        return tuple(HookSpec(event, matcher, handler) for event, matcher in EVENTS)
-    return tuple(
-        HookSpec(event, matcher, handler if event == "SessionStart" else http_handler(http_url))
-        for event, matcher in EVENTS
-    )
+    return specs_for(EVENTS, handler, None if http_url is None else http_handler(http_url))
 
 
 def http_handler(url: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.hookcmd import is_ctxd_command
-from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks
+from ctxd.agents.hookmap import HookSpec, Json, add_hooks, hook_urls, remove_hooks, specs_for
 from ctxd.agents.qwen.files import qwen_home
 from ctxd.agents.spec import Check
 
@@ -54,12 +54,7 @@ def hook_specs(command: str, http_url: str | None = None) -> tuple[HookSpec, ...
     to the daemon for every event but SessionStart, whose command starts the daemon when it is
     down (Qwen Code 0.24.4 would run an HTTP hook there too, but nothing would start ctxd)."""
     handler = {"type": "command", "name": NAME, "command": command, "timeout": TIMEOUT_S}
-    if http_url is None:
-        return tuple(HookSpec(event, matcher, handler) for event, matcher in EVENTS)
-    return tuple(
-        HookSpec(event, matcher, handler if event == "SessionStart" else http_handler(http_url))
-        for event, matcher in EVENTS
-    )
+    return specs_for(EVENTS, handler, None if http_url is None else http_handler(http_url))
 
 
 def http_handler(url: str) -> dict[str, object]:
@@ -159,19 +154,6 @@ def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
     return _allow_list(remove_hooks(doc, is_ctxd_command), None)
 
 
-def _our_hook_urls(doc: Json) -> list[str]:
-    found: list[str] = []
-    hooks = doc.get("hooks")
-    for groups in hooks.values() if isinstance(hooks, dict) else ():
-        for group in groups if isinstance(groups, list) else ():
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else ():
-                url = handler.get("url") if isinstance(handler, dict) else None
-                if isinstance(url, str) and is_ctxd_command(url) and url not in found:
-                    found.append(url)
-    return found
-
-
 def checks(doc: Json) -> list[Check]:
     """`ctxd doctor`: whether Qwen Code will run the hooks at all (and, for HTTP hooks, whether
     the user's `security.allowedHttpHookUrls` lets them post)."""
@@ -185,7 +167,7 @@ def checks(doc: Json) -> list[Check]:
             )
         ]
     found = [Check("qwen hooks enabled", True, f"{_DISABLED} is not set")]
-    urls = _our_hook_urls(doc)
+    urls = hook_urls(doc, is_ctxd_command)
     if urls:
         section, key = ALLOWED_URLS
         table = doc.get(section)
