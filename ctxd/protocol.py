@@ -2,11 +2,13 @@
 
 `ctxd_wire` (stdlib only, shared with the hook client) defines the frame, the limits and the
 success header; this module adds what needs JSON: decoding a request's header line and encoding
-error answers. The server frames every answer; handlers return result bytes.
+error answers. The server frames every answer; handlers return an `Answer`: result bytes, or
+an awaitable of them for an answer that waits for something (`resolve` gets the bytes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +21,23 @@ OPS = ("hook", "status", "stop", "ping")
 
 __all__ = [
     "OPS",
+    "Answer",
     "Request",
     "decode_request",
     "decode_response",
     "encode_error",
     "encode_ok",
     "encode_request",
+    "resolve",
 ]
+
+#: A handler's answer: the result bytes, at once or once something was waited for.
+Answer = bytes | Awaitable[bytes]
+
+
+async def resolve(answer: Answer) -> bytes:
+    """The bytes of an answer, waiting for them if they are still to come."""
+    return answer if isinstance(answer, bytes) else await answer
 
 
 @dataclass(frozen=True, slots=True)

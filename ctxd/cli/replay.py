@@ -99,11 +99,12 @@ def replay(
         names = agents.spec(agent).config_env
         state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
         config = AgentSettings(environ).config(state)
+    grounds = core.Grounds(settings, rule, config)
     pending: Row | None = None
     for update in _updates(path, agent):
         same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
         state = core.apply_usage(state, update, update.at or 0.0)
-        fig = core.figures(state, settings, {}, rule, window_override=override, config=config)
+        fig = core.figures(state, grounds, window_override=override)
         # A compaction's first figure can come in two updates of one turn (an estimate, then
         # the agent's own figure): the row keeps the compaction mark.
         compaction = update.compaction or (same_turn and pending is not None and pending.compaction)

@@ -9,7 +9,7 @@ passed in, and the agent's compaction rule is passed in as a function.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -23,6 +23,7 @@ from ctxd.core.window import Window, infer_window, model_key, resolve_window
 
 __all__ = [
     "Figures",
+    "Grounds",
     "SessionState",
     "apply_statusline",
     "apply_usage",
@@ -37,6 +38,7 @@ __all__ = [
 
 #: The agent configuration passed to a compaction rule when a session reported none.
 NO_CONFIG: Mapping[str, str] = MappingProxyType({})
+NO_LEARNED: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,18 @@ class SessionState:
     updated_at: float = 0.0
     ended_at: float | None = None
     ended_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Grounds:
+    """What one session is judged with, as one value: ctxd's settings, its agent's compaction
+    rule, the agent's configuration from its settings files (`config`; the hook's environment
+    stored on the session is laid over it) and the windows learned from other sessions."""
+
+    settings: Settings
+    rule: CompactionRule
+    config: Mapping[str, str] = field(default_factory=lambda: NO_CONFIG)
+    learned: Mapping[str, int] = field(default_factory=lambda: NO_LEARNED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,19 +206,16 @@ def learned_window(state: SessionState) -> tuple[str, int] | None:
 
 def figures(
     state: SessionState,
-    settings: Settings,
-    learned: Mapping[str, int],
-    rule: CompactionRule,
+    grounds: Grounds,
     recent: bool = True,
     window_override: Window | None = None,
-    config: Mapping[str, str] = NO_CONFIG,
 ) -> Figures:
     """What the session's numbers mean now: its window (and the source that said so), where
-    its agent compacts by `rule` under its configuration (`config`: from the agent's settings
-    files; the hook's environment stored on the session is laid over it), the severity on the
-    configured basis and the forecast."""
+    its agent compacts by the rule under its configuration, the severity on the configured
+    basis and the forecast."""
+    settings, rule, learned = grounds.settings, grounds.rule, grounds.learned
     tokens = state.tokens
-    agent_config = _config(state, config)
+    agent_config = _config(state, grounds.config)
     compacted_from = state.compacted_from
 
     def inferred() -> int | None:
@@ -278,16 +289,9 @@ def _usage(state: SessionState, window: Window, point: int) -> Usage:
 
 
 def on_hook(
-    state: SessionState,
-    event: HookEvent,
-    settings: Settings,
-    learned: Mapping[str, int],
-    rule: CompactionRule,
-    now: float,
-    config: Mapping[str, str] = NO_CONFIG,
+    state: SessionState, event: HookEvent, grounds: Grounds, now: float
 ) -> tuple[SessionState, Reply]:
-    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping.
-    `config` is the agent's configuration from its settings files (see `figures`)."""
+    """Answer one hook event; the state returned carries the debounce and handoff bookkeeping."""
     if event.kind == "compaction":
         return _answered(state, event, now, policy.on_compaction(state.policy)), Reply()
     if event.kind == "session_end":
@@ -298,8 +302,9 @@ def on_hook(
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
         return _answered(state, event, now, state.policy), Reply()
     current = state if state.model or not event.model else replace(state, model=event.model)
-    fig = figures(current, settings, learned, rule, recent=False, config=config)
+    fig = figures(current, grounds, recent=False)
     usage = _usage(state, fig.window, fig.compaction_at)
+    settings = grounds.settings
     t = settings.thresholds
     if event.kind == "stop":
         new_policy, text = policy.on_stop(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ctxd.agents import spec
@@ -104,9 +105,11 @@ class TranscriptFile:
             offset, tail = self.offset, self._tail
         return {"offset": offset, "identity": self.identity, "tail": tail.hex()}
 
-    def read_appended(self, until: float | None = None) -> list[UsageUpdate]:
+    def read_appended(
+        self, until: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> list[UsageUpdate]:
         """Usage updates from the bytes appended since the last call, read slice by slice until
-        the end or until `time.monotonic()` passes `until` (None: to the end).
+        the end or until `clock()` passes `until` (None: to the end).
 
         Raises FileNotFoundError when the file is gone, OSError when it cannot be read.
         """
@@ -136,11 +139,11 @@ class TranscriptFile:
                 self._start_over(identity)
             self.size = info.st_size
             self._mtime_ns = info.st_mtime_ns
-            return self._read(fd, until)
+            return self._read(fd, until, clock)
         finally:
             os.close(fd)
 
-    def _read(self, fd: int, until: float | None) -> list[UsageUpdate]:
+    def _read(self, fd: int, until: float | None, clock: Callable[[], float]) -> list[UsageUpdate]:
         updates: list[UsageUpdate] = []
         while self.offset < self.size:
             end = min(self.size, self.offset + CHUNK)
@@ -161,7 +164,7 @@ class TranscriptFile:
                 self.digest.feed(chunk)
             if not skipping:
                 updates.extend(fed)
-            if until is not None and time.monotonic() >= until:
+            if until is not None and clock() >= until:
                 break
         return updates
 

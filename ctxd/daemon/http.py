@@ -53,8 +53,8 @@ from anyio.abc import TaskGroup
 
 from ctxd.daemon import metrics
 from ctxd.daemon.config import load_http_settings
-from ctxd.daemon.registry import Registry
 from ctxd.daemon.server import Connection
+from ctxd.daemon.sessions import Sessions
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
 from ctxd.protocol import Request
@@ -479,7 +479,7 @@ class HttpServer:
                             continue
                         self._accepted(sock, connections)
 
-    async def record_history(self, registry: Registry, stopping: anyio.Event) -> None:
+    async def record_history(self, sessions: Sessions, stopping: anyio.Event) -> None:
         """Record every session's context in `history` every HISTORY_TICK until `stopping`."""
         while not stopping.is_set():
             try:
@@ -490,7 +490,7 @@ class HttpServer:
                         state.tokens,
                         state.compactions,
                     )
-                    for state in registry.sessions.values()
+                    for state in sessions
                 )
             except Exception:  # the chart is not worth the daemon
                 logger.exception("recording the history failed")
@@ -841,7 +841,7 @@ async def start(
     config: Path,
     state_dir: Path,
     handlers: Mapping[str, Handler],
-    registry: Registry,
+    sessions: Sessions,
     tg: TaskGroup,
     stopping: anyio.Event,
 ) -> HttpServer | None:
@@ -873,7 +873,7 @@ async def start(
         )
     server = HttpServer(handlers["hook"], handlers["status"], port=port, token=token)
     tg.start_soon(server.serve, listener, stopping)
-    tg.start_soon(server.record_history, registry, stopping)
+    tg.start_soon(server.record_history, sessions, stopping)
     logger.info(
         "HTTP on http://%s:%d%s (owner checked by %s)",
         host,

@@ -35,11 +35,12 @@ from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
 from ctxd.daemon import http, snapshot, watcher
+from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
-from ctxd.daemon.registry import Registry
-from ctxd.daemon.server import MAX_CONNECTIONS, Answer, Server, json_result
+from ctxd.daemon.server import MAX_CONNECTIONS, Server, json_result
+from ctxd.daemon.status import DaemonStatistics
 from ctxd.errors import ConfigError, CtxdError
-from ctxd.protocol import Request
+from ctxd.protocol import Answer, Request, resolve
 
 __all__ = ["AlreadyRunning", "Daemon", "DaemonPaths", "open_listener", "serve"]
 
@@ -187,7 +188,7 @@ class Daemon:
     def __init__(self, env: Mapping[str, str], clock: Callable[[], float] = time.time) -> None:
         self.env = env
         self.paths = DaemonPaths.from_env(env)
-        self.registry = Registry(None, agents.transcript_roots(env), clock)
+        self.centre = Centre.open(env, agents.transcript_roots(env), clock)
         self.server = Server(
             {"hook": self._hook, "status": self._status, "stop": self._stop, "ping": self._ping}
         )
@@ -213,7 +214,7 @@ class Daemon:
 
     def _answer_hook(self, request: Request) -> Answer:
         hint = request.header.get("event")
-        return self.registry.handle_hook(
+        return self.centre.answers.handle_hook(
             str(request.header.get("agent")),
             str(hint) if hint else None,
             request.payload,
@@ -231,10 +232,10 @@ class Daemon:
             # A quiet watcher reports a first change up to two of its slow steps late; a stat per
             # recent transcript costs less than a status that lags (and is nothing when it does
             # not: a busy watcher reports within tens of milliseconds).
-            self.registry.sweep(everything=False)
+            self.centre.transcripts.sweep(everything=False)
         session = request.header.get("session")
-        result = self.registry.status(str(session) if session else None)
-        result["daemon"] = self.statistics()
+        result = self.centre.status.document(str(session) if session else None)
+        result["daemon"] = self.statistics().as_json()
         return json_result(result)
 
     def _stop(self, request: Request) -> Answer:
@@ -242,24 +243,24 @@ class Daemon:
         return json_result({"stopping": True, "pid": os.getpid()})
 
     def _ping(self, request: Request) -> Answer:
-        return json_result(self.statistics())
+        return json_result(self.statistics().as_json())
 
-    def statistics(self) -> dict[str, object]:
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "uptime_s": round(time.time() - self.started_at, 1),
-            "socket": str(self.paths.socket),
-            "config": str(self.paths.config),
-            "config_error": self.registry.config_error,
-            "sessions": len(self.registry.sessions),
-            "requests": self.server.requests,
-            "refused": self.server.refused,
-            "connections": self.server.in_flight,
-            "evicted": self.server.evicted,
-            "accept_errors": self.server.accept_errors,
-            "catching_up": len(self.registry.backlog),
-        }
+    def statistics(self) -> DaemonStatistics:
+        return DaemonStatistics(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(time.time() - self.started_at, 1),
+            socket=str(self.paths.socket),
+            config=str(self.paths.config),
+            config_error=self.centre.settings.error,
+            sessions=len(self.centre.sessions),
+            requests=self.server.requests,
+            refused=self.server.refused,
+            connections=self.server.in_flight,
+            evicted=self.server.evicted,
+            accept_errors=self.server.accept_errors,
+            catching_up=self.centre.transcripts.backlog_size(),
+        )
 
     # -------------------------------------------------------------- config
 
@@ -301,15 +302,14 @@ class Daemon:
         try:
             settings = await anyio.to_thread.run_sync(load_settings, path, abandon_on_cancel=True)
         except ConfigError as exc:
-            self.registry.config_error = str(exc)
+            self.centre.settings.refuse(str(exc))
             logger.error("config not applied, keeping the last good one: %s", exc)
             return
         except Exception as exc:  # a bug in reading it must not take the daemon down
-            self.registry.config_error = f"{path}: cannot use it: {exc}"
+            self.centre.settings.refuse(f"{path}: cannot use it: {exc}")
             logger.exception("config not applied, keeping the last good one")
             return
-        self.registry.settings = settings
-        self.registry.config_error = None
+        self.centre.settings.apply(settings)
         logger.info("config loaded from %s", path)
 
     # -------------------------------------------------------------- run
@@ -328,12 +328,14 @@ class Daemon:
             self._config_seen = self._config_identity()
             self._config_checked = time.monotonic()
             await self.load_config()
-            restored = snapshot.restore(self.registry, self.paths.state, self.journal)
+            restored = snapshot.restore(
+                self.centre.sessions, self.centre.transcripts, self.paths.state, self.journal
+            )
             logger.info("restored %d sessions", restored)
             # A snapshot of what was restored, then a new journal: the old one is not needed
             # once the snapshot holds its lines (and stays as it is when it could not be saved).
             self._save()
-            self.registry.persist_now = self._persist
+            self.centre.answers.persist_now = self._persist
             listener = adopted if adopted is not None else open_listener(self.paths.socket)
             # Every hook allocates short-lived tasks and frames; with the default thresholds the
             # collector runs every few hundred requests and its pauses make the latency tail.
@@ -344,7 +346,7 @@ class Daemon:
                 await self._serve(listener, ready)
             finally:
                 with anyio.CancelScope(shield=True):
-                    self.registry.persist_now = None
+                    self.centre.answers.persist_now = None
                     self._save()
                     self.journal.close()
                     if adopted is None:
@@ -357,7 +359,7 @@ class Daemon:
             tg.start_soon(self._signals)
             tg.start_soon(self._watch)
             tg.start_soon(self._housekeeping)
-            tg.start_soon(self.registry.drain_backlog)
+            tg.start_soon(self.centre.transcripts.drain_backlog)
             async with anyio.create_task_group() as serving:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
@@ -366,7 +368,7 @@ class Daemon:
                     self.paths.config,
                     self.paths.state.parent,
                     self.server.handlers,
-                    self.registry,
+                    self.centre.sessions,
                     serving,
                     self._stopping,
                 )
@@ -399,14 +401,14 @@ class Daemon:
             async with anyio.create_task_group() as tg:
                 await tg.start(self._watcher.run)
                 # The watches are in place: a scan now finds what was written before them.
-                self.registry.discover(existing)
-                self.registry.sweep(everything=True)
+                self.centre.transcripts.discover(existing)
+                self.centre.transcripts.sweep(everything=True)
 
     async def _on_changes(self, batch: list[tuple[str, bool]]) -> None:
-        self.registry.on_file_changes(batch)
+        self.centre.transcripts.on_file_changes(batch)
 
     def _existing_roots(self) -> list[Path]:
-        return [root for root in self.registry.roots.values() if root.is_dir()]
+        return [root for root in self.centre.transcripts.roots.values() if root.is_dir()]
 
     async def _housekeeping(self) -> None:
         ticks = _Ticks(time.monotonic())
@@ -424,15 +426,15 @@ class Daemon:
         if time.monotonic() - ticks.sweep >= SWEEP_INTERVAL:
             ticks.sweeps += 1
             if ticks.sweeps % FULL_SWEEP_EVERY == 0:
-                self.registry.sweep(everything=True)
+                self.centre.transcripts.sweep(everything=True)
             elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
-                self.registry.sweep(everything=False)
+                self.centre.transcripts.sweep(everything=False)
             ticks.sweep = time.monotonic()
         if time.monotonic() - ticks.discovery > DISCOVERY_INTERVAL:
             # inotify misses files created in a directory made the same instant.
-            self.registry.discover(self._existing_roots())
+            self.centre.transcripts.discover(self._existing_roots())
             ticks.discovery = time.monotonic()
-        if self.registry.dirty and time.monotonic() - ticks.snapshot >= SNAPSHOT_INTERVAL:
+        if self.centre.sessions.dirty and time.monotonic() - ticks.snapshot >= SNAPSHOT_INTERVAL:
             self._save()
             ticks.snapshot = time.monotonic()
 
@@ -440,7 +442,9 @@ class Daemon:
         """Write a snapshot and, once it is on disk, start a new journal; False (logged) when
         the snapshot could not be written: the old snapshot and journal then stay as they are."""
         try:
-            snapshot.save(self.registry, self.paths.state, self.journal.seq)
+            snapshot.save(
+                self.centre.sessions, self.centre.transcripts, self.paths.state, self.journal.seq
+            )
         except (OSError, CtxdError) as exc:
             logger.error("cannot save state to %s: %s", self.paths.state, exc)
             return False
@@ -452,7 +456,8 @@ class Daemon:
 
     def _persist(self, key: str) -> None:
         """Journal session `key` before the answer that depends on it leaves."""
-        state, position = self.registry.export_session(key)
+        state = self.centre.sessions[key]
+        position = self.centre.transcripts.position(key)
         try:
             self.journal.append(state, position)
             self._sync_journal_soon()
@@ -501,8 +506,7 @@ async def _after(reading: anyio.Event, answer: Callable[[], Answer]) -> bytes:
     """`answer()`, once the config being read is applied (or CONFIG_WAIT has passed)."""
     with anyio.move_on_after(CONFIG_WAIT):
         await reading.wait()
-    result = answer()
-    return result if isinstance(result, bytes) else await result
+    return await resolve(answer())
 
 
 def connection_limit() -> int:

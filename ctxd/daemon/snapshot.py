@@ -15,7 +15,7 @@ Two files in the private state dir:
   number it includes, so a restart applies only the lines written after it. Each snapshot
   written starts a new, empty journal; until one is, the old journal stays as it is.
 
-Readers' internal state is not serialised: `Registry.restore` re-reads each transcript up to its
+Readers' internal state is not serialised: `Transcripts.resume` re-reads each transcript up to its
 saved offset instead.
 """
 
@@ -35,7 +35,8 @@ from ctxd import paths
 from ctxd.core.measure import Severity
 from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
-from ctxd.daemon.registry import Registry
+from ctxd.daemon.sessions import Sessions
+from ctxd.daemon.transcripts import Transcripts
 from ctxd.fileio import create_fresh, write_atomic
 
 __all__ = ["FORMAT", "Journal", "restore", "save", "snapshot"]
@@ -52,25 +53,27 @@ _SESSION_TUPLES = {f.name for f in fields(SessionState) if str(f.type).startswit
 _POLICY_TUPLES = {f.name for f in fields(PolicyState) if str(f.type).startswith("tuple")}
 
 
-def snapshot(registry: Registry, journal_seq: int = 0) -> bytes:
-    exported = registry.export()
+def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0) -> bytes:
+    """What a restart needs, as one document: the sessions, each transcript's read position,
+    the windows learned."""
+    states, learned = sessions.export()
     doc = {
         "format": FORMAT,
         "journal": journal_seq,
         # orjson writes dataclasses (and enums) itself, as `asdict` would, at a tenth of the cost.
-        "sessions": exported["sessions"],
-        "files": exported["files"],
-        "learned": exported["learned"],
+        "sessions": states,
+        "files": transcripts.positions(),
+        "learned": learned,
     }
     return orjson.dumps(doc)
 
 
-def save(registry: Registry, path: Path, journal_seq: int = 0) -> None:
-    """Write the registry's state to `path`, in a directory checked private (OSError when it
+def save(sessions: Sessions, transcripts: Transcripts, path: Path, journal_seq: int = 0) -> None:
+    """Write the daemon's state to `path`, in a directory checked private (OSError when it
     cannot be written whole, UnsafeRuntimeDir when the directory is not private)."""
     paths.ensure_private_dir(path.parent)
-    write_atomic(path, snapshot(registry, journal_seq))
-    registry.dirty = False
+    write_atomic(path, snapshot(sessions, transcripts, journal_seq))
+    sessions.dirty = False
 
 
 class Journal:
@@ -183,8 +186,10 @@ def _journal_lines(data: bytes, after: int) -> list[dict[str, Any]]:
     return entries
 
 
-def restore(registry: Registry, path: Path, journal: Journal | None = None) -> int:
-    """Load the snapshot at `path` and then the journal's later lines into an empty registry;
+def restore(
+    sessions: Sessions, transcripts: Transcripts, path: Path, journal: Journal | None = None
+) -> int:
+    """Load the snapshot at `path` and then the journal's later lines into empty rooms;
     returns how many sessions came back. `journal.seq` is set to the last number seen, so that
     new lines continue the count."""
     doc: Any = {}
@@ -197,7 +202,7 @@ def restore(registry: Registry, path: Path, journal: Journal | None = None) -> i
         logger.warning("ignoring snapshot %s: unknown format", path)
         doc = {}
     seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
-    sessions: dict[str, SessionState] = {}
+    saved: dict[str, SessionState] = {}
     files: dict[str, Any] = dict(doc.get("files", {}))
     raws: list[tuple[Any, Any]] = [(raw, None) for raw in doc.get("sessions", [])]
     if journal is not None:
@@ -217,13 +222,14 @@ def restore(registry: Registry, path: Path, journal: Journal | None = None) -> i
         except (TypeError, ValueError, AttributeError) as exc:
             logger.warning("skipping a saved session: %s", exc)
             continue
-        sessions[state.key] = state  # a journal line is newer than the snapshot's row
+        saved[state.key] = state  # a journal line is newer than the snapshot's row
         if entry is not None:
             files.pop(state.key, None)
             if isinstance(entry.get("file"), dict):
                 files[state.key] = entry["file"]
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
-    registry.restore(list(sessions.values()), files, learned)
-    if journal is not None and len(raws) > len(doc.get("sessions", [])):
-        registry.dirty = True  # the next snapshot takes the journal's lines in
-    return len(sessions)
+    sessions.restore(list(saved.values()), learned)
+    transcripts.resume(files)
+    # The next snapshot takes the journal's lines in; a plain restore changed nothing.
+    sessions.dirty = journal is not None and len(raws) > len(doc.get("sessions", []))
+    return len(saved)

@@ -8,6 +8,7 @@ from ctxd.core.compaction import reserve_rule
 from ctxd.core.events import HookEvent, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Severity
 from ctxd.core.session import (
+    Grounds,
     apply_statusline,
     apply_usage,
     figures,
@@ -54,13 +55,13 @@ def test_a_streamed_turn_counts_once_and_the_last_copy_wins() -> None:
 
 def test_a_compaction_in_the_transcript_resets_the_debounce_and_is_counted() -> None:
     state = _session(tokens=700_000)
-    state, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    state, reply = on_hook(state, _event("tool_call"), Grounds(WINDOW_BASIS, RULE), 2.0)
     assert reply.context and reply.context.startswith("CONTEXT WARNING:")
     state = apply_usage(state, UsageUpdate(tokens=3_000, compaction=True), 3.0)
     assert state.compactions == 1
     assert state.policy.warned is Severity.OK
     state = apply_usage(state, UsageUpdate(tokens=700_000, turn_id="m9"), 4.0)
-    _, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 5.0)
+    _, reply = on_hook(state, _event("tool_call"), Grounds(WINDOW_BASIS, RULE), 5.0)
     assert reply.context and reply.context.startswith("CONTEXT WARNING:")  # warns again at once
 
 
@@ -77,66 +78,70 @@ def test_the_statusline_is_authoritative_until_newer_transcript_usage() -> None:
         tokens=100_000,
     )
     state = apply_statusline(state, report, 2.0)
-    fig = figures(state, Settings(), {}, RULE)
+    fig = figures(state, Grounds(Settings(), RULE))
     assert (fig.window.size, fig.window.source) == (200_000, "statusline")
     assert fig.used_pct == 51.0  # Claude Code's own figure, not ours (50.0)
     assert learned_window(state) == ("claude-sonnet-4-5", 200_000)
     state = apply_usage(state, UsageUpdate(tokens=120_000, turn_id="m2"), 3.0)
-    assert figures(state, Settings(), {}, RULE).used_pct == 60.0
+    assert figures(state, Grounds(Settings(), RULE)).used_pct == 60.0
 
 
 def test_a_learned_window_applies_to_another_session_of_the_same_model() -> None:
     other = _session(tokens=100_000, model="claude-sonnet-4-5")
-    fig = figures(other, Settings(), {"claude-sonnet-4-5": 200_000}, RULE)
+    fig = figures(other, Grounds(Settings(), RULE, learned={"claude-sonnet-4-5": 200_000}))
     assert (fig.window.size, fig.window.source) == (200_000, "learned")
 
 
 def test_a_window_in_the_model_id_beats_the_default() -> None:
     state = _session(tokens=100_000, model="claude-opus-4-6[1m]")
-    fig = figures(state, Settings(default_window=200_000), {}, RULE)
+    fig = figures(state, Grounds(Settings(default_window=200_000), RULE))
     assert (fig.window.size, fig.window.source) == (1_000_000, "model-id")
 
 
 def test_no_usage_yet_means_no_warning_and_no_figures() -> None:
     state = _session()
-    state2, reply = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    state2, reply = on_hook(state, _event("tool_call"), Grounds(WINDOW_BASIS, RULE), 2.0)
     assert reply.context is None and state2.policy == state.policy
-    assert figures(state, Settings(), {}, RULE).used_pct is None
+    assert figures(state, Grounds(Settings(), RULE)).used_pct is None
 
 
 def test_a_prompt_speaks_only_when_the_level_rose_since_the_last_warning() -> None:
     state = _session(tokens=700_000)
-    state, reply = on_hook(state, _event("prompt", "UserPromptSubmit"), WINDOW_BASIS, {}, RULE, 2.0)
+    state, reply = on_hook(
+        state, _event("prompt", "UserPromptSubmit"), Grounds(WINDOW_BASIS, RULE), 2.0
+    )
     assert reply.context and reply.context.startswith("CONTEXT WARNING:")
-    state, reply = on_hook(state, _event("prompt", "UserPromptSubmit"), WINDOW_BASIS, {}, RULE, 3.0)
+    state, reply = on_hook(
+        state, _event("prompt", "UserPromptSubmit"), Grounds(WINDOW_BASIS, RULE), 3.0
+    )
     assert reply.context is None
 
 
 def test_stop_asks_for_a_handoff_once_as_a_message_or_a_block() -> None:
     state = _session(tokens=750_000)
-    asked, reply = on_hook(state, _event("stop", "Stop"), WINDOW_BASIS, {}, RULE, 2.0)
+    asked, reply = on_hook(state, _event("stop", "Stop"), Grounds(WINDOW_BASIS, RULE), 2.0)
     assert reply.user_message and reply.block_reason is None
-    _, again = on_hook(asked, _event("stop", "Stop"), WINDOW_BASIS, {}, RULE, 3.0)
+    _, again = on_hook(asked, _event("stop", "Stop"), Grounds(WINDOW_BASIS, RULE), 3.0)
     assert again.user_message is None and again.block_reason is None
     blocking = replace(WINDOW_BASIS, handoff=HandoffSettings(action="block"))
-    _, reply = on_hook(state, _event("stop", "Stop"), blocking, {}, RULE, 2.0)
+    _, reply = on_hook(state, _event("stop", "Stop"), Grounds(blocking, RULE), 2.0)
     assert reply.block_reason and reply.user_message is None
     _, reply = on_hook(
-        state, _event("stop", "Stop", stop_hook_active=True), blocking, {}, RULE, 2.0
+        state, _event("stop", "Stop", stop_hook_active=True), Grounds(blocking, RULE), 2.0
     )
     assert reply.block_reason is None
 
 
 def test_compaction_events_reset_and_session_end_marks_the_session() -> None:
     state = _session(tokens=700_000)
-    state, _ = on_hook(state, _event("tool_call"), WINDOW_BASIS, {}, RULE, 2.0)
+    state, _ = on_hook(state, _event("tool_call"), Grounds(WINDOW_BASIS, RULE), 2.0)
     assert state.policy.warned is Severity.WARNING
     state, _ = on_hook(
-        state, _event("compaction", "PreCompact", source="auto"), WINDOW_BASIS, {}, RULE, 3.0
+        state, _event("compaction", "PreCompact", source="auto"), Grounds(WINDOW_BASIS, RULE), 3.0
     )
     assert state.policy.warned is Severity.OK
     state, _ = on_hook(
-        state, _event("session_end", "SessionEnd", source="other"), WINDOW_BASIS, {}, RULE, 4.0
+        state, _event("session_end", "SessionEnd", source="other"), Grounds(WINDOW_BASIS, RULE), 4.0
     )
     assert state.ended_at == 4.0
 
@@ -157,7 +162,7 @@ def _point_rule(window: int, model: str | None, rules: object, config: object) -
 def test_pending_output_counts_towards_the_point_but_not_the_window() -> None:
     state = new_session("claude", "s1", "/t/s1.jsonl", now=0.0)
     state = apply_usage(state, UsageUpdate(tokens=166_900, pending=100, turn_id="m"), 1.0)
-    fig = figures(state, Settings(default_window=200_000), {}, _point_rule)
+    fig = figures(state, Grounds(Settings(default_window=200_000), _point_rule))
     assert (fig.window.size, fig.compaction_at) == (200_000, 167_000)
     assert fig.tokens_to_compaction == 0
     assert fig.used_pct == 166_900 / 2_000
@@ -166,7 +171,7 @@ def test_pending_output_counts_towards_the_point_but_not_the_window() -> None:
 
 def test_usage_beyond_the_window_is_not_clamped_and_is_flagged() -> None:
     state = _session(213_000)
-    fig = figures(state, WINDOW_BASIS, {}, RULE, window_override=Window(200_000, "option"))
+    fig = figures(state, Grounds(WINDOW_BASIS, RULE), window_override=Window(200_000, "option"))
     assert fig.used_pct == 106.5 and fig.over_window
     row = figures_row(fig)
     assert row["used_pct"] == 106.5 and row["window_too_small"] is True
@@ -177,17 +182,17 @@ def test_estimated_figures_stay_marked_until_a_real_one() -> None:
     state = apply_usage(
         state, UsageUpdate(tokens=20_000, compaction=True, estimated=True, turn_id="b"), 2.0
     )
-    assert figures_row(figures(state, Settings(), {}, RULE))["estimated"] is True
+    assert figures_row(figures(state, Grounds(Settings(), RULE)))["estimated"] is True
     assert state.compactions == 1
     state = apply_usage(state, UsageUpdate(tokens=30_000, estimated=True, turn_id="b"), 3.0)
     assert (state.compactions, state.turns) == (1, 1)
     state = apply_usage(state, UsageUpdate(tokens=35_000, turn_id="m2"), 4.0)
-    assert figures_row(figures(state, Settings(), {}, RULE))["estimated"] is False
+    assert figures_row(figures(state, Grounds(Settings(), RULE)))["estimated"] is False
 
 
 def test_a_rule_without_auto_compaction_falls_back_to_the_window() -> None:
     state = with_agent_config(_session(150_000), {"OFF": "1"})
-    fig = figures(state, Settings(default_window=200_000), {}, _point_rule)
+    fig = figures(state, Grounds(Settings(default_window=200_000), _point_rule))
     assert not fig.auto_compaction and fig.compaction_at == 200_000
     row = figures_row(fig)
     assert (row["compaction_at"], row["tokens_to_compaction"]) == (None, None)
@@ -196,13 +201,19 @@ def test_a_rule_without_auto_compaction_falls_back_to_the_window() -> None:
 def test_the_hook_config_is_laid_over_the_settings_files() -> None:
     state = _session(100_000)
     settings = Settings()
-    assert figures(state, settings, {}, _point_rule).compaction_at == 967_000
-    assert figures(state, settings, {}, _point_rule, config={"PCT": "50"}).compaction_at == 483_500
+    assert figures(state, Grounds(settings, _point_rule)).compaction_at == 967_000
+    assert (
+        figures(state, Grounds(settings, _point_rule, config={"PCT": "50"})).compaction_at
+        == 483_500
+    )
     hooked = with_agent_config(state, {"PCT": "50"})
     assert hooked.agent_config == (("PCT", "50"),)
     assert with_agent_config(hooked, {"PCT": "50"}) is hooked
-    assert figures(hooked, settings, {}, _point_rule).compaction_at == 483_500
-    assert figures(hooked, settings, {}, _point_rule, config={"OFF": "1"}).auto_compaction is False
+    assert figures(hooked, Grounds(settings, _point_rule)).compaction_at == 483_500
+    assert (
+        figures(hooked, Grounds(settings, _point_rule, config={"OFF": "1"})).auto_compaction
+        is False
+    )
 
 
 def test_an_automatic_compaction_teaches_the_window() -> None:
@@ -214,13 +225,13 @@ def test_an_automatic_compaction_teaches_the_window() -> None:
         2.0,
     )
     settings = Settings(windows={"some-model": 1_000_000})
-    fig = figures(state, settings, {}, _point_rule)
+    fig = figures(state, Grounds(settings, _point_rule))
     assert fig.window == Window(200_000, "compaction")
     # An authoritative source still outranks it.
-    assert figures(state, settings, {"some-model": 1_000_000}, _point_rule).window.source == (
-        "learned"
-    )
+    assert figures(
+        state, Grounds(settings, _point_rule, learned={"some-model": 1_000_000})
+    ).window.source == ("learned")
     # Under the agent's 50 % override the points halve: 170,251 is below 400k's (183,500) and
     # 1M's (483,500), past 272k's (119,500): the closest point below it names the window.
     halved = with_agent_config(state, {"PCT": "50"})
-    assert figures(halved, settings, {}, _point_rule).window == Window(272_000, "compaction")
+    assert figures(halved, Grounds(settings, _point_rule)).window == Window(272_000, "compaction")

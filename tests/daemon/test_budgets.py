@@ -1,5 +1,5 @@
 """Reading in slices under a deadline, and seeing a rewrite for what it is (issue 11, points 5
-and 9), in process: `TranscriptFile` and the registry's backlog."""
+and 9), in process: `TranscriptFile` and the transcripts room's backlog."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from ctxd.daemon.files import CHUNK, TranscriptFile
-from ctxd.daemon.registry import Registry
+from ctxd.daemon.centre import Centre
 
 LINES: dict[str, dict[str, object]] = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "daemon" / "lines.json").read_text()
@@ -82,18 +82,18 @@ async def test_a_scan_of_many_transcripts_is_carried_on_in_the_background(tmp_pa
         project.mkdir(parents=True)
         for _ in range(50):
             (project / f"{uuid.uuid4()}.jsonl").write_bytes(assistant(10_000 + n))
-    registry = Registry(None, {"claude": root})
+    centre = Centre.open({"HOME": str(tmp_path)}, {"claude": root})
     started = time.monotonic()
-    found = registry.discover([root], until=time.monotonic() + 0.005)
+    found = centre.transcripts.discover([root], until=time.monotonic() + 0.005)
     assert time.monotonic() - started < 0.5
     assert found < 2000
     async with anyio.create_task_group() as tg:
-        tg.start_soon(registry.drain_backlog)
+        tg.start_soon(centre.transcripts.drain_backlog)
         with anyio.fail_after(30):
-            while len(registry.sessions) < 2000 or registry.backlog:
+            while len(centre.sessions) < 2000 or centre.transcripts.backlog_size():
                 await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
-    assert {state.tokens for state in registry.sessions.values()} == {10_000 + n for n in range(40)}
+    assert {state.tokens for state in centre.sessions} == {10_000 + n for n in range(40)}
 
 
 @pytest.fixture

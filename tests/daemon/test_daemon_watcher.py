@@ -79,7 +79,7 @@ async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_onc
     daemon, transcript = _daemon_with_a_transcript(tmp_path, monkeypatch)
 
     def tokens() -> int | None:
-        state = daemon.registry.sessions.get(str(transcript))
+        state = daemon.centre.sessions.get(str(transcript))
         return None if state is None else state.tokens
 
     async with anyio.create_task_group() as tg:
@@ -135,7 +135,7 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
             tg.cancel_scope.cancel()  # as at shutdown: must not wait for the watcher's thread
         cancelled_after = time.monotonic() - started
     # A file made in a new directory before inotify watches it has no event of its own: the
-    # directory is reported instead, for the registry to scan.
+    # directory is reported instead, for the transcripts room to scan.
     unreported = [p for p in written if p not in seen and os.path.dirname(p) not in seen]
     assert unreported == []
     assert cancelled_after < 0.5
@@ -168,10 +168,10 @@ async def test_without_inotify_the_daemon_still_serves_reads_on_hooks_and_rescan
             with transcript.open("ab") as f:
                 f.write(_assistant(20_000, 2))
             answer = await _request(daemon.paths.socket, "hook", json.dumps(payload).encode())
-            state = daemon.registry.sessions[str(transcript)]
+            state = daemon.centre.sessions[str(transcript)]
             later = transcript.with_name("s-later.jsonl")  # no hook names it
             later.write_bytes(_assistant(30_000, 3))
-            while str(later) not in daemon.registry.sessions:  # the rescan at the next attempt
+            while str(later) not in daemon.centre.sessions:  # the rescan at the next attempt
                 await anyio.sleep(0.05)
         daemon._stopping.set()
     assert len(attempts) >= 2

@@ -10,7 +10,7 @@ from ctxd.core.measure import Severity
 from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState, new_session
 from ctxd.daemon import snapshot
-from ctxd.daemon.registry import Registry
+from ctxd.daemon.centre import Centre
 
 
 def _state_dir(tmp_path: Path) -> Path:
@@ -35,40 +35,42 @@ def test_a_saved_session_comes_back_equal_tuples_included(tmp_path: Path) -> Non
     """JSON turns tuples into lists; states with lists in them broke every hook after a
     restart (unhashable), which the soak found."""
     state_dir = _state_dir(tmp_path)
-    registry = Registry(None, {})
+    centre = Centre.open({"HOME": str(tmp_path)}, {})
     saved = _session(1)
-    registry.sessions[saved.key] = saved
-    snapshot.save(registry, state_dir / "state.json")
+    centre.sessions.store(saved)
+    snapshot.save(centre.sessions, centre.transcripts, state_dir / "state.json")
 
-    restored = Registry(None, {})
-    assert snapshot.restore(restored, state_dir / "state.json") == 1
+    restored = Centre.open({"HOME": str(tmp_path)}, {})
+    count = snapshot.restore(restored.sessions, restored.transcripts, state_dir / "state.json")
+    assert count == 1
     assert restored.sessions[saved.key] == saved
     hash(restored.sessions[saved.key].agent_config)
 
 
 def test_journal_lines_after_the_snapshot_win_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
     state_dir = _state_dir(tmp_path)
-    registry = Registry(None, {})
+    centre = Centre.open({"HOME": str(tmp_path)}, {})
     first, second = _session(1), _session(2)
     for state in (first, second):
-        registry.sessions[state.key] = state
+        centre.sessions.store(state)
     journal = snapshot.Journal(state_dir / "state.journal")
     journal.start()
     journal.append(first, None)  # line 1: older than the snapshot below
-    snapshot.save(registry, state_dir / "state.json", journal.seq)
+    snapshot.save(centre.sessions, centre.transcripts, state_dir / "state.json", journal.seq)
     asked = replace(second, policy=replace(second.policy, handoff_asked=True))
     journal.append(asked, None)  # line 2: after the snapshot
     journal.close()
     with open(state_dir / "state.journal", "ab") as f:
         f.write(b'{"seq":3,"session":{"key":"cla')  # a crash in the middle of a write
 
-    restored = Registry(None, {})
+    restored = Centre.open({"HOME": str(tmp_path)}, {})
     reopened = snapshot.Journal(state_dir / "state.journal")
-    assert snapshot.restore(restored, state_dir / "state.json", reopened) == 2
+    rooms = (restored.sessions, restored.transcripts)
+    assert snapshot.restore(*rooms, state_dir / "state.json", reopened) == 2
     assert restored.sessions[asked.key] == asked
     assert restored.sessions[first.key] == first
     assert reopened.seq == 2
-    assert restored.dirty  # the next snapshot takes the journal's line in
+    assert restored.sessions.dirty  # the next snapshot takes the journal's line in
 
 
 def test_a_new_journal_replaces_the_old_one_without_writing_through_a_link(

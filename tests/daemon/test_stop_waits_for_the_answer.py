@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxd.daemon.registry import Registry
+from ctxd.daemon.centre import Centre
 
 DATA = Path(__file__).parents[1] / "data"
 TRANSCRIPT = DATA / "transcripts" / "qwen-code-0.24.4" / "transcript.print.jsonl"
@@ -43,16 +43,16 @@ async def test_a_stop_before_the_final_answer_is_written_waits_for_it(tmp_path: 
     payload = json.loads(STOP.read_text())
     payload["transcript_path"] = str(path)
     payload["stop_hook_active"] = False
-    registry = Registry(None, {"qwen": root})
+    centre = Centre.open({"HOME": str(tmp_path)}, {"qwen": root})
 
-    answer = registry.handle_hook("qwen", None, json.dumps(payload).encode())
+    answer = centre.answers.handle_hook("qwen", None, json.dumps(payload).encode())
 
     assert not isinstance(answer, bytes), "answered from the previous answer's figure"
     expected = json.loads(lines[final])["usageMetadata"]["promptTokenCount"]
     with path.open("ab") as f:  # the agent's queued write lands
         f.write(lines[final])
     await answer  # type: ignore[misc]
-    (state,) = registry.sessions.values()
+    (state,) = centre.sessions
     assert state.tokens == expected
 
 
@@ -65,8 +65,8 @@ async def test_a_stop_after_the_answer_is_on_disk_is_answered_at_once(tmp_path: 
     payload = json.loads(STOP.read_text())
     payload["transcript_path"] = str(path)
     payload["stop_hook_active"] = False
-    registry = Registry(None, {"qwen": root})
+    centre = Centre.open({"HOME": str(tmp_path)}, {"qwen": root})
 
     with anyio.fail_after(1):
-        answer = registry.handle_hook("qwen", None, json.dumps(payload).encode())
+        answer = centre.answers.handle_hook("qwen", None, json.dumps(payload).encode())
     assert isinstance(answer, bytes)

@@ -290,7 +290,7 @@ def test_reset_forgets_model_window_and_partial_line() -> None:
 def test_the_daemon_logs_skipped_records_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ctxd.daemon.registry import Registry
+    from ctxd.daemon.centre import Centre
 
     info = {
         "last_token_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 940_499},
@@ -301,9 +301,9 @@ def test_the_daemon_logs_skipped_records_once(
     bad = {**line, "payload": {"type": "token_count", "info": info}}
     path = tmp_path / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (first, bad)))
-    registry = Registry(None, {"codex": tmp_path})
-    with caplog.at_level("DEBUG", logger="ctxd.daemon.registry"):
-        registry.track(str(path), "codex")
-        registry.catch_up(str(path))
+    transcripts = Centre.open({"HOME": str(tmp_path)}, {"codex": tmp_path}).transcripts
+    with caplog.at_level("DEBUG", logger="ctxd.daemon.transcripts"):
+        transcripts.track(str(path), "codex")
+        transcripts.catch_up(str(path))
     logged = [r.getMessage() for r in caplog.records if "impossible" in r.getMessage()]
     assert logged == [f"{path}: 1 record(s) with impossible figures ignored"]

@@ -1,0 +1,163 @@
+"""The store of every session the daemon knows: one `SessionState` per key, the ids that lead to
+them, and the windows learned from the sessions' own reports.
+
+A session's key is its transcript path once known, else "<agent>:<session id>" (see
+`ctxd.core.session.session_key`); one agent's session id leads to one key at a time. Nothing here
+reads files or judges anything: the transcripts room feeds usage into the states, the answers
+room hooks, and both store what the core returns here. `export`/`restore` give the snapshot its
+plain values.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+
+from ctxd.core import session as core
+from ctxd.core.policy import PolicyState
+from ctxd.core.session import SessionState
+
+__all__ = ["Sessions"]
+
+
+class Sessions:
+    """Every tracked session by key; see the module docstring. `dirty` says whether anything
+    changed since the last snapshot (its writer clears it)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._by_key: dict[str, SessionState] = {}
+        self._ids: dict[tuple[str, str], str] = {}  # (agent, session_id) -> session key
+        #: Model key -> the window its sessions reported (what `Grounds.learned` gets).
+        self.learned: dict[str, int] = {}
+        #: Compactions seen since the daemon started, per agent.
+        self.compactions: Counter[str] = Counter()
+        self.dirty = False
+        self._dropped: list[Callable[[str], None]] = []
+        self._opened_over: dict[str, str] = {}  # see `opened_over`
+
+    def on_drop(self, forget: Callable[[str], None]) -> None:
+        """Have `forget(key)` called whenever a session is dropped (what others keep by key)."""
+        self._dropped.append(forget)
+
+    # ----------------------------------------------------------------- reading
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def __getitem__(self, key: str) -> SessionState:
+        return self._by_key[key]
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __iter__(self) -> Iterator[SessionState]:
+        return iter(list(self._by_key.values()))
+
+    def get(self, key: str) -> SessionState | None:
+        return self._by_key.get(key)
+
+    def key_for(self, agent: str, session_id: str) -> str | None:
+        """The key the agent's session id leads to now, if it is tracked."""
+        key = self._ids.get((agent, session_id))
+        return key if key in self._by_key else None
+
+    # ----------------------------------------------------------------- changing
+
+    def store(self, state: SessionState) -> None:
+        earlier = self._by_key.get(state.key)
+        if earlier is not None and state.compactions > earlier.compactions:
+            self.compactions[state.agent] += state.compactions - earlier.compactions
+        self._by_key[state.key] = state
+        self._ids[(state.agent, state.session_id)] = state.key
+        self.dirty = True
+
+    def open(
+        self,
+        agent: str,
+        session_id: str,
+        path: str | None,
+        *,
+        cwd: str | None = None,
+        parent: str | None = None,
+    ) -> SessionState:
+        """A new session, stored; one with a transcript takes over what a hook registered under
+        the same id before the transcript existed (`adopt_registered`)."""
+        state = core.new_session(agent, session_id, path, self.clock(), cwd=cwd, parent=parent)
+        if path is not None:
+            state = self.adopt_registered(state)
+            earlier = self.key_for(agent, session_id)
+            if earlier is not None and earlier != path:
+                self._opened_over[path] = earlier
+        self.store(state)
+        return state
+
+    def opened_over(self, key: str) -> str | None:
+        """The session that had `key`'s id when `key` was opened, if another one did (an
+        agent that starts a new transcript on resume: the earlier one may still be live)."""
+        return self._opened_over.get(key)
+
+    def rename(self, key: str, session_id: str) -> SessionState:
+        """The session at `key`, now known by `session_id` (its first hook named it)."""
+        state = self.adopt_registered(replace(self._by_key[key], session_id=session_id))
+        self.store(state)
+        return state
+
+    def adopt_registered(self, state: SessionState) -> SessionState:
+        """`state`, merged with the session a hook registered under the same id before the
+        transcript existed (Claude Code writes it lazily, and the watcher or a later hook may
+        find it first): one session, whose debounce and handoff bookkeeping carry over."""
+        early = self._by_key.get(core.session_key(state.agent, state.session_id, None))
+        if early is None or early.transcript_path is not None:
+            return state
+        self.drop(early.key)
+        return replace(
+            state,
+            policy=early.policy if state.policy == PolicyState() else state.policy,
+            started_at=min(state.started_at, early.started_at),
+            cwd=state.cwd or early.cwd,
+        )
+
+    def learn(self, state: SessionState) -> None:
+        """Remember the window `state`'s own report gave for its model."""
+        learned = core.learned_window(state)
+        if learned is not None and self.learned.get(learned[0]) != learned[1]:
+            self.learned[learned[0]] = learned[1]
+            self.dirty = True
+
+    def end(self, key: str, reason: str) -> None:
+        state = self._by_key.get(key)
+        if state is not None and state.ended_at is None:
+            self.store(replace(state, ended_at=self.clock(), ended_reason=reason))
+
+    def drop(self, key: str) -> None:
+        state = self._by_key.pop(key, None)
+        self._opened_over.pop(key, None)
+        if state is not None and self._ids.get((state.agent, state.session_id)) == key:
+            del self._ids[(state.agent, state.session_id)]
+        for forget in self._dropped:
+            forget(key)
+        self.dirty = True
+
+    def expire(self, idle_seconds: float, ended_keep_seconds: float) -> None:
+        """End the sessions silent for longer than `idle_seconds`; drop those ended longer ago
+        than `ended_keep_seconds`."""
+        now = self.clock()
+        for state in list(self._by_key.values()):
+            if state.ended_at is None and now - state.updated_at > idle_seconds:
+                self.end(state.key, "idle")
+            elif state.ended_at is not None and now - state.ended_at > ended_keep_seconds:
+                self.drop(state.key)
+
+    # ----------------------------------------------------------------- snapshot
+
+    def export(self) -> tuple[list[SessionState], dict[str, int]]:
+        """The sessions and the windows learned, as plain values (`restore` takes them back)."""
+        return list(self._by_key.values()), dict(self.learned)
+
+    def restore(self, sessions: list[SessionState], learned: Mapping[str, int]) -> None:
+        """Take back what `export` gave, into an empty store."""
+        self.learned.update(learned)
+        for state in sessions:
+            self.store(state)

@@ -1,0 +1,126 @@
+"""What `ctxd status`, `GET /metrics` and the dashboard show: built in one place.
+
+`Status.document` gives every session's row (its figures judged as a hook would judge them now)
+with the daemon's counters; `DaemonStatistics` is the daemon's own side, one frozen value
+(`statistics()` in trio's habit). One session's row that cannot be computed says so in that row
+and never takes the others down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ctxd.core import session as core
+from ctxd.core.session import SessionState
+from ctxd.core.settings import Settings
+from ctxd.daemon.answers import Answers
+from ctxd.daemon.sessions import Sessions
+from ctxd.daemon.transcripts import Transcripts
+
+__all__ = ["DaemonStatistics", "Status"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStatistics:
+    """The daemon's own figures at one moment (the `daemon` part of a status document)."""
+
+    version: str
+    pid: int
+    uptime_s: float
+    socket: str
+    config: str
+    config_error: str | None
+    sessions: int
+    requests: int
+    refused: int
+    connections: int
+    evicted: int
+    accept_errors: int
+    catching_up: int
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class Status:
+    """Rows of the sessions, as plain values; see the module docstring."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        transcripts: Transcripts,
+        answers: Answers,
+        settings: Callable[[], Settings],
+        config_error: Callable[[], str | None],
+    ) -> None:
+        self.sessions = sessions
+        self.transcripts = transcripts
+        self.answers = answers
+        self._settings = settings
+        self._config_error = config_error
+
+    def document(self, session: str | None = None) -> dict[str, Any]:
+        """Every session's row, newest first (only `session`'s, by id or key, when given),
+        the windows learned and the counters since start."""
+        now = self.sessions.clock()
+        rows = [
+            self.row(state, now)
+            for state in sorted(self.sessions, key=lambda s: -s.updated_at)
+            if session is None or session in (state.session_id, state.key)
+        ]
+        return {
+            "sessions": rows,
+            "learned_windows": dict(self.sessions.learned),
+            "config_error": self._config_error(),
+            "hooks_answered": self.answers.hooks_answered,
+            "counters": _counters(self.answers.counts, self.sessions.compactions),
+        }
+
+    def row(self, state: SessionState, now: float) -> dict[str, Any]:
+        fig = core.figures(state, self.answers.grounds(state))
+        fc = fig.forecast
+        return {
+            "session_id": state.session_id,
+            "agent": state.agent,
+            "model": state.model,
+            "agent_version": state.agent_version,
+            **core.figures_row(fig),
+            "basis": self._settings().thresholds.basis,
+            "compactions": state.compactions,
+            "turns": state.turns,
+            "forecast": None
+            if fc is None
+            else {
+                "tokens_per_call": fc.tokens_per_call,
+                "calls_to_next_threshold": fc.calls_to_next_threshold,
+                "calls_to_compaction": fc.calls_to_compaction,
+            },
+            "warned": state.policy.warned.label,
+            "handoff_asked": state.policy.handoff_asked,
+            "transcript_path": state.transcript_path,
+            "cwd": state.cwd,
+            "parent": state.parent,
+            "updated_at": state.updated_at,
+            "usage_at": state.usage_at,
+            "ended_at": state.ended_at,
+            "ended_reason": state.ended_reason,
+            "age_s": round(now - state.updated_at, 1),
+            "catching_up": self.transcripts.catching_up(state.key),
+        }
+
+
+def _counters(
+    counts: Counter[tuple[str, ...]], compactions: Counter[str]
+) -> dict[str, list[list[object]]]:
+    """The counters as plain values: {kind: [[label, ..., count], ...]}."""
+    every = counts + Counter({("compactions", agent): n for agent, n in compactions.items()})
+    out: dict[str, list[list[object]]] = {}
+    for (kind, *labels), count in sorted(every.items()):
+        out.setdefault(kind, []).append([*labels, count])
+    return out

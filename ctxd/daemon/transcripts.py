@@ -1,0 +1,286 @@
+"""The transcripts ctxd follows: discovery, catch-up under a time budget, the backlog, sweeps.
+
+Each followed file is a `TranscriptFile` (its reader and the reader's facts listener); the usage
+its appended bytes report is folded into its session (`Sessions`) through the core. It sees
+agents only through the agent registry (`ctxd.agents`).
+
+No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
+STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
+reads a step at a time in the background. A session whose transcript is in the backlog is
+"catching up" (`catching_up`): figures from part of a file would be wrong, so its hooks are
+recorded but not judged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Container, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ctxd import agents
+from ctxd.core import session as core
+from ctxd.core.session import SessionState
+from ctxd.core.settings import Settings
+from ctxd.daemon import watcher
+from ctxd.daemon.files import TranscriptFile
+from ctxd.daemon.sessions import Sessions
+
+__all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
+
+logger = logging.getLogger(__name__)
+
+# Seconds of transcript reading a hook may spend before answering (a first look at a big
+# transcript would otherwise make the agent wait for all of it); the rest is read in the
+# background.
+HOOK_BUDGET = 0.02
+# Seconds of reading per step of everything else (watcher batches, sweeps, scans, the backlog)
+# before the event loop gets a turn: how long a hook may have to wait behind it.
+STEP_BUDGET = 0.01
+# A transcript with no new usage for this long is swept every few minutes only (see `sweep`).
+QUIET_AFTER = 600.0
+
+
+class Transcripts:
+    """The followed transcript files, by session key (a transcript's key is its path)."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        roots: Mapping[str, Path],
+        settings: Callable[[], Settings],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sessions = sessions
+        self.roots = dict(roots)
+        self._settings = settings
+        #: The clock deadlines are measured on (`until` arguments are of it).
+        self.monotonic = monotonic
+        self._files: dict[str, TranscriptFile] = {}
+        #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
+        self._backlog: dict[str, None] = {}
+        self._backlog_added: anyio.Event | None = None
+        self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
+        self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        sessions.on_drop(self._forget)
+
+    # ----------------------------------------------------------------- reading
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._files
+
+    def file(self, key: str) -> TranscriptFile | None:
+        return self._files.get(key)
+
+    def backlog_size(self) -> int:
+        return len(self._backlog)
+
+    def catching_up(self, key: str) -> dict[str, int] | None:
+        """How far reading the transcript of session `key` stands while it is in the backlog
+        (bytes read, file size); None when it is caught up."""
+        tracked = self._files.get(key)
+        if tracked is None or key not in self._backlog:
+            return None
+        return {"read": tracked.size - tracked.behind, "size": tracked.size}
+
+    def deadline(self, budget: float = STEP_BUDGET) -> float:
+        return self.monotonic() + budget
+
+    # ----------------------------------------------------------------- following
+
+    def track(
+        self,
+        path: str,
+        agent: str,
+        session_id: str | None = None,
+        *,
+        cwd: str | None = None,
+        parent: str | None = None,
+        until: float | None = None,
+    ) -> SessionState:
+        """The session behind transcript `path`, created (and read from the start, until the
+        deadline `until` at most: see `catch_up`) if new."""
+        existing = self.sessions.get(path)
+        if existing is not None:
+            if session_id and existing.session_id != session_id:
+                return self.sessions.rename(path, session_id)
+            return existing
+        sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
+        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent)
+        self._files[path] = TranscriptFile(path, agent)
+        self.catch_up(path, until)
+        return self.sessions[path]
+
+    def catch_up(self, path: str, until: float | None = None) -> bool:
+        """Fold the bytes appended to `path` since the last read into its session, reading
+        until the deadline `until` (default STEP_BUDGET from now) at most. True when it is
+        caught up; otherwise the rest is left to the backlog. A deadline that has already
+        passed reads nothing and leaves it all to the backlog."""
+        tracked = self._files.get(path)
+        state = self.sessions.get(path)
+        if tracked is None or state is None:
+            self._backlog.pop(path, None)
+            return True
+        if until is None:
+            until = self.deadline()
+        elif self.monotonic() >= until:
+            self._defer(path)
+            return False
+        try:
+            updates = tracked.read_appended(until, self.monotonic)
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError):
+                self.sessions.end(path, "transcript deleted")
+            else:
+                logger.warning("cannot read %s: %s", path, exc)
+            self._backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
+            return True
+        if updates:
+            now = self.sessions.clock()
+            for update in updates:
+                state = core.apply_usage(state, update, now)
+            self.sessions.store(state)
+            self.sessions.learn(state)
+        self._log_skipped(path, tracked)
+        if tracked.behind and path in self._files:
+            self._defer(path)
+            return False
+        self._backlog.pop(path, None)
+        return True
+
+    async def drain_backlog(self) -> None:
+        """Read the backlog in the background, forever: steps of STEP_BUDGET, each transcript
+        in turn (a huge one does not hold up the others), the event loop free between steps."""
+        while True:
+            if not self._backlog and not self._scans:
+                self._backlog_added = anyio.Event()
+                await self._backlog_added.wait()
+                self._backlog_added = None
+            until = self.deadline()
+            if self._scans:
+                self._scan(self._scans.pop(0), until)
+            while self._backlog and self.monotonic() < until:
+                path = next(iter(self._backlog))
+                del self._backlog[path]  # `catch_up` puts it back at the end if not done
+                try:
+                    self.catch_up(path, until)
+                except Exception:  # one bad transcript must not stop the reading of the others
+                    logger.exception("reading %s failed; left until it changes again", path)
+                    self._backlog.pop(path, None)
+            await anyio.sleep(0)
+
+    def on_file_changes(self, batch: list[tuple[str, bool]]) -> None:
+        """A watcher batch: (path, deleted) pairs under the agents' roots."""
+        until = self.deadline()
+        for path, deleted in batch:
+            if path in self._files:
+                if deleted and not os.path.exists(path):
+                    self.sessions.end(path, "transcript deleted")
+                else:
+                    self.catch_up(path, until)
+            elif not deleted and os.path.isdir(path):
+                self.discover([Path(path)], until)
+            elif not deleted and os.path.isfile(path):
+                self._track_found(path, until)
+
+    def discover(self, roots: list[Path], until: float | None = None) -> int:
+        """Track transcripts under `roots` that are recent and not tracked yet; how many were
+        found before the deadline (default STEP_BUDGET from now). What it leaves, unread bytes
+        or the rest of the scan (a directory at a time), is carried on in the background."""
+        since = self.sessions.clock() - self._settings().sessions.idle_seconds
+        return self._scan(watcher.find_transcripts(roots, since), until or self.deadline())
+
+    def sweep(self, everything: bool = True) -> None:
+        """What events miss: appends and replacements of tracked files; idle and ended sessions.
+
+        With `everything` false only transcripts heard from lately are checked: a quiet one
+        costs a stat per sweep for nothing, and a thousand of them made most of an idle
+        daemon's CPU.
+        """
+        now = self.sessions.clock()
+        until = self.deadline()
+        for path in list(self._files):
+            state = self.sessions.get(path)
+            if state is None or state.ended_at is not None:
+                continue
+            last_heard = state.usage_at or state.updated_at  # the transcript's own clock first
+            if everything or now - last_heard < QUIET_AFTER:
+                self.catch_up(path, until)  # one stat when nothing changed
+        kept = self._settings().sessions
+        self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
+
+    # ----------------------------------------------------------------- snapshot
+
+    def position(self, key: str) -> dict[str, Any] | None:
+        """Where reading the transcript of session `key` stands (None: it has none)."""
+        tracked = self._files.get(key)
+        return None if tracked is None else tracked.position()
+
+    def positions(self) -> dict[str, dict[str, Any]]:
+        return {path: tracked.position() for path, tracked in self._files.items()}
+
+    def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
+        """Follow again the restored sessions' transcripts that are still the same file: each
+        is read again up to its saved offset, in the background (the backlog), its updates
+        discarded (they are already folded into the saved session), so its reader's own state
+        is rebuilt; until then its session is catching up."""
+        for state in self.sessions:
+            saved = files.get(state.key)
+            if saved and state.transcript_path:
+                self._files[state.key] = TranscriptFile.resume(state.key, state.agent, dict(saved))
+                self._defer(state.key)
+
+    # ----------------------------------------------------------------- internals
+
+    def _track_found(self, path: str, until: float | None = None) -> bool:
+        agent = agents.transcript_owner(path, self.roots)
+        if agent is None:
+            return False
+        self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
+        return True
+
+    def _scan(self, paths: Iterator[str], until: float) -> int:
+        found = 0
+        for path in paths:
+            if path not in self._files and self._track_found(path, until):
+                found += 1
+            if self.monotonic() >= until:
+                self._scans.append(paths)
+                self._wake()
+                break
+        return found
+
+    def _defer(self, path: str) -> None:
+        self._backlog[path] = None
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._backlog_added is not None:
+            self._backlog_added.set()
+
+    def _forget(self, key: str) -> None:
+        self._files.pop(key, None)
+        self._backlog.pop(key, None)
+        self._skipped.pop(key, None)
+
+    def _log_skipped(self, path: str, tracked: TranscriptFile) -> None:
+        # Readers are pure: one that passes over impossible records (token counts above the
+        # window) counts them in `skipped`, and the shell says so.
+        skipped = getattr(tracked.reader, "skipped", 0)
+        if not isinstance(skipped, int) or skipped == self._skipped.get(path, 0):
+            return
+        if skipped > self._skipped.get(path, 0):
+            count = skipped - self._skipped.get(path, 0)
+            logger.debug("%s: %d record(s) with impossible figures ignored", path, count)
+        self._skipped[path] = skipped
+
+
+def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
+    """A payload's transcript path, if it names a regular file we can read (or track already)."""
+    if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
+        return None
+    return path if path in known or os.path.isfile(path) else None
