@@ -2,7 +2,7 @@
 that breaks it fails here, not in a reviewer's head.
 
   cli/     commands, report, replay, doctor, service, install
-  daemon/  rooms (sessions, transcripts, answers, status), server, files, watcher, snapshot, lifecycle
+  daemon/  rooms (sessions, transcripts, answers, status), server, files, watcher, lifecycle
   agents/  one package per agent, and the agent registry
   core/    pure: values in, values out
   bottom   errors, paths, fileio, protocol (and the stdlib `ctxd_wire`)

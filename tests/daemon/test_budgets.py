@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxd.daemon.files import CHUNK, TranscriptFile
 from ctxd.daemon.centre import Centre
+from ctxd.daemon.files import CHUNK, TranscriptFile
 
 LINES: dict[str, dict[str, object]] = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "daemon" / "lines.json").read_text()
