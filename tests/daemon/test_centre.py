@@ -1,0 +1,181 @@
+"""The daemon's centre in process, under clocks the test controls: hooks answered by the answers
+room over real transcript files, with no daemon process, no socket and no real waiting.
+
+The wall clock (what sessions are stamped with) is a `FakeClock`; the waits inside an answer run
+on trio's `MockClock`, which jumps ahead whenever every task is blocked, so a 0.3 s wait for the
+agent's transcript takes microseconds. What only a real daemon can show (sockets, the hook
+process, the watcher, restarts) stays in the subprocess tests beside this one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+from trio.testing import MockClock
+
+from ctxd.core.settings import Settings
+from ctxd.daemon.answers import TOOL_CALL_WAIT
+from ctxd.daemon.centre import Centre
+from ctxd.daemon.config import parse_settings
+from ctxd.protocol import resolve
+
+if TYPE_CHECKING:
+    from conftest import ClaudeTranscript, World
+
+WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
+#: On basis "window" with the 1,000,000 default: remaining 40 / 30 / 20 % (see test_daemon_policy).
+TOKENS_AT_REMAINING = {40: 600_000, 30: 700_000, 20: 800_000}
+
+
+class FakeClock:
+    """Wall-clock seconds that move only when told."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def open_centre(world: World, clock: FakeClock, config: str = "") -> Centre:
+    settings: Settings = parse_settings(config)
+    roots = {"claude": world.claude_projects}
+    # Deadlines are measured on a clock that never moves: every catch-up reads to the end.
+    return Centre.open(world.env, roots, clock, monotonic=lambda: 0.0, settings=settings)
+
+
+def answer_of(centre: Centre, payload: dict[str, Any]) -> Any:
+    """The JSON a tool-call hook prints, for an answer that needs no waiting."""
+    answer = centre.answers.handle_hook("claude", None, json.dumps(payload).encode())
+    assert isinstance(answer, bytes), "the turn was on disk: no wait expected"
+    return json.loads(answer) if answer else None
+
+
+def level(out: Any) -> str | None:
+    if out is None:
+        return None
+    text: str = out["hookSpecificOutput"]["additionalContext"]
+    return text.split(":")[0].removeprefix("CONTEXT ")
+
+
+def test_the_gsd_trace_in_process(world: World, clock: FakeClock) -> None:
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    remaining = [40, 30, 30, 30, 30, 30, 30, 20, 20, 20, 20, 20, 20, 30]
+    expected = [
+        None, "WARNING", None, None, None, None, "WARNING",
+        "CRITICAL", None, None, None, None, "CRITICAL", None,
+    ]  # fmt: skip
+    got = []
+    for r in remaining:
+        t.assistant(TOKENS_AT_REMAINING[r])
+        got.append(level(answer_of(centre, t.payload("PostToolUse"))))
+        clock.advance(1.0)
+    assert got == expected
+    (row,) = centre.status.document()["sessions"]
+    assert row["tokens"] == TOKENS_AT_REMAINING[30]
+    assert row["warned"] == "critical"
+
+
+def test_the_debounce_counts_calls_not_seconds(world: World, clock: FakeClock) -> None:
+    # GSD's debounce is five tool calls; hours between them change nothing.
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[30])
+    assert level(answer_of(centre, t.payload("PostToolUse"))) == "WARNING"
+    for _ in range(4):
+        clock.advance(3600.0)
+        t.assistant(TOKENS_AT_REMAINING[30])
+        assert answer_of(centre, t.payload("PostToolUse")) is None
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    return "trio", {"clock": MockClock(autojump_threshold=0)}
+
+
+@pytest.mark.anyio
+async def test_a_tool_call_waits_for_its_turn_to_be_written(world: World, clock: FakeClock) -> None:
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[40])
+    answer_of(centre, t.payload("PostToolUse"))
+    before = t.path.read_bytes()
+    t.assistant(TOKENS_AT_REMAINING[30])  # the turn that makes the next call...
+    turn = t.path.read_bytes()[len(before) :]
+    t.path.write_bytes(before)  # ...is not on disk yet when its hook fires (Claude Code)
+    payload = t.payload("PostToolUse")
+    answer = centre.answers.handle_hook("claude", None, json.dumps(payload).encode())
+    assert not isinstance(answer, bytes), "answered before the turn that made the call was read"
+
+    async def the_agent_writes_the_turn() -> None:
+        await anyio.sleep(TOOL_CALL_WAIT / 3)
+        with t.path.open("ab") as f:
+            f.write(turn)
+
+    started = anyio.current_time()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(the_agent_writes_the_turn)
+        out = await resolve(answer)
+    # Judged on the turn written during the wait (the one that made the call), not the one before.
+    assert level(json.loads(out)) == "WARNING"
+    assert anyio.current_time() - started < TOOL_CALL_WAIT
+
+
+@pytest.mark.anyio
+async def test_a_turn_never_written_is_judged_after_the_wait(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[30])
+    payload = t.payload("PostToolUse", tool_use_id="toolu_never_written")
+    started = anyio.current_time()
+    out = await resolve(centre.answers.handle_hook("claude", None, json.dumps(payload).encode()))
+    assert anyio.current_time() - started >= TOOL_CALL_WAIT  # virtual seconds, none real
+    assert level(json.loads(out)) == "WARNING"  # on the last figure on disk
+
+
+def test_idle_sessions_end_and_ended_ones_leave(world: World, clock: FakeClock) -> None:
+    centre = open_centre(world, clock, "[sessions]\nidle_minutes = 60\nended_minutes = 15\n")
+    t = world.claude()
+    t.assistant(100_000)
+    answer_of(centre, t.payload("PostToolUse"))
+
+    clock.advance(59 * 60)
+    centre.transcripts.sweep()
+    (row,) = centre.status.document()["sessions"]
+    assert row["ended_at"] is None
+
+    clock.advance(2 * 60)
+    centre.transcripts.sweep()
+    (row,) = centre.status.document()["sessions"]
+    assert (row["ended_reason"], row["ended_at"]) == ("idle", clock.now)
+
+    clock.advance(16 * 60)
+    centre.transcripts.sweep()
+    assert centre.status.document()["sessions"] == []
+
+
+def test_a_hook_writes_no_handoff_draft_outside_the_daemons_environment(
+    world: World, clock: FakeClock
+) -> None:
+    # The handoff draft goes under the state dir of the environment the centre was given.
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t: ClaudeTranscript = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[20])
+    out = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+    assert isinstance(out, bytes) and b"handoff" in out.lower()
+    drafts = list((world.state_home / "ctxd" / "handoffs").glob("*.md"))
+    assert len(drafts) == 1
