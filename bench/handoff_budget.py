@@ -336,6 +336,9 @@ def main() -> int:
     parser.add_argument(
         "--replay", action="store_true", help="also time `ctxd replay` (usage alone)"
     )
+    parser.add_argument(
+        "--cpu", type=int, help="pin the timed processes to this CPU (default: not pinned)"
+    )
     args = parser.parse_args()
     if args.rounds < 1 or args.mb < 1:
         parser.error("--rounds and --mb must be at least 1")
@@ -359,6 +362,9 @@ def main() -> int:
     agents = [args.agent] if args.agent else list(AGENTS)
     sources = list(SOURCES) if args.source == "both" else [args.source]
     rows = [Row(bench_file(a, s, args.mb)) for s in sources for a in agents]
+    if args.cpu is not None:  # the children inherit it; the files are built by then
+        os.sched_setaffinity(0, {args.cpu})
+        print(f"timed processes pinned to CPU {args.cpu}", flush=True)
     with c.sandbox("handoff") as box:
         commands = Commands(python, box.env, box.root)
         floor = startup(commands, agents[0], max(3, args.rounds))
