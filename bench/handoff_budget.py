@@ -297,6 +297,10 @@ def _med(runs: list[Run], attr: str = "cpu") -> float:
     return statistics.median(getattr(r, attr) for r in runs)
 
 
+def _load(avg: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in avg)
+
+
 def table_rows(rows: list[Row], with_replay: bool) -> list[list[object]]:
     out: list[list[object]] = []
     for row in rows:
@@ -362,6 +366,7 @@ def main() -> int:
     agents = [args.agent] if args.agent else list(AGENTS)
     sources = list(SOURCES) if args.source == "both" else [args.source]
     rows = [Row(bench_file(a, s, args.mb)) for s in sources for a in agents]
+    load_before = os.getloadavg()
     if args.cpu is not None:  # the children inherit it; the files are built by then
         os.sched_setaffinity(0, {args.cpu})
         print(f"timed processes pinned to CPU {args.cpu}", flush=True)
@@ -375,6 +380,7 @@ def main() -> int:
         )
         measure(commands, rows, args.rounds, args.replay)
 
+    load_after = os.getloadavg()
     heads = [
         "agent",
         "source",
@@ -392,6 +398,10 @@ def main() -> int:
     heads.append(f"≤ {BUDGET}")
     print()
     print(c.table(heads, table_rows(rows, args.replay)))
+    print(
+        f"\nload average (1, 5, 15 min) before {_load(load_before)}, after {_load(load_after)}; "
+        "wall well above CPU means other processes shared the CPUs"
+    )
     for row in rows:
         if row.bad_lines:
             print(f"\nnote: {row.file.path.name}: {row.bad_lines} lines orjson refuses")
@@ -401,6 +411,7 @@ def main() -> int:
             "machine": c.machine(),
             "commit": commit,
             "args": vars(args),
+            "loadavg": {"before": load_before, "after": load_after},
             "startup_cpu": {"handoff": floor[0], "reference": floor[1]},
             "rows": [
                 {
