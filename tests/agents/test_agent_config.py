@@ -94,9 +94,7 @@ def test_the_rule_sees_the_settings_through_the_registry_path(tmp_path: Path) ->
     cache = AgentSettings({"HOME": str(tmp_path)})
     state = _claude_session(tmp_path, {})
     rule = agents.spec("claude").compaction
-    from ctxd.core.compaction import CompactionRules
-
-    assert rule(1_000_000, "claude-opus-5-5", CompactionRules(), cache.config(state)) == 467_000
+    assert rule(1_000_000, "claude-opus-5-5", {}, cache.config(state)) == 467_000
 
 
 def test_a_session_restored_from_a_snapshot_still_finds_its_settings(tmp_path: Path) -> None:
