@@ -71,6 +71,8 @@ class Installer:
     uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
     #: Extra `ctxd doctor` lines for a parsed settings document (e.g. the statusline).
     checks: Callable[[Json], list[Check]] = lambda doc: []
+    #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
+    http_hooks: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,7 @@ SPEC = AgentSpec(
         install=_install,
         uninstall=_uninstall,
         checks=_statusline_check,
+        http_hooks=True,
     ),
     parent_transcript=files.parent_transcript,
     subagent_transcript=files.subagent_transcript,

@@ -49,6 +49,7 @@ SPEC = AgentSpec(
         install=_install,
         uninstall=_uninstall,
         checks=install.checks,
+        http_hooks=True,
     ),
     windows=MappingProxyType(dict(WINDOWS)),
     settings_files=_settings_files,
