@@ -149,7 +149,7 @@ class AgentSpec:
     subagent_transcript: Callable[[str, str], str | None] = _no_subagent
     statusline: Statusline | None = None
     #: The environment variables its compaction rule reads; the hook client passes them from
-    #: the agent's own environment (`ctxd_wire.HOOK_ENV` must hold them all).
+    #: the agent's own environment (`ctxd_wire.HOOK_ENV` is the union of all agents' lists).
     config_env: tuple[str, ...] = ()
     #: (environment, session cwd) -> the settings files the agent reads, lowest precedence
     #: first; the daemon reads them (cached, re-read when they change).
