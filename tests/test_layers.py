@@ -7,7 +7,8 @@ that breaks it fails here, not in a reviewer's head.
   core/    pure: values in, values out
   bottom   errors, paths, fileio, protocol (and the stdlib `ctxd_wire`)
 
-Each layer imports only from the layers below it.
+Each layer imports only from the layers below it, the core does no I/O, and no module outside
+ctxd/agents names an agent (in an identifier or a string; docstrings may).
 """
 
 from __future__ import annotations
