@@ -1,6 +1,6 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
-    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex; EVENT: optional hint
+    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex | qwen; EVENT: optional hint
     ctxd-hook claude statusline    # Claude Code's statusLine command
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the
@@ -201,6 +201,11 @@ def _listening(path: str) -> bool:
     return True
 
 
+#: Names the agents ctxd serves (written out: this client cannot import ctxd's registry;
+#: tests/clients/test_hook_client.py holds it to `ctxd.agents.AGENTS`).
+USAGE = "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen)\n"
+
+
 def main(argv: "list[str] | None" = None) -> int:
     """Run one hook; always returns 0."""
     args = sys.argv[1:] if argv is None else argv
@@ -208,7 +213,7 @@ def main(argv: "list[str] | None" = None) -> int:
         agent = args[0] if args else ""
         event = args[1] if len(args) > 1 else None
         if not _is_word(agent) or (event is not None and not _is_word(event)):
-            sys.stderr.write("usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex)\n")
+            sys.stderr.write(USAGE)
             return 0
         payload = read_stdin(wire.MAX_PAYLOAD)
         if len(payload) > wire.MAX_PAYLOAD:

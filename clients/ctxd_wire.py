@@ -31,7 +31,8 @@ MAX_STATUS = 64 * MAX_RESPONSE
 OK_HEADER = b'{"v":1,"ok":true}'
 #: The agent's environment variables a hook passes on (the hook runs as the agent's child, so
 #: its environment is the agent's): what the agents' compaction rules read, and where their
-#: settings live. Every agent's `AgentSpec.config_env` is a part of this list.
+#: settings live: the union of every agent's `AgentSpec.config_env`, written out because this
+#: module cannot import ctxd (tests/agents/test_agent_config.py holds the two equal).
 HOOK_ENV = (
     "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
     "CLAUDE_CODE_MAX_OUTPUT_TOKENS",

@@ -1,6 +1,6 @@
 """Adding and removing ctxd's entries in a Claude-style `hooks` map, as pure functions.
 
-Claude Code, Gemini CLI and Codex CLI share one shape:
+Claude Code, Gemini CLI, Codex CLI and Qwen Code share one shape:
 `{"hooks": {Event: [{"matcher"?: str, "hooks": [{"type": "command", "command": ..., ...}]}]}}`.
 These functions take a parsed settings document and return a new one; they never mutate their
 input and never touch an entry whose command is not ctxd's. `specs_for` builds the hooks ctxd

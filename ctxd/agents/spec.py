@@ -1,8 +1,8 @@
 """What ctxd knows about one agent, behind one small interface: `AgentSpec`.
 
-Each agent package (`ctxd.agents.claude`, `.gemini`, `.codex`) builds one `AgentSpec`; the rest
-of ctxd sees agents only through the registry of them (`ctxd.agents`). To add an agent, add a
-package that builds one and list it in the registry.
+Each agent package (`ctxd.agents.<name>`: one per agent in `ctxd.agents.AGENTS`) builds one
+`AgentSpec`; the rest of ctxd sees agents only through the registry of them (`ctxd.agents`). To
+add an agent, add a package that builds one and list it in the registry.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import DigestReader
 from ctxd.agents.reader import TranscriptReader
-from ctxd.core.compaction import CompactionRule
+from ctxd.core.compaction import CompactionRule, ConfigKey
 from ctxd.core.events import StatuslineReport
 from ctxd.core.session import Figures
 
@@ -71,6 +71,8 @@ class Installer:
     uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
     #: Extra `ctxd doctor` lines for a parsed settings document (e.g. the statusline).
     checks: Callable[[Json], list[Check]] = lambda doc: []
+    #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
+    http_hooks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,7 @@ class AgentSpec:
     files: TranscriptFiles
     #: A fresh incremental reader for the transcript at a path (None: path unknown).
     open_reader: Callable[[str | None], TranscriptReader]
+    #: Its compaction rule; given the overrides of every agent, it reads its own (`for_agent`).
     compaction: CompactionRule
     installer: Installer
     #: Model id prefix -> window, built in (under the user's `[windows]`).
@@ -146,7 +149,7 @@ class AgentSpec:
     subagent_transcript: Callable[[str, str], str | None] = _no_subagent
     statusline: Statusline | None = None
     #: The environment variables its compaction rule reads; the hook client passes them from
-    #: the agent's own environment (`ctxd_wire.HOOK_ENV` must hold them all).
+    #: the agent's own environment (`ctxd_wire.HOOK_ENV` is the union of all agents' lists).
     config_env: tuple[str, ...] = ()
     #: (environment, session cwd) -> the settings files the agent reads, lowest precedence
     #: first; the daemon reads them (cached, re-read when they change).
@@ -154,6 +157,9 @@ class AgentSpec:
     #: One settings file's bytes -> the flat configuration its compaction rule reads ({} when
     #: the file is unusable; never raises).
     read_settings: Callable[[bytes], dict[str, str]] = _no_settings
+    #: ctxd's own settings for its compaction rule: the keys of `[compaction.<name>]` in ctxd's
+    #: config, checked by `ctxd.daemon.config` and read back by the rule.
+    config_keys: tuple[ConfigKey[Any, Any], ...] = ()
     #: A fresh digest reader for the transcript at a path (`ctxd.agents.digest`); None: the
     #: agent keeps no digest.
     open_digest_reader: Callable[[str | None], DigestReader] | None = None

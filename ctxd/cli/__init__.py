@@ -352,6 +352,7 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from pathlib import Path
 
+    from ctxd import agents
     from ctxd.agents import AGENTS
 
     parser = argparse.ArgumentParser(
@@ -413,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.set_defaults(func=cmd_replay)
 
+    specs = [agents.spec(name) for name in AGENTS]
+    with_statusline = ", ".join(s.title for s in specs if s.statusline is not None)
+    with_http = ", ".join(s.title for s in specs if s.installer.http_hooks)
     for verb, text in (("install", "register ctxd's hooks"), ("uninstall", "remove them")):
         sub = verbs.add_parser(verb, help=f"{text} in an agent's settings")
         sub.add_argument(
@@ -423,9 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--statusline",
             action="store_true",
-            help="make ctxd the agent's statusline even if one is set (Claude Code)"
+            help=f"make ctxd the agent's statusline even if one is set ({with_statusline})"
             if verb == "install"
-            else "remove only ctxd's statusline, keep its hooks (Claude Code)",
+            else f"remove only ctxd's statusline, keep its hooks ({with_statusline})",
         )
         if verb == "install":
             sub.add_argument(
@@ -433,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
                 choices=["command", "http"],
                 default="command",
                 help="http: the agent posts its hooks to the daemon's [http] listener, no process "
-                "per event (Claude Code; SessionStart stays a command, which starts the daemon)",
+                f"per event ({with_http}; SessionStart stays a command, which starts the daemon)",
             )
         sub.set_defaults(func=cmd_install, transport="command")
 

@@ -1,7 +1,8 @@
 """Where a context gets compacted, and how much room is left before that.
 
 Each agent has its own rule (`ctxd.agents.<agent>.compaction`); this module holds what they
-share: the signature every rule has, the user's overrides (`CompactionRules`), `for_window` —
+share: the signature every rule has, the user's overrides (`CompactionOverrides`, keyed by agent,
+each agent's keys declared as `ConfigKey`s in its own package), `for_window` —
 the headroom an agent harness reserves for a window (`CompactionSettings.forWindow`, exactly),
 which is the rule for an agent whose own rule is unknown — and the arithmetic on a point.
 """
@@ -10,15 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Generic, TypeVar
 
 from ctxd.errors import InvalidInput
 
 __all__ = [
     "AGENT_VERSION",
+    "AgentOverrides",
+    "AgentRule",
+    "CompactionOverrides",
     "CompactionRule",
-    "CompactionRules",
+    "ConfigKey",
     "at_least_one",
     "check_window",
+    "for_agent",
     "for_window",
     "reserve_rule",
     "share_of",
@@ -26,37 +33,78 @@ __all__ = [
 ]
 
 
+N = TypeVar("N", int, float)
+D = TypeVar("D")
+
+
 @dataclass(frozen=True, slots=True)
-class CompactionRules:
-    """The user's overrides of the agents' compaction rules (config `[compaction]`); the
-    defaults are what the real agents do (see each agent's `compaction` module)."""
+class ConfigKey(Generic[N, D]):
+    """One key of ctxd's own settings for an agent's rule: `name` under `[compaction.<agent>]`
+    in ctxd's config, a number of type `kind` from `low` to `high` (None: no upper bound).
 
-    #: Gemini CLI compresses at this share of the window.
-    gemini_fraction: float = 0.5
-    #: Codex CLI compacts at this share of its catalog window.
-    codex_fraction: float = 0.9
-    #: Codex reports this share of the catalog window as model_context_window.
-    codex_reported_share: float = 0.95
-    #: Codex's model_auto_compact_token_limit, when the user set one.
-    codex_token_limit: int | None = None
-    #: Claude Code reserve override (window - reserve); None means Claude Code's own rule.
-    claude_reserve: int | None = None
+    An agent declares its keys (`AgentSpec.config_keys`), `ctxd.daemon.config` checks the user's
+    values against them, and the agent's rule reads them back with `of`, which gives `default`
+    when the user set none (None for a key that means nothing unless set).
+    """
 
-    def __post_init__(self) -> None:
-        for name in ("gemini_fraction", "codex_fraction", "codex_reported_share"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise InvalidInput(f"{name} must be in (0, 1], got {value}")
-        if self.codex_token_limit is not None and self.codex_token_limit <= 0:
-            raise InvalidInput(f"codex_token_limit must be positive, got {self.codex_token_limit}")
-        if self.claude_reserve is not None and self.claude_reserve < 0:
-            raise InvalidInput(f"claude_reserve must not be negative, got {self.claude_reserve}")
+    name: str
+    kind: type[N]
+    low: N
+    default: D
+    high: N | None = None
+    #: The key's older spelling directly under `[compaction]`, still read.
+    alias: str | None = None
 
+    def accepts(self, value: object) -> bool:
+        """`value`, as TOML gave it, is one this key takes."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind is int and not isinstance(value, int):
+            return False
+        return self.low <= value and (self.high is None or value <= self.high)
+
+    @property
+    def expected(self) -> str:
+        """What `accepts` takes, for an error message ("a number from 0.01 to 1")."""
+        whole = self.kind is int
+        kind, show = ("a whole number", str) if whole else ("a number", "{:g}".format)
+        if self.high is None:
+            return f"{kind} of at least {show(self.low)}"
+        return f"{kind} from {show(self.low)} to {show(self.high)}"
+
+    def of(self, overrides: AgentOverrides) -> N | D:
+        """The user's value in one agent's overrides, else `default`."""
+        value = overrides.get(self.name)
+        return self.default if value is None else self.kind(value)
+
+
+#: One agent's overrides (`[compaction.<agent>]`): key -> value, each taken by its `ConfigKey`;
+#: a key left out means its default.
+AgentOverrides = Mapping[str, float | int]
+#: The user's overrides of the agents' compaction rules, by agent name (an agent left out: all
+#: its defaults, which are what the real agents do).
+CompactionOverrides = Mapping[str, AgentOverrides]
 
 #: An agent's rule: (window, model, the user's overrides, the agent's own configuration as the
 #: hook reported it) -> the token count at which it compacts, or None when it never
 #: auto-compacts. Raises InvalidInput for a window <= 0.
-CompactionRule = Callable[[int, str | None, CompactionRules, Mapping[str, str]], int | None]
+CompactionRule = Callable[[int, str | None, CompactionOverrides, Mapping[str, str]], int | None]
+#: The same, given only that agent's own overrides (see `for_agent`).
+AgentRule = Callable[[int, str | None, AgentOverrides, Mapping[str, str]], int | None]
+
+_NONE: AgentOverrides = MappingProxyType({})
+
+
+def for_agent(agent: str, rule: AgentRule) -> CompactionRule:
+    """`rule` as a `CompactionRule` that reads the overrides of `agent` and no other's."""
+
+    def rule_of_agent(
+        window: int, model: str | None, overrides: CompactionOverrides, config: Mapping[str, str]
+    ) -> int | None:
+        return rule(window, model, overrides.get(agent, _NONE), config)
+
+    return rule_of_agent
+
 
 #: The key under which a rule finds the agent's version in that configuration, when the
 #: session's transcript or statusline said it (`SessionState.agent_version`).
@@ -91,7 +139,7 @@ def at_least_one(point: int) -> int:
 
 
 def reserve_rule(
-    window: int, model: str | None, rules: CompactionRules, config: Mapping[str, str]
+    window: int, model: str | None, overrides: CompactionOverrides, config: Mapping[str, str]
 ) -> int | None:
     """The rule for an agent whose own rule is unknown: window - for_window(window)."""
     check_window(window)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from ctxd.core.compaction import CompactionRules
+from ctxd.core.compaction import CompactionOverrides
 from ctxd.core.measure import Basis
 from ctxd.core.window import DEFAULT_WINDOW
 from ctxd.errors import InvalidInput
@@ -88,6 +88,7 @@ class Settings:
     #: Model id (or prefix) -> window: the agents' built-in table under the user's `[windows]`.
     windows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     default_window: int = DEFAULT_WINDOW
-    compaction: CompactionRules = CompactionRules()
+    #: Agent name -> the user's `[compaction.<agent>]` values, as the agent's keys took them.
+    compaction: CompactionOverrides = field(default_factory=lambda: MappingProxyType({}))
     sessions: SessionSettings = SessionSettings()
     continuity: ContinuitySettings = ContinuitySettings()

@@ -14,10 +14,11 @@ action = "message"    # or "block"
 "claude-sonnet-4-5" = 200000
 [window]
 default = 1000000
-[compaction]          # where each agent compacts
-gemini_fraction = 0.5
-codex_fraction = 0.9
-# codex_token_limit = 200000   # Codex's model_auto_compact_token_limit, when you set one
+[compaction.gemini]   # where each agent compacts: the keys its `AgentSpec.config_keys` declare
+fraction = 0.5
+[compaction.codex]
+fraction = 0.9
+# token_limit = 200000  # as Codex's model_auto_compact_token_limit, when you set one
 [sessions]
 idle_minutes = 360    # a session with no activity this long counts as ended
 ended_minutes = 15    # an ended session stays listed this long
@@ -30,6 +31,9 @@ handoff_tokens = 2000 # its size limit
 enabled = false       # read when the daemon starts
 port = 0              # 0: 20000 + uid % 10000
 ```
+
+The keys of `[compaction.<agent>]` belong to the agent (`ctxd.agents.<agent>.compaction`); their
+older spellings directly under `[compaction]` (`gemini_fraction = 0.5`) are still read.
 
 Unknown keys are errors: a typo that silently does nothing is worse than a clear message, and so
 is a value the core refuses (its own checks are config errors here, never a crash later). Only
@@ -48,8 +52,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ctxd.agents import builtin_windows
-from ctxd.core.compaction import CompactionRules
+from ctxd.agents import AGENTS, builtin_windows, spec
+from ctxd.core.compaction import CompactionOverrides
 from ctxd.core.settings import (
     ContinuitySettings,
     HandoffSettings,
@@ -157,28 +161,39 @@ def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
     return MappingProxyType({**DEFAULT_WINDOWS, **user})
 
 
-def _compaction(doc: Mapping[str, Any]) -> CompactionRules:
-    c = _table(
-        doc,
-        "compaction",
-        {"gemini_fraction", "codex_fraction", "codex_token_limit", "claude_reserve"},
+def _compaction(doc: Mapping[str, Any]) -> CompactionOverrides:
+    """`[compaction.<agent>]` for every agent, by the keys its spec declares."""
+    aliases = {key.alias for name in AGENTS for key in spec(name).config_keys if key.alias}
+    c = _table(doc, "compaction", {*AGENTS, *aliases})
+    return MappingProxyType(
+        {name: values for name in AGENTS if (values := _agent_compaction(c, name))}
     )
-    base = CompactionRules()
-    return CompactionRules(
-        gemini_fraction=_number(c, "gemini_fraction", "compaction", 0.01, 1)
-        if "gemini_fraction" in c
-        else base.gemini_fraction,
-        codex_fraction=_number(c, "codex_fraction", "compaction", 0.01, 1)
-        if "codex_fraction" in c
-        else base.codex_fraction,
-        codex_reported_share=base.codex_reported_share,
-        codex_token_limit=_integer(c, "codex_token_limit", "compaction", 1)
-        if "codex_token_limit" in c
-        else base.codex_token_limit,
-        claude_reserve=_integer(c, "claude_reserve", "compaction", 0)
-        if "claude_reserve" in c
-        else base.claude_reserve,
-    )
+
+
+def _agent_compaction(c: Mapping[str, Any], name: str) -> Mapping[str, float | int]:
+    keys = spec(name).config_keys
+    table = c.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"[compaction.{name}] must be a table")
+    known = {key.name for key in keys}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none"
+        raise ConfigError(f"[compaction.{name}] has unknown key {unknown[0]!r}; known: {listed}")
+    values: dict[str, float | int] = {}
+    for key in keys:
+        where = f"compaction.{name}.{key.name}"
+        value = table.get(key.name)  # TOML has no null: None is "not set"
+        if key.alias is not None and key.alias in c:  # the older spelling, still read
+            if value is not None:
+                raise ConfigError(f"{where} and compaction.{key.alias} are one setting; keep one")
+            where, value = f"compaction.{key.alias}", c[key.alias]
+        if value is None:
+            continue
+        if not key.accepts(value):
+            raise ConfigError(f"{where} must be {key.expected}, got {value!r}")
+        values[key.name] = key.kind(value)
+    return MappingProxyType(values)
 
 
 def _sessions(doc: Mapping[str, Any]) -> SessionSettings:

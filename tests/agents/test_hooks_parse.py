@@ -1,4 +1,5 @@
-"""parse_hook on every real hook payload captured from Claude Code, Gemini CLI and Codex CLI.
+"""parse_hook on every real hook payload captured from Claude Code, Gemini CLI and Codex CLI
+(Qwen Code's, made by its own harness, are checked in tests/agents/qwen/test_qwen_hooks.py).
 
 The samples live in tests/data/payloads/<agent>/<version>/<scenario>/NN-Event[.variant].json,
 copied from the harness captures. What each one must parse to is derived from its file name

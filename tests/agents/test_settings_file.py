@@ -1,4 +1,4 @@
-"""Install/uninstall on real settings shapes of all three agents: what a user would notice."""
+"""Install/uninstall on real settings shapes of the agents: what a user would notice."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ctxd.agents import AGENTS
 from ctxd.agents.claude import install as claude_mod
 from ctxd.agents.codex import install as codex_mod
 from ctxd.agents.gemini import install as gemini_mod
@@ -144,7 +145,7 @@ def test_dry_run_plan_writes_nothing(agent: str, name: str, env: dict[str, str])
     assert sorted(os.listdir(path.parent)) == listing
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_missing_file_is_planned_as_new_and_created_private(
     agent: str, env: dict[str, str]
 ) -> None:
@@ -175,7 +176,7 @@ def test_apply_backs_up_the_old_file_and_keeps_its_mode(
     assert [p for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_unparseable_file_is_refused_and_left_untouched(agent: str, env: dict[str, str]) -> None:
     path = place(agent, "broken-trailing-comma.json", env)
     before = path.read_bytes()

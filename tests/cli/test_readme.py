@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxd.agents import AGENTS, spec
 from ctxd.daemon.config import parse_settings
 from ctxd.errors import ConfigError
 
@@ -46,12 +47,32 @@ def test_the_config_sample_loads() -> None:
 def test_the_config_sample_names_every_section_and_key() -> None:
     sample = re.sub(r"^# (\w+ = )", r"\1", _config_sample(), flags=re.M)
     sections = _known("[no_such_section]\n")
-    shown = set(re.findall(r"^\[(\w+)\]", sample, re.M))
+    shown = set(re.findall(r"^\[(\w+)[\].]", sample, re.M))
     assert shown == sections
-    for section in sections - {"windows"}:  # [windows] takes any model id
-        keys = _known(f"[{section}]\nno_such_key = 1\n")
-        body = sample.split(f"[{section}]", 1)[1].split("\n[", 1)[0]
-        assert set(re.findall(r"^(\w+) =", body, re.M)) == keys, section
+    # [windows] takes any model id; [compaction] holds a table per agent, checked below.
+    for section in sections - {"windows", "compaction"}:
+        assert set(re.findall(r"^(\w+) =", _body(sample, section), re.M)) == _keys(section)
+    for agent in AGENTS:
+        keys = {key.name for key in spec(agent).config_keys}
+        section = f"compaction.{agent}"
+        shown_keys = set(re.findall(r"^(\w+) =", _body(sample, section), re.M))
+        assert shown_keys == keys, section
+
+
+
+def test_the_older_compaction_keys_are_named() -> None:
+    aliases = [key.alias for agent in AGENTS for key in spec(agent).config_keys if key.alias]
+    assert aliases
+    assert all(f"`{alias}`" in README for alias in aliases), aliases
+
+def _body(sample: str, section: str) -> str:
+    """The lines of `[section]` in the sample ("" when it is not shown)."""
+    _, found, rest = sample.partition(f"[{section}]")
+    return rest.split("\n[", 1)[0] if found else ""
+
+
+def _keys(section: str) -> set[str]:
+    return _known(f"[{section}]\nno_such_key = 1\n")
 
 
 def test_the_first_commands_use_a_venv_and_ci_runs_the_test_command_verbatim() -> None:

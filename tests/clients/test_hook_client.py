@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ctxd_hook
 import ctxd_wire
 import pytest
 
 from ctxd import paths, protocol
+from ctxd.agents import AGENTS
 from ctxd.agents.hooks import MAX_PAYLOAD_BYTES
 
 if TYPE_CHECKING:
@@ -157,6 +159,13 @@ def test_unknown_agent_prints_nothing_and_a_missing_one_prints_usage(ctxd: World
     assert result.returncode == 0 and result.stdout == b""
     assert b"usage" in result.stderr
     assert ctxd.ping() is not None
+
+
+def test_the_usage_names_every_agent_of_the_registry() -> None:
+    # The client cannot ask the registry, so its texts name the agents by hand.
+    listed = ctxd_hook.USAGE.rpartition("AGENT: ")[2].rstrip(")\n").split(", ")
+    assert listed == list(AGENTS)
+    assert f"AGENT: {' | '.join(AGENTS)};" in (ctxd_hook.__doc__ or "")
 
 
 def test_oversize_payload_is_dropped(ctxd: World) -> None:

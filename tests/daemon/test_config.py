@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxd.agents import AGENTS, spec
 from ctxd.daemon.config import (
     DEFAULT_WINDOWS,
     MAX_CONFIG_BYTES,
@@ -31,9 +32,12 @@ action = "block"
 "claude-sonnet-4-5" = 200000
 [window]
 default = 400000
-[compaction]
-gemini_fraction = 0.7
-codex_token_limit = 200000
+[compaction.gemini]
+fraction = 0.7
+[compaction.codex]
+token_limit = 200000
+[compaction.claude]
+reserve = 33000
 [sessions]
 idle_minutes = 30
 ended_minutes = 5
@@ -47,8 +51,11 @@ def test_documented_names_are_honoured() -> None:
     assert (s.handoff.enabled, s.handoff.at, s.handoff.action) == (False, 80, "block")
     assert s.windows["claude-sonnet-4-5"] == 200_000
     assert s.default_window == 400_000
-    assert s.compaction.gemini_fraction == 0.7
-    assert s.compaction.codex_token_limit == 200_000
+    assert s.compaction == {
+        "gemini": {"fraction": 0.7},
+        "codex": {"token_limit": 200_000},
+        "claude": {"reserve": 33_000},
+    }
     assert (s.sessions.idle_seconds, s.sessions.ended_keep_seconds) == (1800, 300)
 
 
@@ -83,6 +90,30 @@ def test_user_windows_extend_the_builtin_table() -> None:
         ("[windows]\n'm' = -5\n", "windows.m must be a whole number of at least 1"),
         ("[window]\ndefault = 0\n", "window.default must be a whole number of at least 1"),
         ("thresholds = 3\n", "[thresholds] must be a table"),
+        (
+            "[compaction.gemini]\nfraction = 1.5\n",
+            "compaction.gemini.fraction must be a number from 0.01 to 1, got 1.5",
+        ),
+        (
+            "[compaction]\ngemini_fraction = 0\n",
+            "compaction.gemini_fraction must be a number from 0.01 to 1, got 0",
+        ),
+        (
+            "[compaction.codex]\ntoken_limit = 0\n",
+            "compaction.codex.token_limit must be a whole number of at least 1, got 0",
+        ),
+        (
+            "[compaction.claude]\nreserve = 1.5\n",
+            "compaction.claude.reserve must be a whole number of at least 0, got 1.5",
+        ),
+        ("[compaction.codex]\nfractoin = 0.5\n", "[compaction.codex] has unknown key 'fractoin'"),
+        ("[compaction.qwen]\nfraction = 0.5\n", "known: none"),
+        ("[compaction]\ncodex = 0.5\n", "[compaction.codex] must be a table"),
+        ("[compaction]\nopencode_fraction = 0.5\n", "[compaction] has unknown key"),
+        (
+            "[compaction]\ncodex_fraction = 0.8\n[compaction.codex]\nfraction = 0.7\n",
+            "compaction.codex.fraction and compaction.codex_fraction are one setting",
+        ),
     ],
 )
 def test_mistakes_are_one_clear_line(text: str, message: str) -> None:
@@ -90,6 +121,28 @@ def test_mistakes_are_one_clear_line(text: str, message: str) -> None:
         parse_settings(text)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value).strip()
+
+
+def test_the_older_compaction_keys_still_work() -> None:
+    """What README documented before `[compaction.<agent>]`: the same values, the same rules."""
+    old = parse_settings(
+        "[compaction]\ngemini_fraction = 0.7\ncodex_fraction = 1\n"
+        "codex_token_limit = 200000\nclaude_reserve = 33000\n"
+    )
+    new = parse_settings(
+        "[compaction.gemini]\nfraction = 0.7\n[compaction.codex]\nfraction = 1\n"
+        "token_limit = 200000\n[compaction.claude]\nreserve = 33000\n"
+    )
+    assert old == new
+    assert old.compaction["codex"] == {"fraction": 1.0, "token_limit": 200_000}
+
+
+def test_every_agents_keys_are_read_from_its_table() -> None:
+    for name in AGENTS:
+        for key in spec(name).config_keys:
+            value = key.default if key.default is not None else key.low
+            parsed = parse_settings(f"[compaction.{name}]\n{key.name} = {value!r}\n")
+            assert parsed.compaction == {name: {key.name: value}}
 
 
 def test_missing_file_means_defaults_and_a_broken_file_names_itself(tmp_path: Path) -> None:

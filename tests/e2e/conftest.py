@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from e2e_support import cli_version, find_cli, missing_cli_reason, netns_available
 
+from ctxd.agents import AGENTS
+
 
 def _cli(name: str) -> Path:
     path = find_cli(name)
@@ -47,7 +49,7 @@ def netns() -> bool:
 
 def pytest_report_header() -> list[str]:
     lines = []
-    for name in ("claude", "gemini", "codex"):
+    for name in AGENTS:
         path = find_cli(name)
         lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
     return lines

@@ -33,7 +33,7 @@ Json = dict[str, Any]
 
 # ------------------------------------------------------------------------------------ the CLIs
 def find_cli(name: str) -> Path | None:
-    """The installed CLI `name` (claude | gemini | codex), or None when it is not installed."""
+    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`), or None when not installed."""
     override = os.environ.get(f"CTXD_E2E_{name.upper()}_BIN")
     path = Path(override) if override else NPM_BIN / name
     return path if path.exists() and os.access(path, os.X_OK) else None

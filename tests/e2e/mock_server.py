@@ -1,4 +1,4 @@
-"""The command line shared by the three model-API mocks: parse options, serve until killed.
+"""The command line shared by the model-API mocks: parse options, serve until killed.
 
 python mock_X.py [--host H] [--port P] [--port-file F] [--log requests.jsonl]
                  [--script script.json] [--lo-up]
@@ -56,7 +56,7 @@ def serve(name: str, default_script: Mapping[str, Any], handler_for: HandlerFact
 
 
 class JsonHandler(BaseHTTPRequestHandler):
-    """What the three mocks' HTTP handlers share: keep-alive, no access log, a JSON body in,
+    """What the mocks' HTTP handlers share: keep-alive, no access log, a JSON body in,
     a JSON answer out. Each API names its own content type and request-id header."""
 
     protocol_version = "HTTP/1.1"
@@ -91,7 +91,7 @@ class JsonHandler(BaseHTTPRequestHandler):
 
 
 class ScriptedMock:
-    """What the three mocks share: the script, ids, scripted usage per step, the request log.
+    """What the mocks share: the script, ids, scripted usage per step, the request log.
 
     A script's `usage` (+ `usage_step` per step index) gives each answer's usage, unless the
     step names its own `usage`; subclasses name their API's usage fields in USAGE_KEYS.

@@ -7,7 +7,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ctxd.agents.claude import files, install
-from ctxd.agents.claude.compaction import CONFIG_ENV, compaction_point, settings_config
+from ctxd.agents.claude.compaction import (
+    CONFIG_ENV,
+    CONFIG_KEYS,
+    compaction_point,
+    settings_config,
+)
 from ctxd.agents.claude.digest import ClaudeDigestReader
 from ctxd.agents.claude.hooks import DIALECT
 from ctxd.agents.claude.models import MODELS
@@ -17,6 +22,7 @@ from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
+from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]
 
@@ -80,12 +86,14 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
-    compaction=compaction_point,
+    compaction=for_agent(NAME, compaction_point),
+    config_keys=CONFIG_KEYS,
     installer=Installer(
         settings_path=install.settings_path,
         install=_install,
         uninstall=_uninstall,
         checks=_statusline_check,
+        http_hooks=True,
     ),
     parent_transcript=files.parent_transcript,
     subagent_transcript=files.subagent_transcript,

@@ -42,11 +42,19 @@ import orjson
 
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.models import lookup, normalise_model_id
-from ctxd.core.compaction import AGENT_VERSION, CompactionRules, at_least_one, check_window
+from ctxd.core.compaction import (
+    AGENT_VERSION,
+    AgentOverrides,
+    ConfigKey,
+    at_least_one,
+    check_window,
+)
 
 __all__ = [
     "AUTOCOMPACT_BUFFER",
     "CONFIG_ENV",
+    "CONFIG_KEYS",
+    "RESERVE",
     "SUMMARY_OUTPUT_CAP",
     "WINDOW_CAP_MAX",
     "WINDOW_CAP_MIN",
@@ -75,6 +83,11 @@ VERSION_KEY = AGENT_VERSION
 
 #: The environment variables the rule reads; the hook client passes them (`ctxd_wire.HOOK_ENV`).
 CONFIG_ENV: tuple[str, ...] = (_MAX_OUTPUT_ENV, _PCT_ENV, _WINDOW_ENV, *_DISABLE_ENVS)
+
+#: ctxd's own setting for this rule (`[compaction.claude]`): compact at window - reserve instead
+#: of Claude Code's measured rule.
+RESERVE = ConfigKey("reserve", int, low=0, default=None, alias="claude_reserve")
+CONFIG_KEYS = (RESERVE,)
 
 _WINDOW_KEY = "autoCompactWindow"
 _ENABLED_KEY = "autoCompactEnabled"
@@ -310,13 +323,14 @@ def claude_compaction_point(
 
 
 def compaction_point(
-    window: int, model: str | None, rules: CompactionRules, config: Mapping[str, str]
+    window: int, model: str | None, overrides: AgentOverrides, config: Mapping[str, str]
 ) -> int | None:
-    """The `CompactionRule` of Claude Code: `[compaction] claude_reserve` when the user set one
+    """The rule of Claude Code: ctxd's own `reserve` (`[compaction.claude]`) when the user set one
     (window - reserve), else `claude_compaction_point` with the session's configuration."""
     check_window(window)
-    if rules.claude_reserve is not None:
-        return at_least_one(window - rules.claude_reserve)
+    reserve = RESERVE.of(overrides)
+    if reserve is not None:
+        return at_least_one(window - reserve)
     return _measured_point(window, model, tuple(sorted(config.items())))
 
 

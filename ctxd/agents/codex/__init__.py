@@ -8,13 +8,18 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ctxd.agents.codex import files, install
-from ctxd.agents.codex.compaction import compaction_point, settings_config
+from ctxd.agents.codex.compaction import (
+    CONFIG_KEYS,
+    REPORTED_SHARE,
+    compaction_point,
+    settings_config,
+)
 from ctxd.agents.codex.digest import CodexDigestReader
 from ctxd.agents.codex.hooks import DIALECT
 from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
-from ctxd.core.compaction import share_of
+from ctxd.core.compaction import for_agent, share_of
 
 __all__ = ["SPEC"]
 
@@ -51,11 +56,6 @@ def _read_settings(data: bytes) -> dict[str, str]:
     return settings_config(doc)
 
 
-#: Codex reports 95 % of its catalog window (`CompactionRules.codex_reported_share`), and its
-#: compaction rule takes the reported window: the table holds windows as Codex reports them.
-_REPORTED_SHARE = 0.95
-
-
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
     new = install.install(doc, request.command(None))
     config_path = request.path.parent / "config.toml"
@@ -77,12 +77,14 @@ SPEC = AgentSpec(
     files=files,
     open_reader=_open_reader,
     open_digest_reader=_open_digest_reader,
-    compaction=compaction_point,
+    compaction=for_agent(NAME, compaction_point),
+    config_keys=CONFIG_KEYS,
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall
     ),
+    # The compaction rule takes the window Codex reports: the table holds windows as reported.
     windows=MappingProxyType(
-        {info.prefix: share_of(info.window, _REPORTED_SHARE) for info in MODELS}
+        {info.prefix: share_of(info.window, REPORTED_SHARE) for info in MODELS}
     ),
     config_env=("CODEX_HOME",),
     settings_files=_settings_files,

@@ -5,7 +5,7 @@ tokens (> 244,800) was compacted mid-turn; one of 120,100 was not, and with the 
 it was.
 
 The agent configuration is the flat mapping `settings_config` makes of config.toml; a limit set
-there outranks ctxd's `[compaction] codex_token_limit`, since it is what Codex itself reads.
+there outranks ctxd's own `token_limit` (`[compaction.codex]`), since it is what Codex itself reads.
 """
 
 from __future__ import annotations
@@ -13,11 +13,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxd.core.compaction import CompactionRules, at_least_one, check_window, share_of
+from ctxd.core.compaction import AgentOverrides, ConfigKey, at_least_one, check_window, share_of
 
-__all__ = ["LIMIT_KEY", "compaction_point", "settings_config"]
+__all__ = [
+    "CONFIG_KEYS",
+    "FRACTION",
+    "LIMIT_KEY",
+    "REPORTED_SHARE",
+    "TOKEN_LIMIT",
+    "compaction_point",
+    "settings_config",
+]
 
 LIMIT_KEY = "model_auto_compact_token_limit"
+#: Codex reports this share of its catalog window as `model_context_window`.
+REPORTED_SHARE = 0.95
+
+#: ctxd's own settings for this rule (`[compaction.codex]`): the share of the catalog window
+#: Codex compacts at, and a token limit as if config.toml set one.
+FRACTION = ConfigKey("fraction", float, low=0.01, high=1, default=0.9, alias="codex_fraction")
+TOKEN_LIMIT = ConfigKey("token_limit", int, low=1, default=None, alias="codex_token_limit")
+CONFIG_KEYS = (FRACTION, TOKEN_LIMIT)
 
 
 def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -28,21 +44,21 @@ def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
-def _limit(config: Mapping[str, str], rules: CompactionRules) -> int | None:
+def _limit(config: Mapping[str, str], overrides: AgentOverrides) -> int | None:
     text = config.get(LIMIT_KEY)
     if text is not None and text.strip().isdigit() and int(text) > 0:
         return int(text)
-    return rules.codex_token_limit
+    return TOKEN_LIMIT.of(overrides)
 
 
 def compaction_point(
-    window: int, model: str | None, rules: CompactionRules, config: Mapping[str, str]
+    window: int, model: str | None, overrides: AgentOverrides, config: Mapping[str, str]
 ) -> int | None:
     """`window` is the window Codex reports (258,400 -> 244,800)."""
     check_window(window)
-    catalog = round(window / rules.codex_reported_share)
-    point = share_of(catalog, rules.codex_fraction)
-    limit = _limit(config, rules)
+    catalog = round(window / REPORTED_SHARE)
+    point = share_of(catalog, FRACTION.of(overrides))
+    limit = _limit(config, overrides)
     if limit is not None:
         point = min(point, limit)
     return at_least_one(point)

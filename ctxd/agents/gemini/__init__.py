@@ -7,7 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ctxd.agents.gemini import files, install
-from ctxd.agents.gemini.compaction import compaction_point, settings_config
+from ctxd.agents.gemini.compaction import CONFIG_KEYS, compaction_point, settings_config
 from ctxd.agents.gemini.digest import GeminiDigestReader, NullDigestReader
 from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
@@ -15,6 +15,7 @@ from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]
 
@@ -63,7 +64,8 @@ SPEC = AgentSpec(
     files=files,
     open_reader=_open_reader,
     open_digest_reader=_open_digest_reader,
-    compaction=compaction_point,
+    compaction=for_agent(NAME, compaction_point),
+    config_keys=CONFIG_KEYS,
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall
     ),

@@ -5,8 +5,8 @@ Measured with 0.61.0: with a 1,048,576 window a prompt of 12,000 was left alone 
 600,000 (>= 524,288) was compressed before the next request.
 
 The agent configuration is the flat mapping `settings_config` makes of settings.json (JSON path
--> value as JSON text). A threshold set there outranks ctxd's `[compaction] gemini_fraction`,
-whose default is Gemini CLI's own: what the CLI reads is what it does.
+-> value as JSON text). A threshold set there outranks ctxd's own `fraction`
+(`[compaction.gemini]`), whose default is Gemini CLI's own: what the CLI reads is what it does.
 """
 
 from __future__ import annotations
@@ -17,12 +17,17 @@ from typing import Any
 
 import orjson
 
-from ctxd.core.compaction import CompactionRules, at_least_one, check_window, share_of
+from ctxd.core.compaction import AgentOverrides, ConfigKey, at_least_one, check_window, share_of
 
-__all__ = ["SETTINGS_KEYS", "compaction_point", "settings_config"]
+__all__ = ["CONFIG_KEYS", "FRACTION", "SETTINGS_KEYS", "compaction_point", "settings_config"]
 
 #: The settings.json keys read, newest first.
 SETTINGS_KEYS = ("model.compressionThreshold", "chatCompression.contextPercentageThreshold")
+
+#: ctxd's own setting for this rule (`[compaction.gemini]`): the share of the window Gemini CLI
+#: compresses at when its settings say nothing.
+FRACTION = ConfigKey("fraction", float, low=0.01, high=1, default=0.5, alias="gemini_fraction")
+CONFIG_KEYS = (FRACTION,)
 
 
 def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -52,8 +57,8 @@ def _threshold(config: Mapping[str, str]) -> float | None:
 
 
 def compaction_point(
-    window: int, model: str | None, rules: CompactionRules, config: Mapping[str, str]
+    window: int, model: str | None, overrides: AgentOverrides, config: Mapping[str, str]
 ) -> int | None:
     check_window(window)
-    fraction = _threshold(config) or rules.gemini_fraction
+    fraction = _threshold(config) or FRACTION.of(overrides)
     return at_least_one(share_of(window, fraction))

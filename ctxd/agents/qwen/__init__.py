@@ -12,6 +12,7 @@ from ctxd.agents.qwen.hooks import DIALECT
 from ctxd.agents.qwen.transcript import QwenReader
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]
 
@@ -42,12 +43,13 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
-    compaction=compaction_point,
+    compaction=for_agent(NAME, compaction_point),
     installer=Installer(
         settings_path=install.settings_path,
         install=_install,
         uninstall=_uninstall,
         checks=install.checks,
+        http_hooks=True,
     ),
     windows=MappingProxyType(dict(WINDOWS)),
     settings_files=_settings_files,

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ctxd.core.compaction import CompactionRules, at_least_one, check_window
+from ctxd.core.compaction import AgentOverrides, at_least_one, check_window
 
 __all__ = ["SETTINGS_KEY", "WINDOWS", "compaction_point", "settings_config"]
 
@@ -71,7 +71,7 @@ def _share(config: Mapping[str, str]) -> float:
 
 
 def compaction_point(
-    window: int, model: str | None, rules: CompactionRules, config: Mapping[str, str]
+    window: int, model: str | None, overrides: AgentOverrides, config: Mapping[str, str]
 ) -> int:
     check_window(window)
     share = _share(config)

@@ -24,7 +24,6 @@ from ctxd.agents.codex.models import MODELS as CODEX_MODELS
 from ctxd.agents.gemini.models import MODELS as GEMINI_MODELS
 from ctxd.agents.models import ModelInfo, normalise_model_id
 from ctxd.agents.models import lookup as lookup_in
-from ctxd.core.compaction import CompactionRules
 
 MODELS = (*CLAUDE_MODELS, *GEMINI_MODELS, *CODEX_MODELS)
 
@@ -559,11 +558,11 @@ def test_normalise_model_id() -> None:
 def test_the_rule_reads_the_flat_configuration(
     config: dict[str, str], window: int, model: str, expected: int | None
 ) -> None:
-    assert compaction_point(window, model, CompactionRules(), config) == expected
+    assert compaction_point(window, model, {}, config) == expected
 
 
 def test_a_configured_reserve_outranks_the_rule() -> None:
-    rules = CompactionRules(claude_reserve=50_000)
+    rules = {"reserve": 50_000}
     assert compaction_point(M, "claude-sonnet-4-5", rules, {"DISABLE_AUTO_COMPACT": "1"}) == 950_000
 
 

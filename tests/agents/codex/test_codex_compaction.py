@@ -8,7 +8,7 @@ import pytest
 
 from ctxd.agents import spec
 from ctxd.agents.codex.compaction import compaction_point
-from ctxd.core.compaction import CompactionRules
+from ctxd.core.compaction import CompactionOverrides
 
 REPORTED = 258_400  # 95 % of 272,000
 
@@ -16,26 +16,26 @@ REPORTED = 258_400  # 95 % of 272,000
 @pytest.mark.parametrize(
     ("toml", "rules", "expected"),
     [
-        (b"", CompactionRules(), 244_800),  # measured: 250,100 compacted, 120,100 not
-        (b"model_auto_compact_token_limit = 100000\n", CompactionRules(), 100_000),  # measured
+        (b"", {}, 244_800),  # measured: 250,100 compacted, 120,100 not
+        (b"model_auto_compact_token_limit = 100000\n", {}, 100_000),  # measured
         # A limit above the 90 % point changes nothing: the lower one wins.
-        (b"model_auto_compact_token_limit = 250000\n", CompactionRules(), 244_800),
-        # The config file outranks ctxd's own [compaction] codex_token_limit.
+        (b"model_auto_compact_token_limit = 250000\n", {}, 244_800),
+        # The config file outranks ctxd's own [compaction.codex] token_limit.
         (
             b"model_auto_compact_token_limit = 150000\n",
-            CompactionRules(codex_token_limit=100_000),
+            {"codex": {"token_limit": 100_000}},
             150_000,
         ),
-        (b"", CompactionRules(codex_token_limit=100_000), 100_000),
+        (b"", {"codex": {"token_limit": 100_000}}, 100_000),
         # Unusable values are ignored.
-        (b'model_auto_compact_token_limit = "100000"\n', CompactionRules(), 244_800),
-        (b"model_auto_compact_token_limit = 0\n", CompactionRules(), 244_800),
-        (b"not toml = = =\n", CompactionRules(), 244_800),
+        (b'model_auto_compact_token_limit = "100000"\n', {}, 244_800),
+        (b"model_auto_compact_token_limit = 0\n", {}, 244_800),
+        (b"not toml = = =\n", {}, 244_800),
         # A limit inside a profile table is not the top-level one.
-        (b"[profiles.x]\nmodel_auto_compact_token_limit = 1000\n", CompactionRules(), 244_800),
+        (b"[profiles.x]\nmodel_auto_compact_token_limit = 1000\n", {}, 244_800),
     ],
 )
-def test_compaction_point(toml: bytes, rules: CompactionRules, expected: int) -> None:
+def test_compaction_point(toml: bytes, rules: CompactionOverrides, expected: int) -> None:
     config = spec("codex").read_settings(toml)
     assert spec("codex").compaction(REPORTED, "gpt-5.5", rules, config) == expected
 
@@ -43,7 +43,7 @@ def test_compaction_point(toml: bytes, rules: CompactionRules, expected: int) ->
 def test_the_table_holds_windows_as_codex_reports_them() -> None:
     windows = spec("codex").windows
     assert windows["gpt-5.5"] == REPORTED
-    assert compaction_point(windows["gpt-5.5"], "gpt-5.5", CompactionRules(), {}) == 244_800
+    assert compaction_point(windows["gpt-5.5"], "gpt-5.5", {}, {}) == 244_800
 
 
 def test_settings_file_is_config_toml_under_codex_home() -> None:

@@ -12,10 +12,10 @@ from ctxd.agents.hookcmd import hook_command
 from ctxd.agents.qwen import install
 from ctxd.agents.qwen.compaction import compaction_point, settings_config
 from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
-from ctxd.core.compaction import CompactionRules
+from ctxd.core.compaction import AgentOverrides
 from ctxd.core.window import lookup_table
 
-RULES = CompactionRules()
+RULES: AgentOverrides = {}
 
 
 @pytest.fixture
