@@ -299,7 +299,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(http: Http) -> Non
 
 
 def test_a_stalled_request_times_out_and_others_are_served(http: Http) -> None:
-    from ctxd.daemon.http import REQUEST_DEADLINE
+    from ctxd.daemon.accept import REQUEST_DEADLINE
 
     with socket.create_connection(("127.0.0.1", http.port), timeout=REQUEST_DEADLINE + 5) as s:
         s.sendall(b"GET /metrics HTTP/1.1\r\n")  # and nothing more
@@ -433,7 +433,7 @@ def test_doctor_says_when_nothing_keeps_the_port(world: World) -> None:
 
 def test_the_kernel_names_each_peers_owner() -> None:
     """sock_diag's exact lookup and the row of /proc/net/tcp agree: ours, and nobody's."""
-    from ctxd.daemon.http import PeerOwner, proc_net_uid
+    from ctxd.daemon.peer import PeerOwner, proc_net_uid
 
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to connect as a second real uid")
