@@ -15,7 +15,7 @@ from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.hookmap import hook_urls
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check
-from ctxd.daemon import http, metrics
+from ctxd.daemon import http, metrics, peer
 from ctxd.daemon.config import HttpSettings, load_http_settings
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
@@ -53,8 +53,8 @@ def dashboard_url(env: Mapping[str, str] = os.environ, *, check: bool = True) ->
     settings = http_settings(env)
     base = f"http://{settings.host}:{settings.port}/"
     url = base
-    if not http.proc_net_available():
-        token = http.load_or_create_token(paths.state_dir(env) / http.TOKEN_FILE)
+    if not peer.proc_net_available():
+        token = peer.load_or_create_token(paths.state_dir(env) / peer.TOKEN_FILE)
         url = f"{base}?token={token}"
     if check:
         try:

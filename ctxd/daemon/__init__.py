@@ -1,2 +1,2 @@
-"""The daemon: the socket server, the registry of sessions, transcript files and the watcher over
-them, the snapshot, and the lifecycle that owns them all (`ctxd.daemon.lifecycle`)."""
+"""The daemon: the rooms (sessions, transcripts, answers, status), the socket and HTTP servers,
+the watcher, the snapshot, and the lifecycle that owns them all (`ctxd.daemon.lifecycle`)."""

@@ -85,7 +85,7 @@ def _gauge_values(row: Mapping[str, Any]) -> dict[str, float | None]:
 
 def render(status: Mapping[str, Any], extra: Mapping[str, Mapping[str, int]] | None = None) -> str:
     """The Prometheus text for a `status` document. `extra` adds transport counters kept
-    outside the registry: {"refused": {transport: n}, "errors": {transport: n}}."""
+    outside the status document: {"refused": {transport: n}, "errors": {transport: n}}."""
     extra = extra or {}
     lines: list[str] = []
     rows = _live_rows(status.get("sessions") or ())

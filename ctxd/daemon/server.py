@@ -5,12 +5,11 @@ checked, its frame is bounded in size and in time, and whatever goes wrong becom
 answer (or, for garbage, a closed connection) — never an exception that reaches the task group.
 
 A hook sends its whole request right after connecting, and most answers need no waiting, so the
-accept loop serves such a connection on the spot: one receive, the handler, one send, close —
-no task, no deadline timer, no trip through the event loop. Only a connection whose request has
-not fully arrived, whose handler must wait, or whose answer does not fit the socket buffer gets
-a task of its own, with the request deadline around it. Connections are plain non-blocking
-sockets awaited with `anyio.wait_readable`/`wait_writable` rather than anyio streams, whose
-per-connection machinery cost more than the request itself (bench/daemon_load.py).
+accept loop (ctxd/daemon/accept.py, shared with the HTTP server) has such a connection served on
+the spot: one receive, the handler, one send, close — no task, no deadline timer, no trip through
+the event loop. Only a connection whose request has not fully arrived, whose handler must wait,
+or whose answer does not fit the socket buffer gets a task of its own, with the request deadline
+around it.
 
 What clients can make the daemon hold is bounded, so that no mix of slow, idle, big or numerous
 connections costs other clients their answers or the daemon its memory:
@@ -22,37 +21,31 @@ connections costs other clients their answers or the daemon its memory:
 - request bytes: a frame's announced size is reserved from BUFFER_BUDGET before it is read; a
   frame that does not fit is answered "busy" at once. Buffers are filled in place, not grown, so
   the memory held for requests is at most BUFFER_BUDGET plus a few KiB per connection.
-- accept() failing for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is logged,
-  the longest-waiting connection dropped to free a descriptor, and accepting resumes after
-  ACCEPT_BACKOFF (as trio's `serve_listeners` does); other accept errors are logged and retried.
+- accept() failing for lack of descriptors or memory: see ctxd/daemon/accept.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import socket
-import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import ctxd_wire as wire
 import orjson
 from anyio.abc import TaskGroup
 
 from ctxd import protocol
+from ctxd.daemon.accept import RECEIVE_SIZE, REQUEST_DEADLINE, Acceptor, Connection
 from ctxd.errors import CtxdError, ProtocolError
-from ctxd.protocol import Request
+from ctxd.protocol import Answer, Request
 
 __all__ = [
     "BUFFER_BUDGET",
     "MAX_CONNECTIONS",
-    "REQUEST_DEADLINE",
-    "Answer",
     "Handler",
     "Server",
     "json_result",
@@ -60,7 +53,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-REQUEST_DEADLINE = 5.0
 MAX_CONNECTIONS = 1024
 # Request bytes being read, across all connections. Frames up to SMALL_FRAME (every ordinary
 # hook) and bigger ones draw on separate parts of it, so that big ones cannot crowd hooks out:
@@ -69,18 +61,9 @@ SMALL_FRAME = 65536
 LARGE_BUDGET = 2 * wire.MAX_REQUEST
 SMALL_BUDGET = 8 * 1024 * 1024
 BUFFER_BUDGET = LARGE_BUDGET + SMALL_BUDGET
-# Connections served on the spot before the accept loop lets other tasks run (the watcher,
-# signals, connections that wait): a flood of hooks must not starve them.
-INLINE_BURST = 32
-RECEIVE_SIZE = 65536
-ACCEPT_BACKOFF = 0.1
-ACCEPT_LOG_EVERY = 10.0  # seconds between log lines about the same accept() failure
-_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
-_LISTENER_GONE = {errno.EBADF, errno.EINVAL, errno.ENOTSOCK}
 
-# A handler returns its result (the bytes after the answer's header line) at once or, when it
-# must wait for something, as an awaitable; the server frames it. Errors it raises are answers.
-Answer = bytes | Awaitable[bytes]
+# A handler returns its result (the bytes after the answer's header line) as an `Answer`; the
+# server frames it. Errors it raises are answers.
 Handler = Callable[[Request], Answer]
 # What goes on the wire: a whole framed answer, or an awaitable of one.
 _Framed = bytes | Awaitable[bytes]
@@ -91,49 +74,6 @@ def _frame_size(prefix: bytes, limit: int) -> int:
         return wire.frame_size(prefix, limit)
     except wire.FrameTooLarge as exc:
         raise ProtocolError(str(exc)) from None
-
-
-class Connection:
-    """One accepted, non-blocking socket with the awaits a request needs."""
-
-    __slots__ = ("sock",)
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-
-    async def receive(self, max_bytes: int) -> bytes:
-        """Some bytes (at most `max_bytes`); `anyio.EndOfStream` when the peer closed."""
-        while True:
-            try:
-                data = self.sock.recv(max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
-
-    async def receive_into(self, view: memoryview) -> int:
-        """Fill some of `view`; how many bytes. `anyio.EndOfStream` when the peer closed."""
-        while True:
-            try:
-                size = self.sock.recv_into(view)
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            if not size:
-                raise anyio.EndOfStream
-            return size
-
-    async def send(self, data: bytes | memoryview) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                sent = self.sock.send(view)
-            except BlockingIOError:
-                await anyio.wait_writable(self.sock)
-                continue
-            view = view[sent:]
 
 
 def _complete_frame(data: bytes, limit: int) -> bytes | None:
@@ -190,62 +130,23 @@ class Server:
         self.requests = 0
         self.refused = 0
         self.evicted = 0  # connections dropped, while waiting for their request, for newer ones
-        self.accept_errors = 0
         self.in_flight = 0  # connections with a task of their own
         self.buffered = 0  # request bytes reserved, at most BUFFER_BUDGET
         self._large = 0  # of which frames over SMALL_FRAME, at most LARGE_BUDGET
         self._waiting: dict[_Slot, None] = {}  # still reading their request, oldest first
-        self._accept_logged: dict[int | None, float] = {}
+        self._acceptor = Acceptor(self, "Unix socket")
+
+    @property
+    def accept_errors(self) -> int:
+        return self._acceptor.errors
 
     async def serve(self, listener: socket.socket, stopping: anyio.Event) -> None:
         """Accept on the listening socket until `stopping` is set; then let the connections
         already accepted finish (bounded by their request deadline) instead of cutting them off
         mid-answer. The listener is closed on return."""
-        listener.setblocking(False)
-        with listener:
-            async with anyio.create_task_group() as connections:
-                with anyio.CancelScope() as accepting:
+        await self._acceptor.serve(listener, stopping)
 
-                    async def stop_accepting() -> None:
-                        await stopping.wait()
-                        accepting.cancel()
-
-                    connections.start_soon(stop_accepting)
-                    served = 0
-                    while True:
-                        try:
-                            sock, _ = listener.accept()
-                        except BlockingIOError:
-                            served = 0
-                            await anyio.wait_readable(listener)
-                            continue
-                        except OSError as exc:
-                            if exc.errno in _LISTENER_GONE:
-                                raise
-                            self._accept_failed(exc)
-                            await anyio.sleep(ACCEPT_BACKOFF)
-                            continue
-                        self._accepted(sock, connections)
-                        served += 1
-                        if served >= INLINE_BURST:
-                            served = 0
-                            await anyio.lowlevel.checkpoint()
-
-    def _accept_failed(self, exc: OSError) -> None:
-        self.accept_errors += 1
-        if exc.errno in _OUT_OF_RESOURCES:
-            self._evict_oldest()  # its descriptor is free for the next accept
-        now = time.monotonic()
-        if now - self._accept_logged.get(exc.errno, -ACCEPT_LOG_EVERY) >= ACCEPT_LOG_EVERY:
-            self._accept_logged[exc.errno] = now
-            logger.error(
-                "accept() failed (%s); %d connections open; accepting again in %g s",
-                exc.strerror or exc,
-                self.in_flight,
-                ACCEPT_BACKOFF,
-            )
-
-    def _accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
+    def accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
         """Serve `sock` on the spot when its request is all there and needs no waiting;
         otherwise hand what is left to a task of its own."""
         try:
@@ -260,7 +161,7 @@ class Server:
                     sock.close()
                     return
                 work = work[sent:]  # a large `status`: a task sends the rest
-            if self.in_flight >= self.max_connections and not self._evict_oldest():
+            if self.in_flight >= self.max_connections and not self.make_room():
                 # Every place is taken by a connection that is being answered. A hook told
                 # "busy" prints nothing.
                 self.refused += 1
@@ -275,7 +176,7 @@ class Server:
         self.in_flight += 1
         connections.start_soon(self._connection, _Slot(sock), work)
 
-    def _evict_oldest(self) -> bool:
+    def make_room(self) -> bool:
         """Drop the connection that has waited longest for its request; False if none waits."""
         slot = next(iter(self._waiting), None)
         if slot is None:

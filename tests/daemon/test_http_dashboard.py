@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxd.daemon.http import HISTORY_TICK
+from ctxd.daemon.history import HISTORY_TICK
 
 if TYPE_CHECKING:
     from conftest import World

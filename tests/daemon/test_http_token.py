@@ -12,7 +12,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from ctxd.daemon.http import HttpServer, load_or_create_token, open_http_listener
+from ctxd.daemon.http import HttpServer
+from ctxd.daemon.listeners import open_http_listener
+from ctxd.daemon.peer import load_or_create_token
 from ctxd.protocol import Request
 
 pytestmark = pytest.mark.anyio

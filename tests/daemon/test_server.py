@@ -15,9 +15,9 @@ import pytest
 from ctxd import protocol
 from ctxd.daemon import server as server_module
 from ctxd.daemon.lifecycle import open_listener
-from ctxd.daemon.server import Answer, Server
+from ctxd.daemon.server import Server
 from ctxd.errors import InvalidInput
-from ctxd.protocol import Request
+from ctxd.protocol import Answer, Request
 
 pytestmark = pytest.mark.anyio
 
