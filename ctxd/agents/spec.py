@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ctxd.agents.dialect import Dialect
-from ctxd.agents.digest import DigestReader
-from ctxd.agents.reader import TranscriptReader
+from ctxd.agents.digest import Facts
+from ctxd.agents.reader import OpenReader
 from ctxd.core.compaction import CompactionRule
 from ctxd.core.events import StatuslineReport
 from ctxd.core.session import Figures
@@ -126,6 +126,10 @@ def _no_settings(data: bytes) -> dict[str, str]:
     return {}
 
 
+def _no_facts(path: str | None) -> Facts | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     #: The short name used on command lines, in the wire header and in state ("claude").
@@ -134,8 +138,9 @@ class AgentSpec:
     title: str
     dialect: Dialect
     files: TranscriptFiles
-    #: A fresh incremental reader for the transcript at a path (None: path unknown).
-    open_reader: Callable[[str | None], TranscriptReader]
+    #: A fresh incremental reader for the transcript at a path (None: path unknown), telling
+    #: the facts it decodes to a listener (`ctxd.agents.reader`).
+    open_reader: OpenReader
     compaction: CompactionRule
     installer: Installer
     #: Model id prefix -> window, built in (under the user's `[windows]`).
@@ -154,6 +159,6 @@ class AgentSpec:
     #: One settings file's bytes -> the flat configuration its compaction rule reads ({} when
     #: the file is unusable; never raises).
     read_settings: Callable[[bytes], dict[str, str]] = _no_settings
-    #: A fresh digest reader for the transcript at a path (`ctxd.agents.digest`); None: the
-    #: agent keeps no digest.
-    open_digest_reader: Callable[[str | None], DigestReader] | None = None
+    #: Fresh session-digest facts for the transcript at a path, the listener to give its
+    #: reader (`ctxd.agents.digest`); None: no digest is kept for it.
+    open_facts: Callable[[str | None], Facts | None] = _no_facts

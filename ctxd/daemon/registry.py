@@ -324,7 +324,7 @@ class Registry:
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
         tracked = self.files.get(key)
-        digest = None if tracked is None else tracked.digest
+        digest = None if tracked is None else tracked.facts
         reply = self.continuity.amend(event, state, new_state, reply, digest, self.settings)
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
