@@ -14,9 +14,10 @@ What a Claude Code transcript says, line by line (1.0.51 to 2.1.332):
   result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
-`ClaudeFacts` is the `FactListener` of the usage reader (`transcript.py`), which decodes every
-line once for both and hands over the records of its own chain: a subagent's sidechain lines
-in a session's transcript are its own transcript's (and digest's), not the session's. Facts are
+`ClaudeFacts` is the `FactListener` of the usage reader (`transcript.py`), which decodes each
+line once for both (but those its first bytes show to hold nothing) and hands over the records
+of its own chain: a subagent's sidechain lines in a session's transcript are its own
+transcript's (and digest's), not the session's. Facts are
 folded into the digest book directly, as each record comes. Requests and the assistant's texts
 wait for the end of the feed (`flush`): only the newest `Limits.asks` requests (and the
 session's first) and the newest text that is not blank can show, and only they are clipped.
@@ -187,9 +188,8 @@ class ClaudeFacts(Facts):
             self._failed(call_id, tool, about, _text(block.get("content")))
         elif tool == "Bash":
             self.book.result(call_id, False, 0)
-        elif tool == "TaskCreate":
-            if about:
-                self.book.todo(about, "pending", _task_key(record))
+        elif tool == "TaskCreate" and about:
+            self.book.todo(about, "pending", _task_key(record))
         # any other tool's outcome is kept only when it failed
 
     def _failed(self, call_id: str, tool: str, about: str, text: str) -> None:

@@ -24,10 +24,13 @@ last main-chain assistant message: output tokens are excluded, which matches Cla
   the summary line (`isCompactSummary`) follows, then that plus the summary's length / 4.
 
 One pass over the lines serves the usage and the reader's `FactListener` (the session digest,
-`digest.py`): given one that wants records, every line is decoded once and each record of the
-reader's chain is handed to it after its usage is read. Without one (`ctxd replay`), only the
-lines a substring test says may carry usage are decoded: Claude Code writes attachment,
-request-shape and blob lines of 10-60 KB that carry none. `"usage"` with its quotes can only
+`digest.py`). Most of a 2.1.x transcript's bytes are lines that hold neither usage nor a fact:
+attachments, request shapes and blobs of 10-60 KB, progress reports, snapshots, and in a
+session's transcript its subagents' sidechain lines. Their first bytes, in Claude Code's own
+layout, tell them (`_holds_nothing`), and they are never decoded; a line of any other layout
+is. Given a listener that wants records, every other line is decoded once and each record of
+the reader's chain is handed to it after its usage is read. Without one (`ctxd replay`), only
+the lines a substring test says may carry usage are decoded: `"usage"` with its quotes can only
 occur as a real key, since quotes inside JSON strings are escaped; the lines that merely
 contain one of the words are decoded and then dropped.
 
@@ -56,9 +59,22 @@ RECENT_CALLS = 16
 _USAGE_KEY = b'"usage"'
 _BOUNDARY = b"compact_boundary"
 _SUMMARY_KEY = b'"isCompactSummary"'
+# What `_holds_nothing` looks for.
+_KIND_FIRST = b'{"type":"'
+_KIND_END = len(_KIND_FIRST)
+_KINDS = (b'user"', b'assistant"', b'system"')
+#: Right after the chain's (`{"parentUuid":…,"isSidechain":…,`), within `_HEAD` bytes.
+_ATTACHMENT = b',"attachment":{'
+_SIDECHAIN = b'"isSidechain":true'
+_HEAD = 128
+#: After the working directory, the session's id, version and branch.
+_PROGRESS = b',"type":"progress","data":{'
+_PROGRESS_HEAD = 1024
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
+_NO_USAGE = object()
+_CONTEXT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class RecentCalls(dict[str, None]):
@@ -113,6 +129,8 @@ class ClaudeReader:
         take = facts.take
         keep_sidechain = self._keep_sidechain
         for line in self._lines.feed(data):
+            if _holds_nothing(line, keep_sidechain):  # measured: it pays, with or without facts
+                continue
             if not every and not (
                 _USAGE_KEY in line
                 or _BOUNDARY in line
@@ -124,11 +142,7 @@ class ClaudeReader:
                 continue
             update = self._on_record(record)
             take(record)
-            if update is None:
-                continue
-            # Streamed copies repeat the same figure for the same turn: they say nothing new.
-            key = (update.tokens, update.pending, update.turn_id, update.model)
-            if self._reported.is_new(key, force=update.compaction):
+            if update is not None:
                 updates.append(update)
         facts.flush()
         return updates
@@ -157,7 +171,7 @@ class ClaudeReader:
         return tool_use_id in self._calls
 
     def _on_record(self, record: dict[str, Any]) -> UsageUpdate | None:
-        # A record of this reader's chain.
+        # A record of this reader's chain -> the update it makes, if it is to be reported.
         kind = record.get("type")
         if kind == "assistant":
             return self._on_assistant(record)
@@ -175,8 +189,10 @@ class ClaudeReader:
         turn_id = uuid if isinstance(uuid, str) else None
         auto = metadata.get("trigger") == "auto"
         self._estimating = (turn_id or "") if post is None else None
+        tokens = post if post is not None else self._baseline or 0
+        self._reported.is_new((tokens, 0, turn_id, None), force=True)
         return UsageUpdate(
-            tokens=post if post is not None else self._baseline or 0,
+            tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             compaction=True,
             turn_id=turn_id,
@@ -198,8 +214,11 @@ class ClaudeReader:
                 for block in content
                 if isinstance(block, dict) and isinstance(block.get("text"), str)
             )
+        tokens = (self._baseline or 0) + chars // _CHARS_PER_TOKEN
+        if not self._reported.is_new((tokens, 0, turn_id, None)):
+            return None
         return UsageUpdate(
-            tokens=(self._baseline or 0) + chars // _CHARS_PER_TOKEN,
+            tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             turn_id=turn_id,
             estimated=True,
@@ -209,11 +228,12 @@ class ClaudeReader:
         if record.get("isApiErrorMessage") is True:
             return None
         message = record.get("message")
-        # A message without a usage is none of Claude Code's responses (every one has one).
-        if not isinstance(message, dict) or "usage" not in message:
+        if not isinstance(message, dict):
             return None
+        # A message without a usage is none of Claude Code's responses (every one has one).
+        usage = message.get("usage", _NO_USAGE)
         model = message.get("model")
-        if model == _SYNTHETIC_MODEL:
+        if usage is _NO_USAGE or model == _SYNTHETIC_MODEL:
             return None
         message_id = message.get("id")
         content = message.get("content")
@@ -223,7 +243,6 @@ class ClaudeReader:
                     call_id = block.get("id")
                     if isinstance(call_id, str):
                         self._calls.add(message_id, call_id)
-        usage = message.get("usage")
         tokens = context_tokens(usage)
         if tokens is None:
             return None
@@ -236,16 +255,35 @@ class ClaudeReader:
                 return None  # a partial copy written after the final one
         else:
             self._final_id = turn_id
-        output = count(usage.get("output_tokens")) if isinstance(usage, dict) else None
+        pending = count(usage.get("output_tokens")) or 0
+        model = model if isinstance(model, str) else None
+        # Streamed copies repeat the same figure for the same turn: they say nothing new.
+        if not self._reported.is_new((tokens, pending, turn_id, model)):
+            return None
         version = record.get("version")
         return UsageUpdate(
             tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
-            model=model if isinstance(model, str) else None,
+            model=model,
             turn_id=turn_id,
-            pending=output or 0,
+            pending=pending,
             agent_version=version if isinstance(version, str) else None,
         )
+
+
+def _holds_nothing(line: bytes, keep_sidechain: bool) -> bool:
+    """Whether a line is known from its first bytes to hold neither usage nor a fact (in
+    Claude Code's own layout; a line of any other layout is decoded): one that opens with its
+    kind (request shapes and blobs, snapshots and other bookkeeping) other than the three that
+    can, an attachment, a progress report, or another chain's line."""
+    if line[:_KIND_END] == _KIND_FIRST:
+        return not line.startswith(_KINDS, _KIND_END)
+    find = line.find
+    return (
+        find(_ATTACHMENT, 0, _HEAD) >= 0
+        or (not keep_sidechain and find(_SIDECHAIN, 0, _HEAD) >= 0)
+        or find(_PROGRESS, 0, _PROGRESS_HEAD) >= 0
+    )
 
 
 def context_tokens(usage: object) -> int | None:
@@ -254,11 +292,9 @@ def context_tokens(usage: object) -> int | None:
     none of them. The statusline's `current_usage` has the same fields."""
     if not isinstance(usage, dict):
         return None
-    parts = [
-        count(usage.get("input_tokens")),
-        count(usage.get("cache_creation_input_tokens")),
-        count(usage.get("cache_read_input_tokens")),
-    ]
-    if all(part is None for part in parts):
-        return None
-    return sum(part for part in parts if part is not None)
+    total: int | None = None
+    for key in _CONTEXT_KEYS:
+        part = usage.get(key)
+        if type(part) is int and part >= 0:  # a count (`lines.count`)
+            total = part if total is None else total + part
+    return total
