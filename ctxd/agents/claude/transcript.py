@@ -25,14 +25,14 @@ last main-chain assistant message: output tokens are excluded, which matches Cla
 
 One pass over the lines serves the usage and the reader's `FactListener` (the session digest,
 `digest.py`). Most of a 2.1.x transcript's bytes are lines that hold neither usage nor a fact:
-attachments, request shapes and blobs of 10-60 KB, progress reports, snapshots, and in a
-session's transcript its subagents' sidechain lines. Their first bytes, in Claude Code's own
-layout, tell them (`_holds_nothing`), and they are never decoded; a line of any other layout
-is. Given a listener that wants records, every other line is decoded once and each record of
-the reader's chain is handed to it after its usage is read. Without one (`ctxd replay`), only
-the lines a substring test says may carry usage are decoded: `"usage"` with its quotes can only
-occur as a real key, since quotes inside JSON strings are escaped; the lines that merely
-contain one of the words are decoded and then dropped.
+attachments, request shapes and blobs of 10-60 KB, snapshots, and in a session's transcript its
+subagents' sidechain lines. Their first bytes, in Claude Code's own layout, tell them
+(`_holds_nothing`), and they are never decoded; a line of any other layout is. Given a listener
+that wants records, every other line is decoded once and each record of the reader's chain is
+handed to it after its usage is read. Without one (`ctxd replay`), only the lines a substring
+test says may carry usage are decoded: `"usage"` with its quotes can only occur as a real key,
+since quotes inside JSON strings are escaped; the lines that merely contain one of the words are
+decoded and then dropped.
 
 `saw_tool_use` answers from the ids of the recent tool calls (`RecentCalls`): all of the newest
 model turn's and the last `RECENT_CALLS` overall. That is enough: Claude Code runs a
@@ -67,9 +67,6 @@ _KINDS = (b'user"', b'assistant"', b'system"')
 _ATTACHMENT = b',"attachment":{'
 _SIDECHAIN = b'"isSidechain":true'
 _HEAD = 128
-#: After the working directory, the session's id, version and branch.
-_PROGRESS = b',"type":"progress","data":{'
-_PROGRESS_HEAD = 1024
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 _SYNTHETIC_MODEL = "<synthetic>"
@@ -275,14 +272,12 @@ def _holds_nothing(line: bytes, keep_sidechain: bool) -> bool:
     """Whether a line is known from its first bytes to hold neither usage nor a fact (in
     Claude Code's own layout; a line of any other layout is decoded): one that opens with its
     kind (request shapes and blobs, snapshots and other bookkeeping) other than the three that
-    can, an attachment, a progress report, or another chain's line."""
+    can, an attachment, or another chain's line."""
     if line[:_KIND_END] == _KIND_FIRST:
         return not line.startswith(_KINDS, _KIND_END)
     find = line.find
-    return (
-        find(_ATTACHMENT, 0, _HEAD) >= 0
-        or (not keep_sidechain and find(_SIDECHAIN, 0, _HEAD) >= 0)
-        or find(_PROGRESS, 0, _PROGRESS_HEAD) >= 0
+    return find(_ATTACHMENT, 0, _HEAD) >= 0 or (
+        not keep_sidechain and find(_SIDECHAIN, 0, _HEAD) >= 0
     )
 
 
