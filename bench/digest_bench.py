@@ -2,7 +2,7 @@
 
 1. Upkeep: each transcript is replayed in 1 MiB reads by a fresh child process twice, with the
    usage reader alone and with the digest kept too, as the daemon's `TranscriptFile` does (the
-   usage reader carrying the digest's facts in its one pass); the digest's share is the
+   reader given the digest's facts as its listener, in its one pass); the digest's share is the
    difference. Transcripts: real sessions, every public transcript of the agent in
    tests/data/public repeated (Claude Code 1.0.51-2.1.114 and Codex CLI 0.39-0.104 sessions,
    and the Gemini CLI session replay_bench.py uses), which the ≤ 10 % target is measured on;
@@ -49,6 +49,7 @@ import common as c
 import replay_bench as rb
 
 from ctxd.agents import spec as agent_spec
+from ctxd.agents.reader import NO_FACTS
 
 TARGET_SHARE = 10.0
 #: Real sessions (tests/data/public): the target's measure.
@@ -132,12 +133,9 @@ for _agent in ("claude", "codex"):  # Gemini's replay_bench shape is its public 
 
 def replay(agent: str, path: Path, digest: bool) -> dict[str, float]:
     s = agent_spec(agent)
-    opener = s.open_digest_reader
-    digester = opener(str(path)) if digest and opener is not None else None
-    # As `TranscriptFile` does: a digest that rides on its usage reader is fed through it.
-    shared = None if digester is None else digester.usage_reader
-    reader = shared or s.open_reader(str(path))
-    apart = digester if digester is not None and shared is None else None
+    # As `TranscriptFile` does: the digest's facts are the reader's listener.
+    facts = s.open_facts(str(path)) if digest else None
+    reader = s.open_reader(str(path), facts or NO_FACTS)
     total = 0
     started = time.perf_counter()
     fd = os.open(path, os.O_RDONLY)
@@ -145,12 +143,10 @@ def replay(agent: str, path: Path, digest: bool) -> dict[str, float]:
         while data := os.read(fd, CHUNK):
             total += len(data)
             reader.feed(data)
-            if apart is not None:
-                apart.feed(data)
     finally:
         os.close(fd)
     seconds = time.perf_counter() - started
-    calls = digester.digest.tool_calls if digester is not None else 0
+    calls = facts.digest.tool_calls if facts is not None else 0
     return {"bytes": total, "seconds": seconds, "tool_calls": calls}
 
 
@@ -214,9 +210,8 @@ def bytecodes(agent: str, path: Path, digest: bool) -> Counter[str]:
         return trace
 
     s = agent_spec(agent)
-    opener = s.open_digest_reader
-    digester = opener(str(path)) if digest and opener is not None else None
-    reader = (digester.usage_reader if digester is not None else None) or s.open_reader(str(path))
+    facts = s.open_facts(str(path)) if digest else None
+    reader = s.open_reader(str(path), facts or NO_FACTS)
     chunks = [path.read_bytes()[i : i + CHUNK] for i in range(0, path.stat().st_size, CHUNK)]
     sys.settrace(trace)
     try:
@@ -270,10 +265,10 @@ def session_content(calls: int) -> bytes:
 
 def memory(sessions: int, calls: int) -> list[list[object]]:
     content = session_content(calls)
-    opener = agent_spec("claude").open_digest_reader
-    assert opener is not None
-    sample = opener(None)
-    sample.feed(content)
+    claude = agent_spec("claude")
+    sample = claude.open_facts(None)
+    assert sample is not None
+    claude.open_reader(None, sample).feed(content)
     digest = sample.digest
     with c.sandbox("digest") as box, c.running_daemon(box) as daemon:
         time.sleep(2)

@@ -1,28 +1,22 @@
-"""The interface of a digest reader, and what every agent's digest reader shares.
+"""What every agent's session digest shares: `Facts`, the listener of its transcript reader.
 
-A digest reader keeps a session's `Digest` (`ctxd.core.digest`) up to date from the bytes
-appended to its transcript, split anywhere: the facts of each line that can hold one (a
-request, a tool call, a tool's result, a todo list, a compaction) are folded into the session's
-`DigestBook`. Requests, of which only the newest can show, wait for the end of the feed
-(`Facts.fold_requests`).
+An agent's `Facts` subclass keeps a session's `Digest` (`ctxd.core.digest`) up to date from the
+records its usage reader decodes (`ctxd.agents.reader`: one pass over the lines for both): the
+facts of each record that can hold one (a request, a tool call, a tool's result, a todo list, a
+compaction) are folded into the session's `DigestBook`. It is plain code over decoded records;
+requests, of which only the newest can show, may wait for the end of the feed (`flush`,
+`Facts.fold_requests`). Everything a `Facts` holds is bounded: the digest, and the tool calls
+whose result has not come yet.
 
-It does not read the lines itself. The agent's usage reader (`ctxd.agents.<agent>.transcript`)
-already splits every line and judges it from its first bytes; a second pass over the lines in
-Python would cost more than the digest's own work (issue 14). So an agent's `Facts`
-rides on its usage reader: the reader, given one, classifies each line once for both, decodes it
-at most once, and hands the digest the records it decoded anyway and the few other lines that
-may hold a fact. `UsageDigestReader` is the pair seen as a `DigestReader`; a caller that wants
-usage too feeds only its `usage_reader` (`daemon/files.py`), a caller that wants the digest
-alone (`ctxd handoff`) feeds it. Everything a `Facts` holds is bounded: the digest, and the tool
-calls whose result has not come yet.
+`daemon/files.py` opens an agent's facts (`AgentSpec.open_facts`) and gives them to the reader
+it opens; `ctxd handoff` does the same for a file read once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, TypeVar
 
-from ctxd.agents.reader import TranscriptReader
 from ctxd.core.digest import (
     DEFAULT_LIMITS,
     Digest,
@@ -33,45 +27,12 @@ from ctxd.core.digest import (
     is_request,
 )
 
-__all__ = [
-    "DigestReader",
-    "Facts",
-    "PendingCalls",
-    "UsageDigestReader",
-    "todo_status",
-    "todos_from",
-]
+__all__ = ["Facts", "PendingCalls", "todo_status", "todos_from"]
 
 T = TypeVar("T")
 
 #: How many tool calls awaiting their result a reader remembers.
 PENDING_KEPT = 16
-
-
-class DigestReader(Protocol):
-    """Feeds on appended bytes; `digest` is the session's digest so far."""
-
-    @property
-    def digest(self) -> Digest: ...
-
-    @property
-    def compactions(self) -> int:
-        """`digest.compactions`, without building the digest (asked on every hook)."""
-        ...
-
-    @property
-    def usage_reader(self) -> TranscriptReader | None:
-        """The usage reader this digest rides on: feeding that one keeps the digest up to date
-        (and this one must then not be fed as well). None: the digest reads its own bytes."""
-        ...
-
-    def feed(self, data: bytes) -> None:
-        """Consume the next bytes of the file."""
-        ...
-
-    def reset(self) -> None:
-        """Forget everything: the file was truncated or replaced and is read again from 0."""
-        ...
 
 
 class PendingCalls(dict[str, tuple[str, str]]):
@@ -106,10 +67,12 @@ _STATUS_WORDS = {"pending": "pending", "in_progress": "in_progress", "completed"
 
 
 class Facts:
-    """The digest side of an agent's reader: the digest so far and the calls awaiting their
-    result. An agent's subclass says what a line or a record means; its usage reader calls it."""
+    """A session digest as its transcript reader's `FactListener`: the digest so far and the
+    calls awaiting their result. An agent's subclass says what a record means (`take`)."""
 
     __slots__ = ("book", "limits", "pending")
+
+    wants_records = True
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
@@ -120,6 +83,18 @@ class Facts:
     @property
     def digest(self) -> Digest:
         return self.book.digest
+
+    @property
+    def compactions(self) -> int:
+        """`digest.compactions`, without building the digest (asked on every hook)."""
+        return self.book.compactions
+
+    def take(self, record: dict[str, Any]) -> None:
+        """One decoded record of the transcript: its facts folded into the book."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """The end of a feed: what waited for it (requests) is folded."""
 
     def fold(self, events: Iterable[DigestEvent]) -> None:
         add = self.book.add
@@ -159,41 +134,6 @@ class Facts:
                     chosen.append((i, j))
         for i, j in sorted(chosen):
             self.book.ask(cache[i][j])
-
-
-class _Riding(TranscriptReader, Protocol):
-    @property
-    def facts(self) -> Facts | None: ...
-
-
-class UsageDigestReader:
-    """A usage reader with `Facts` attached, seen as a `DigestReader`: `feed` runs the usage
-    reader's one pass (its updates dropped), `digest` is what the facts hold."""
-
-    __slots__ = ("_facts", "_reader")
-
-    def __init__(self, reader: _Riding) -> None:
-        assert reader.facts is not None
-        self._reader = reader
-        self._facts = reader.facts
-
-    @property
-    def digest(self) -> Digest:
-        return self._facts.digest
-
-    @property
-    def compactions(self) -> int:
-        return self._facts.book.compactions
-
-    @property
-    def usage_reader(self) -> TranscriptReader:
-        return self._reader
-
-    def feed(self, data: bytes) -> None:
-        self._reader.feed(data)
-
-    def reset(self) -> None:
-        self._reader.reset()  # which resets the facts too
 
 
 def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:

@@ -1,29 +1,76 @@
 """The interface of an incremental transcript reader, which every agent package implements.
 
 A reader is fed the bytes appended to a transcript, split anywhere; it carries a partial last
-line over to the next `feed` (`ctxd.agents.lines`), skips lines that cannot carry usage without
-decoding them, and never holds more than the current line. It emits a `UsageUpdate` whenever the
-session's context usage changes.
+line over to the next `feed` (`ctxd.agents.lines`) and never holds more than the current line.
+It makes ONE pass over the lines for two listeners: it returns a `UsageUpdate` whenever the
+session's context usage changes, and it hands every record it decodes to its `FactListener`
+(the session digest, `ctxd.agents.digest`). A listener that wants no records (`NO_FACTS`, what
+`ctxd replay` passes) lets the reader skip lines that cannot carry usage without decoding them;
+one that wants them has every line decoded once, for both.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["TranscriptReader"]
+__all__ = ["NO_FACTS", "FactListener", "NoFacts", "OpenReader", "TranscriptReader"]
+
+
+class FactListener(Protocol):
+    """What a reader tells besides usage: the transcript's records, in the file's order."""
+
+    @property
+    def wants_records(self) -> bool:
+        """Whether `take` does anything: the reader decodes every line only for one that does."""
+        ...
+
+    def take(self, record: dict[str, Any]) -> None:
+        """One decoded line of the transcript (of the reader's chain: a subagent's lines inside
+        a session's transcript are not the session's)."""
+        ...
+
+    def flush(self) -> None:
+        """The end of one `feed`: whatever waited for the rest of the bytes can be folded."""
+        ...
+
+    def reset(self) -> None:
+        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        ...
+
+
+class NoFacts:
+    """The listener that takes nothing (usage alone)."""
+
+    __slots__ = ()
+
+    wants_records = False
+
+    def take(self, record: dict[str, Any]) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+
+NO_FACTS: FactListener = NoFacts()
 
 
 class TranscriptReader(Protocol):
     """Feeds on appended bytes; see the module docstring."""
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
-        """Consume the next bytes of the file; return the usage updates they completed."""
+        """Consume the next bytes of the file; return the usage updates they completed (and
+        hand the records decoded on the way to the listener, then `flush` it)."""
         ...
 
     def reset(self) -> None:
-        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        """Forget everything (the listener too): the file was truncated or replaced and is
+        read again from 0."""
         ...
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
@@ -35,3 +82,10 @@ class TranscriptReader(Protocol):
         """Whether the transcript already holds the answer that ended the model's turn (what a
         Stop hook is judged on). An agent that writes it before its Stop hooks answers True."""
         ...
+
+
+class OpenReader(Protocol):
+    """An agent's reader factory: a fresh reader for the transcript at `path` (None: path
+    unknown), reporting its facts to `facts`."""
+
+    def __call__(self, path: str | None, facts: FactListener = NO_FACTS, /) -> TranscriptReader: ...

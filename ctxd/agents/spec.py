@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ctxd.agents.dialect import Dialect
-from ctxd.agents.digest import DigestReader
-from ctxd.agents.reader import TranscriptReader
+from ctxd.agents.digest import Facts
+from ctxd.agents.reader import OpenReader
 from ctxd.core.compaction import CompactionRule, ConfigKey
 from ctxd.core.events import StatuslineReport
 from ctxd.core.session import Figures
@@ -128,6 +128,10 @@ def _no_settings(data: bytes) -> dict[str, str]:
     return {}
 
 
+def _no_facts(path: str | None) -> Facts | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     #: The short name used on command lines, in the wire header and in state ("claude").
@@ -136,8 +140,9 @@ class AgentSpec:
     title: str
     dialect: Dialect
     files: TranscriptFiles
-    #: A fresh incremental reader for the transcript at a path (None: path unknown).
-    open_reader: Callable[[str | None], TranscriptReader]
+    #: A fresh incremental reader for the transcript at a path (None: path unknown), telling
+    #: the facts it decodes to a listener (`ctxd.agents.reader`).
+    open_reader: OpenReader
     #: Its compaction rule; given the overrides of every agent, it reads its own (`for_agent`).
     compaction: CompactionRule
     installer: Installer
@@ -160,6 +165,6 @@ class AgentSpec:
     #: ctxd's own settings for its compaction rule: the keys of `[compaction.<name>]` in ctxd's
     #: config, checked by `ctxd.daemon.config` and read back by the rule.
     config_keys: tuple[ConfigKey[Any, Any], ...] = ()
-    #: A fresh digest reader for the transcript at a path (`ctxd.agents.digest`); None: the
-    #: agent keeps no digest.
-    open_digest_reader: Callable[[str | None], DigestReader] | None = None
+    #: Fresh session-digest facts for the transcript at a path, the listener to give its
+    #: reader (`ctxd.agents.digest`); None: no digest is kept for it.
+    open_facts: Callable[[str | None], Facts | None] = _no_facts

@@ -2,8 +2,9 @@
 
 The session comes from the daemon's status (SESSION is the start of its id; without it, the
 session heard from last), or from a transcript named with `--transcript`, daemon or not. Its
-transcript is read once with the agent's digest reader, the same one the daemon keeps up to date
-as the file grows, so the note is the one the daemon would draft at the handoff point.
+transcript is read once by the agent's reader with the digest's facts as its listener, as the
+daemon reads it as the file grows, so the note is the one the daemon would draft at the handoff
+point.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ _CHUNK = 1 << 20
 
 
 def digest_of(agent: str, path: str) -> Digest:
-    """The digest of the transcript at `path`, read whole with `agent`'s digest reader."""
-    open_reader = agents.spec(agent).open_digest_reader
-    if open_reader is None:
-        raise InvalidInput(f"ctxd keeps no digest for {agents.spec(agent).title}")
-    reader = open_reader(path)
+    """The digest of the transcript at `path`, read whole by `agent`'s reader."""
+    spec = agents.spec(agent)
+    facts = spec.open_facts(path)
+    if facts is None:
+        raise InvalidInput(f"ctxd keeps no digest for this {spec.title} transcript")
+    reader = spec.open_reader(path, facts)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -38,7 +40,7 @@ def digest_of(agent: str, path: str) -> Digest:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    return reader.digest
+    return facts.digest
 
 
 def pick_session(doc: dict[str, Any], prefix: str | None) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def detect(path: str, claimed: str | None = None) -> str:
 
 
 def _updates(path: str, agent: str) -> Iterator[UsageUpdate]:
-    reader = agents.spec(agent).open_reader(path)
+    reader = agents.spec(agent).open_reader(path)  # usage alone: no facts listener
     try:
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK):

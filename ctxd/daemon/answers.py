@@ -117,8 +117,8 @@ class Answers:
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
         tracked = self.transcripts.file(key)
-        digest = None if tracked is None else tracked.digest
-        reply = self.continuity.amend(event, state, new_state, reply, digest, self._settings())
+        facts = None if tracked is None else tracked.facts
+        reply = self.continuity.amend(event, state, new_state, reply, facts, self._settings())
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
         return agents.render(event, reply) if reply != Reply() else b""

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ctxd import agents
-from ctxd.agents.digest import DigestReader
+from ctxd.agents.digest import Facts
 from ctxd.core.digest import Digest, render_compact, render_markdown
 from ctxd.core.events import HookEvent, Reply
 from ctxd.core.session import SessionState
@@ -66,7 +66,7 @@ class Continuity:
         before: SessionState,
         after: SessionState,
         reply: Reply,
-        reader: DigestReader | None,
+        reader: Facts | None,
         settings: Settings,
     ) -> Reply:
         """`reply` with the handoff draft's path and the note after a compaction, where due."""

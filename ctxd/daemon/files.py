@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxd.agents import spec
-from ctxd.agents.digest import DigestReader
-from ctxd.agents.reader import TranscriptReader
+from ctxd.agents.digest import Facts
+from ctxd.agents.reader import NO_FACTS, TranscriptReader
 from ctxd.core.events import UsageUpdate
 
 __all__ = ["CHUNK", "FINGERPRINT", "TranscriptFile"]
@@ -39,16 +39,11 @@ class TranscriptFile:
     def __init__(self, path: str, agent: str) -> None:
         self.path = path
         self.agent = agent
-        # The session digest (issue 14); None for an agent without one. It rides on its own
-        # usage reader when it has one (one pass over the lines for both): that one is ours.
-        open_digest = spec(agent).open_digest_reader
-        self.digest: DigestReader | None = None if open_digest is None else open_digest(path)
-        shared = None if self.digest is None else self.digest.usage_reader
-        self.reader: TranscriptReader = (
-            shared if shared is not None else spec(agent).open_reader(path)
-        )
-        #: The digest reads its own bytes (it does not ride on `reader`).
-        self._feed_digest = self.digest is not None and shared is None
+        agent_spec = spec(agent)
+        #: The session digest, the reader's listener (one pass over the lines for both); None
+        #: where none is kept.
+        self.facts: Facts | None = agent_spec.open_facts(path)
+        self.reader: TranscriptReader = agent_spec.open_reader(path, self.facts or NO_FACTS)
         self.offset = 0
         self.identity: tuple[int, int] | None = None
         #: The file's size when last looked at (what `behind` is measured against).
@@ -160,8 +155,6 @@ class TranscriptFile:
                 else (self._tail + chunk)[-FINGERPRINT:]
             )
             fed = self.reader.feed(chunk)
-            if self._feed_digest and self.digest is not None:
-                self.digest.feed(chunk)
             if not skipping:
                 updates.extend(fed)
             if until is not None and clock() >= until:
@@ -175,8 +168,6 @@ class TranscriptFile:
 
     def _start_over(self, identity: tuple[int, int]) -> None:
         self.reader.reset()
-        if self._feed_digest and self.digest is not None:
-            self.digest.reset()
         self.offset = 0
         self.identity = identity
         self._tail = b""

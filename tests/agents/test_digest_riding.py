@@ -1,6 +1,7 @@
-"""The session digest rides on the usage readers (issue 14): one pass over the lines for both.
-Carrying the digest must not change a reader's usage updates, and the digest must not depend on
-where the bytes were split. Claude's `saw_tool_use` keeps every call of the newest turn."""
+"""A reader tells its listener (the session digest) the records of the same pass over the lines
+it reads usage from. Carrying the digest must not change a reader's usage updates, and the
+digest must not depend on where the bytes were split. Claude's `saw_tool_use` keeps every call
+of the newest turn."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 
 from ctxd.agents import spec
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.digest import DigestReader
+from ctxd.agents.digest import Facts
+from ctxd.agents.reader import TranscriptReader
+from ctxd.core.digest import Digest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 SAMPLES = [
@@ -21,17 +24,21 @@ SAMPLES += [("codex", p) for p in sorted(DATA.glob("codex-cli-*/*.jsonl"))]
 SAMPLES += [("gemini", p) for p in sorted(DATA.glob("gemini-cli-*/*.jsonl"))]
 
 
+def _with_facts(agent: str, path: Path) -> tuple[TranscriptReader, Facts]:
+    """`agent`'s reader for `path` with the digest's facts as its listener."""
+    agent_spec = spec(agent)
+    facts = agent_spec.open_facts(str(path))
+    assert facts is not None
+    return agent_spec.open_reader(str(path), facts), facts
+
+
 @pytest.mark.parametrize(("agent", "path"), SAMPLES, ids=lambda v: getattr(v, "name", v))
 def test_a_reader_carrying_the_digest_reports_the_same_usage(agent: str, path: Path) -> None:
     data = path.read_bytes()
     alone = spec(agent).open_reader(str(path)).feed(data)
-    opener = spec(agent).open_digest_reader
-    assert opener is not None
-    riding = opener(str(path)).usage_reader
-    assert riding is not None
+    riding, _ = _with_facts(agent, path)
     assert riding.feed(data) == alone
-    split = opener(str(path)).usage_reader
-    assert split is not None
+    split, _ = _with_facts(agent, path)
     assert [u for i in range(0, len(data), 7) for u in split.feed(data[i : i + 7])] == alone
 
 
@@ -41,14 +48,12 @@ def test_the_digest_does_not_depend_on_where_the_bytes_were_split(
     agent: str, path: Path, step: int
 ) -> None:
     data = path.read_bytes()
-    opener = spec(agent).open_digest_reader
-    assert opener is not None
-    whole = opener(str(path))
+    whole, whole_facts = _with_facts(agent, path)
     whole.feed(data)
-    pieces = opener(str(path))
+    pieces, pieces_facts = _with_facts(agent, path)
     for i in range(0, len(data), step):
         pieces.feed(data[i : i + step])
-    assert pieces.digest == whole.digest
+    assert pieces_facts.digest == whole_facts.digest != Digest()
 
 
 def _turn(message_id: str, call_ids: list[str]) -> bytes:

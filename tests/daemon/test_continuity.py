@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctxd.agents import spec
+from ctxd.agents.digest import Facts
+from ctxd.agents.reader import TranscriptReader
 from ctxd.core.events import HookEvent, Reply
 from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
@@ -23,12 +25,19 @@ COMPACT = DATA / "claude-code-2.1.197" / "transcript.compact.jsonl"
 ON = Settings(continuity=ContinuitySettings(inject=True))
 
 
-def _reader(path: Path):  # type: ignore[no-untyped-def]
-    opener = spec("claude").open_digest_reader
-    assert opener is not None
-    reader = opener(str(path))
+def _opened(path: str) -> tuple[TranscriptReader, Facts]:
+    """Claude's reader for `path` and the digest's facts it tells, as the daemon opens them."""
+    claude = spec("claude")
+    facts = claude.open_facts(path)
+    assert facts is not None
+    return claude.open_reader(path, facts), facts
+
+
+def _reader(path: Path) -> Facts:
+    """The facts of the transcript at `path`, read whole."""
+    reader, facts = _opened(str(path))
     reader.feed(path.read_bytes())
-    return reader
+    return facts
 
 
 def _state(sid: str, handoff_asked: bool = False) -> SessionState:
@@ -104,16 +113,14 @@ def test_a_compaction_seen_in_the_transcript_is_announced_at_the_next_context_ev
 ) -> None:
     """Gemini CLI's way: no hook follows a compression; the transcript says it happened."""
     c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
-    opener = spec("claude").open_digest_reader
-    assert opener is not None
-    reader = opener("/t/s1.jsonl")
+    transcript, reader = _opened("/t/s1.jsonl")
     lines = CONTINUITY.read_bytes().splitlines(keepends=True)
     boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
-    reader.feed(b"".join(lines[:boundary]))
+    transcript.feed(b"".join(lines[:boundary]))
     s = _state("s1")
     tool = _event("PostToolUse", "tool_call", "s1")
     assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
-    reader.feed(b"".join(lines[boundary:]))
+    transcript.feed(b"".join(lines[boundary:]))
     note = c.amend(tool, s, s, Reply(), reader, ON).context
     assert note is not None and "ls /nonexistent-ctxd-e2e-dir" in note
     assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()

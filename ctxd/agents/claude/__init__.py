@@ -13,13 +13,14 @@ from ctxd.agents.claude.compaction import (
     compaction_point,
     settings_config,
 )
-from ctxd.agents.claude.digest import ClaudeDigestReader
+from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.models import windows as model_windows
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
 from ctxd.core.compaction import for_agent
@@ -29,12 +30,12 @@ __all__ = ["SPEC"]
 NAME = "claude"
 
 
-def _open_reader(path: str | None) -> ClaudeReader:
-    return ClaudeReader(subagent=path is not None and files.is_subagent_path(path))
+def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> ClaudeReader:
+    return ClaudeReader(path is not None and files.is_subagent_path(path), facts)
 
 
-def _open_digest_reader(path: str | None) -> ClaudeDigestReader:
-    return ClaudeDigestReader(subagent=path is not None and files.is_subagent_path(path))
+def _open_facts(path: str | None) -> ClaudeFacts:
+    return ClaudeFacts()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -103,5 +104,5 @@ SPEC = AgentSpec(
     config_env=(*CONFIG_ENV, "CLAUDE_CONFIG_DIR"),
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
-    open_digest_reader=_open_digest_reader,
+    open_facts=_open_facts,
 )

@@ -10,6 +10,7 @@ from ctxd.agents.qwen import files, install
 from ctxd.agents.qwen.compaction import WINDOWS, compaction_point, settings_config
 from ctxd.agents.qwen.hooks import DIALECT
 from ctxd.agents.qwen.transcript import QwenReader
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 from ctxd.core.compaction import for_agent
@@ -19,8 +20,8 @@ __all__ = ["SPEC"]
 NAME = "qwen"
 
 
-def _open_reader(path: str | None) -> QwenReader:
-    return QwenReader()
+def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> QwenReader:
+    return QwenReader(facts)
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:

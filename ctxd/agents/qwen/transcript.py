@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 
 __all__ = ["QwenReader"]
@@ -60,7 +61,9 @@ _CHARS_PER_TOKEN = 4
 class QwenReader:
     """Incremental reader for Qwen Code transcripts; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+        #: Qwen Code keeps no digest yet; a listener that wants records gets every line decoded.
+        self.facts = facts
         self._lines = LineSplitter()
         self._head: str | None = None
         self._current: UsageUpdate | None = None
@@ -73,11 +76,16 @@ class QwenReader:
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
         updates: list[UsageUpdate] = []
+        facts = self.facts
+        wants_records = facts.wants_records
         for line in self._lines.feed(data):
             if line:
                 update = self._on_line(line)
                 if update is not None:
                     updates.append(update)
+                if wants_records and (record := decode(line)) is not None:
+                    facts.take(record)
+        facts.flush()
         return updates
 
     def reset(self) -> None:
@@ -89,6 +97,7 @@ class QwenReader:
         self._calls_open = False
         self._answered = False
         self._reported.reset()
+        self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether the answer that made the tool calls now running is read (any id: Qwen Code's

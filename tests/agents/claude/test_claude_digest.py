@@ -1,5 +1,6 @@
-"""The Claude Code digest reader against the real transcripts: files, commands, todos and the last
-ask equal what an independent reading of each transcript finds (plain json, whole records)."""
+"""The Claude Code session digest (`ClaudeFacts`, told its records by `ClaudeReader`) against the
+real transcripts: files, commands, todos and the last ask equal what an independent reading of
+each transcript finds (plain json, whole records)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,32 @@ SAMPLES = sorted(DATA.glob("claude-code-*/*.jsonl"))
 CONTINUITY = DATA / "claude-code-2.1.332" / "transcript.continuity.jsonl"
 
 
-def _digest(path: Path, chunk: int | None = None) -> Digest:
-    opener = spec("claude").open_digest_reader
-    assert opener is not None
-    reader = opener(str(path))
-    data = path.read_bytes()
+def _opened(path: str | None) -> tuple[ClaudeReader, ClaudeFacts]:
+    """The reader and facts the daemon opens for a Claude Code transcript at `path`."""
+    facts = spec("claude").open_facts(path)
+    assert isinstance(facts, ClaudeFacts)
+    reader = spec("claude").open_reader(path, facts)
+    assert isinstance(reader, ClaudeReader)
+    return reader, facts
+
+
+def _digest_of(data: bytes, path: str | None, chunk: int | None = None) -> Digest:
+    reader, facts = _opened(path)
     step = chunk or len(data) or 1
     for i in range(0, len(data), step):
         reader.feed(data[i : i + step])
-    return reader.digest
+    return facts.digest
+
+
+def _digest(path: Path, chunk: int | None = None) -> Digest:
+    return _digest_of(path.read_bytes(), str(path), chunk)
+
+
+def _fed(data: bytes) -> ClaudeFacts:
+    """The facts of a session's transcript made of `data`."""
+    reader, facts = _opened(None)
+    reader.feed(data)
+    return facts
 
 
 def _reading(path: Path) -> dict[str, Any]:
@@ -134,13 +152,13 @@ def test_the_continuity_capture_in_full() -> None:
 
 
 def test_reset_forgets_everything() -> None:
-    opener = spec("claude").open_digest_reader
-    assert opener is not None
-    reader = opener(None)
+    reader, facts = _opened(None)
     reader.feed(CONTINUITY.read_bytes())
-    assert reader.digest != Digest()
-    reader.reset()
-    assert reader.digest == Digest()
+    assert facts.digest != Digest()
+    reader.reset()  # the reader resets its listener too
+    assert facts.digest == Digest()
+    reader.feed(CONTINUITY.read_bytes())
+    assert facts.digest == _digest(CONTINUITY)
 
 
 def test_sidechain_lines_belong_to_the_subagent_reader() -> None:
@@ -150,15 +168,12 @@ def test_sidechain_lines_belong_to_the_subagent_reader() -> None:
         "type": "user",
         "message": {"role": "user", "content": "subagent task"},
     }
-    data = (json.dumps(line, separators=(",", ":")) + "\n").encode()  # as Claude Code writes
-    opener = spec("claude").open_digest_reader
-    assert opener is not None
-    main = opener("/p/projects/x/s.jsonl")
-    main.feed(data)
-    assert main.digest.asks == ()
-    sub = opener("/p/projects/x/s/subagents/agent-a1.jsonl")
-    sub.feed(data)
-    assert sub.digest.asks == ("subagent task",)
+    compact = (json.dumps(line, separators=(",", ":")) + "\n").encode()  # as Claude Code writes
+    spaced = (json.dumps(line) + "\n").encode()  # not known from its first bytes: decoded
+    for data in (compact, spaced):
+        assert _digest_of(data, "/p/projects/x/s.jsonl").asks == ()
+        sub = _digest_of(data, "/p/projects/x/s/subagents/agent-a1.jsonl")
+        assert sub.asks == ("subagent task",)
 
 
 PUBLIC = sorted((DATA.parent / "public" / "claude").rglob("*.jsonl"))
@@ -166,13 +181,13 @@ PUBLIC = sorted((DATA.parent / "public" / "claude").rglob("*.jsonl"))
 
 @pytest.mark.parametrize("path", SAMPLES + PUBLIC, ids=lambda p: f"{p.parent.name}/{p.name}")
 @pytest.mark.parametrize("subagent", [False, True])
-def test_the_head_judgement_leaves_usage_alone(path: Path, subagent: bool) -> None:
-    # With facts, lines whose head shows they carry no usage are not searched for it: the
-    # updates and the remembered tool calls must be those of the usage-only loop.
+def test_the_facts_leave_usage_alone(path: Path, subagent: bool) -> None:
+    # With facts, every line that may hold one is decoded: the updates and the remembered tool
+    # calls must be those of the usage-only loop, which decodes only lines that may hold usage.
     data = path.read_bytes()
     calls = set(re.findall(r'"id":"(toolu_[^"]+)"', data.decode()))
     for step in (len(data) or 1, 97):
-        alone, riding = ClaudeReader(subagent), ClaudeReader(subagent, ClaudeFacts(subagent))
+        alone, riding = ClaudeReader(subagent), ClaudeReader(subagent, ClaudeFacts())
         for i in range(0, len(data), step):
             assert riding.feed(data[i : i + step]) == alone.feed(data[i : i + step])
             assert {c for c in calls if riding.saw_tool_use(c)} == {
@@ -181,31 +196,42 @@ def test_the_head_judgement_leaves_usage_alone(path: Path, subagent: bool) -> No
 
 
 @pytest.mark.parametrize("path", SAMPLES + PUBLIC, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_judged_from_the_head_as_if_decoded(path: Path) -> None:
-    # Every line decoded and taken whole gives the digest the head judgement gives.
+def test_lines_skipped_unread_hold_no_fact(path: Path) -> None:
+    # The lines the reader does not decode (known from their first bytes to hold nothing)
+    # hold no fact: every record of the reader's chain taken, one at a time, gives the same
+    # digest.
     subagent = is_subagent_path(str(path))
-    decoded = ClaudeFacts(subagent)
-    calls: dict[str, None] = {}
-    decoded.calls_seen = calls
+    decoded = ClaudeFacts()
     for line in path.read_bytes().splitlines():
         record = json.loads(line)
-        decoded.take_record(record, line)
+        if record.get("isSidechain") and not subagent:
+            continue
+        decoded.take(record)
         decoded.flush()  # each line's requests folded at once, not at the end of a feed
-        message = record.get("message")
-        main = not record.get("isSidechain") or subagent
-        if main and record.get("type") == "assistant" and isinstance(message, dict):
-            calls.update(
-                (b["id"], None) for b in message.get("content") or () if b.get("type") == "tool_use"
-            )
     assert _digest(path) == decoded.digest
+
+
+@pytest.mark.parametrize("path", SAMPLES + PUBLIC, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("layout", ["spaced", "sorted"])
+def test_another_json_layout_gives_the_same_digest(path: Path, layout: str) -> None:
+    # The first bytes of Claude Code's own layout only spare decoding: any other layout (spaces
+    # after the separators, keys in another order) is decoded, and says the same.
+    def written(record: object) -> str:
+        if layout == "spaced":
+            return json.dumps(record, ensure_ascii=False)
+        return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+    lines = path.read_bytes().splitlines()
+    data = "".join(written(json.loads(line)) + "\n" for line in lines).encode()
+    assert _digest_of(data, str(path)) == _digest(path)
 
 
 @pytest.mark.parametrize(
     "text",
     ['say "hi"', "a \\ backslash", "ends in a backslash \\", 'quote then \\"', "é ✓ \U0001f600"],
 )
-def test_a_typed_request_is_read_from_its_string_alone(text: str) -> None:
-    # Only the request's string is decoded: escaped quotes and backslashes must end it right.
+def test_a_typed_request_is_read_whole_whatever_it_holds(text: str) -> None:
+    # Escaped quotes and backslashes, and characters outside ASCII, escaped or not.
     record = {
         "parentUuid": None,
         "isSidechain": False,
@@ -215,19 +241,13 @@ def test_a_typed_request_is_read_from_its_string_alone(text: str) -> None:
     }
     for ascii_only in (True, False):
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=ascii_only) + "\n"
-        reader = ClaudeReader(facts=ClaudeFacts())
-        reader.feed(line.encode())
-        assert reader.facts is not None
-        assert reader.facts.digest.asks == (text.strip(),)
+        assert _fed(line.encode()).digest.asks == (text.strip(),)
 
 
-def test_a_typed_request_not_ended_is_decoded_as_a_whole() -> None:
+def test_a_line_that_is_no_json_holds_no_fact() -> None:
     head = b'{"parentUuid":null,"isSidechain":false,"type":"user",'
     line = head + b'"message":{"role":"user","content":"open\n'
-    reader = ClaudeReader(facts=ClaudeFacts())
-    reader.feed(line)
-    assert reader.facts is not None
-    assert reader.facts.digest.asks == ()  # not JSON: no fact, as when decoded
+    assert _fed(line).digest.asks == ()
 
 
 def _result_line(block: dict[str, Any]) -> bytes:
@@ -258,20 +278,16 @@ _BASH_CALL = (
         "Exit code 3\n\u00e9\\ \U0001f600 tail\\",
     ],
 )
-def test_a_failed_command_is_read_from_its_string_alone(output: str) -> None:
-    # A failure's content string is decoded alone (the line repeats the output in its
-    # toolUseResult): the exit status and the error line must be those the whole line says,
-    # whatever the output holds.
+def test_a_failed_command_says_its_exit_status_and_error(output: str) -> None:
+    # The exit status and the error line are those the output says, whatever else it holds
+    # (the line repeats the output in its toolUseResult).
     block = {"type": "tool_result", "content": output, "is_error": True, "tool_use_id": "toolu_1"}
-    reader = ClaudeReader(facts=ClaudeFacts())
-    reader.feed(_BASH_CALL + _result_line(block))
-    assert reader.facts is not None
-    (failed,) = reader.facts.digest.failed
+    (failed,) = _fed(_BASH_CALL + _result_line(block)).digest.failed
     assert (failed.text, failed.exit_code) == ("make test", int(output.split()[2]))
     assert failed.error == output.splitlines()[1].strip()
 
 
-def test_requests_in_text_blocks_are_decoded_only_when_they_show() -> None:
+def test_requests_in_text_blocks_wait_for_the_end_of_the_feed_too() -> None:
     # A request written as text blocks waits for the end of the feed like a typed one: the
     # newest five (and the session's first) are read, in their order among the others.
     def ask(text: str, blocks: bool) -> bytes:
@@ -287,12 +303,9 @@ def test_requests_in_text_blocks_are_decoded_only_when_they_show() -> None:
 
     lines = b"".join(ask(f"ask {i}", blocks=i % 2 == 0) for i in range(9))
     for step in (len(lines), 50):
-        reader = ClaudeReader(facts=ClaudeFacts())
-        for i in range(0, len(lines), step):
-            reader.feed(lines[i : i + step])
-        assert reader.facts is not None
-        assert reader.facts.digest.first_ask == "ask 0"
-        assert reader.facts.digest.asks == tuple(f"ask {i}" for i in range(4, 9))
+        d = _digest_of(lines, None, step)
+        assert d.first_ask == "ask 0"
+        assert d.asks == tuple(f"ask {i}" for i in range(4, 9))
 
 
 def test_the_last_reply_is_the_newest_text_that_is_not_blank() -> None:
@@ -318,12 +331,8 @@ def test_the_last_reply_is_the_newest_text_that_is_not_blank() -> None:
     first, second = reply("first answer", 1), reply("second answer", 2)
     blank = reply(" \n ", 3)
     for feeds in ([first + second + blank], [first + second, blank], [first, second, blank]):
-        reader = ClaudeReader(facts=ClaudeFacts())
+        reader, facts = _opened(None)
         for data in feeds:
             reader.feed(data)
-        assert reader.facts is not None
-        assert reader.facts.digest.last_reply == "second answer"
-    reader = ClaudeReader(facts=ClaudeFacts())
-    reader.feed(second + first)
-    assert reader.facts is not None
-    assert reader.facts.digest.last_reply == "first answer"
+        assert facts.digest.last_reply == "second answer"
+    assert _fed(second + first).digest.last_reply == "first answer"

@@ -323,16 +323,17 @@ def test_the_reader_remembers_the_tool_calls_it_has_read() -> None:
 
 @pytest.mark.parametrize("digest", [False, True])
 def test_a_line_in_another_json_layout_is_still_read(digest: bool) -> None:
-    """Lines are judged from Claude Code's own compact layout; a line written otherwise (spaces
-    after the colons, keys in another order) is searched and decoded as before, with or without
-    the digest riding on the reader."""
+    """Lines that hold nothing are known from the first bytes of Claude Code's own compact
+    layout; a line written otherwise (spaces after the colons, keys in another order) is
+    decoded, with or without the digest as the reader's listener."""
     from ctxd.agents.claude.digest import ClaudeFacts
+    from ctxd.agents.reader import NO_FACTS
 
     record = orjson.loads(_with_usage(_assistant_line(), message_id="m1", cache_read=40_000))
     spaced = {"type": record["type"], **record}
     data = json.dumps(spaced).encode() + b"\n"
     assert data.startswith(b'{"type": "assistant"')
-    reader = ClaudeReader(False, ClaudeFacts() if digest else None)
+    reader = ClaudeReader(False, ClaudeFacts() if digest else NO_FACTS)
     assert [u.tokens for u in reader.feed(data)] == [43_000]
 
 
