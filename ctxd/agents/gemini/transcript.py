@@ -176,15 +176,16 @@ class GeminiReader:
         else:
             message_id = record.get("id")
             if isinstance(message_id, str) and "type" in record:
-                # A repeated id replaces the earlier record in place: last write wins.
-                self._messages[message_id] = _figure(record)
-                self._changed = True
+                self._put(message_id, _figure(record))
         return None
 
     def _put(self, message_id: str, figure: _Figure | None) -> None:
-        # A repeated id replaces the earlier record in place: last write wins.
-        self._changed = True
-        self._messages[message_id] = figure
+        # A repeated id replaces the earlier record in place: last write wins. The figure to
+        # report changes only with a message's figure (a user message appended changes none).
+        messages = self._messages
+        if figure != messages.get(message_id):
+            self._changed = True
+        messages[message_id] = figure
 
     def _rewind(self, message_id: object) -> None:
         if not isinstance(message_id, str) or message_id not in self._messages:
