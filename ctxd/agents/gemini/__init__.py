@@ -8,11 +8,12 @@ from types import MappingProxyType
 
 from ctxd.agents.gemini import files, install
 from ctxd.agents.gemini.compaction import CONFIG_KEYS, compaction_point, settings_config
-from ctxd.agents.gemini.digest import GeminiDigestReader, NullDigestReader
+from ctxd.agents.gemini.digest import GeminiFacts
 from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
 from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
 from ctxd.agents.models import windows as model_windows
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 from ctxd.core.compaction import for_agent
@@ -22,16 +23,22 @@ __all__ = ["SPEC"]
 NAME = "gemini"
 
 
-def _open_reader(path: str | None) -> GeminiReader | GeminiJsonReader:
-    if path is not None and path.endswith(".json"):
-        return GeminiJsonReader()
-    return GeminiReader()
+def _is_legacy(path: str | None) -> bool:
+    return path is not None and path.endswith(".json")
 
 
-def _open_digest_reader(path: str | None) -> GeminiDigestReader | NullDigestReader:
-    if path is not None and path.endswith(".json"):
-        return NullDigestReader()  # rewritten whole on every change: no digest kept
-    return GeminiDigestReader()
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS
+) -> GeminiReader | GeminiJsonReader:
+    if _is_legacy(path):
+        return GeminiJsonReader()  # keeps no digest: it has no facts to tell
+    return GeminiReader(facts)
+
+
+def _open_facts(path: str | None) -> GeminiFacts | None:
+    if _is_legacy(path):
+        return None  # rewritten whole on every change: no digest kept
+    return GeminiFacts()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -63,7 +70,6 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
-    open_digest_reader=_open_digest_reader,
     compaction=for_agent(NAME, compaction_point),
     config_keys=CONFIG_KEYS,
     installer=Installer(
@@ -72,4 +78,5 @@ SPEC = AgentSpec(
     windows=MappingProxyType(model_windows(MODELS)),
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
+    open_facts=_open_facts,
 )

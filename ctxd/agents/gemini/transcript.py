@@ -22,18 +22,14 @@ known for a kept id stay known.
 A gemini message whose `tokens` are all 0 (seen in 2025-10 recordings: a request that reported
 no usage) says nothing about the context and is passed over.
 
-Per message only its id and, for gemini messages, its usage figure are kept. A gemini message
-line (2-14 KB in real recordings: thoughts, tool calls and their results) is not decoded whole
-when Gemini CLI's own key order shows where its few fields are (`_gemini_line`); anything else
-is decoded.
+Per message only its id and, for gemini messages, its usage figure are kept.
 
-Given `facts` (the session digest, `digest.py`), the same pass keeps them too: each message line
-is handed over once its kind is known (a user or a gemini message), a `$set` of messages
-decoded, as is any line the fallback decodes. A gemini message line's head is read as above,
-and the facts read the rest of it, its tool calls to the end of the line: that also shows that
-no second `tokens` key follows, which the usage-only path searches the whole line for (one
-search instead of two over a line that is mostly tool results). Without facts (`ctxd replay`)
-no more is done.
+One pass serves both listeners of a reader. The `$set` metadata lines (half of all lines) hold
+neither usage nor facts: a byte test skips them. Given a listener that wants records (the
+session digest, `digest.py`), every other line is decoded once, read for usage and handed over.
+Without one (`ctxd replay`), a message line is decoded only when its head, in Gemini CLI's own
+key order, does not show its id and usage (`_gemini_line`: a gemini message line is 2-14 KB in
+real recordings, thoughts, tool calls and their results, for a few fields).
 
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
@@ -43,22 +39,18 @@ whenever it changes) and reports the gemini messages it has not reported yet, in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 
-if TYPE_CHECKING:
-    from ctxd.agents.gemini.digest import GeminiFacts
-
-__all__ = ["GeminiJsonReader", "GeminiReader"]
+__all__ = ["GeminiJsonReader", "GeminiReader", "is_summary", "is_summary_text", "message_texts"]
 
 _SNAPSHOT = "<state_snapshot>"
 _ACK = "Got it. Thanks for the additional context!"
-_COMPRESSION_MARKERS = (_SNAPSHOT.encode(), _ACK.encode())
 _MESSAGE_PREFIX = b'{"id":"'
 _TOKENS_KEY = b'"tokens"'
 _SET_PREFIX = b'{"$set":'
@@ -75,34 +67,47 @@ _TOKENS = b'"tokens":'
 _MODEL_NEXT = b',"model":"'
 
 
-@dataclass(frozen=True, slots=True)
-class _Figure:
-    tokens: int
-    at: float | None
-    model: str | None
+#: A gemini message's usage: (tokens, its raw timestamp, model). The timestamp is read only for
+#: the figures reported (a message is written several times, and most never are).
+_Figure = tuple[int, object, str | None]
 
 
 class GeminiReader:
     """Incremental reader for Gemini CLI chat recordings; see the module docstring."""
 
-    def __init__(self, facts: GeminiFacts | None = None) -> None:
-        #: The session digest kept in the same pass, if any.
+    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+        #: Told every record decoded (the session digest), if it wants them.
         self.facts = facts
         self._lines = LineSplitter()
-        self._ids: list[str] = []
-        self._position: dict[str, int] = {}
-        self._figures: dict[str, _Figure] = {}
+        #: The message list: id -> its usage figure (None: none), in the list's order.
+        self._messages: dict[str, _Figure | None] = {}
         self._changed = False  # the list changed since the figure was last looked at
         self._reported = Changes()
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
-        """Consume the next bytes of the file; return the usage updates they completed."""
+        """Consume the next bytes of the file; return the usage updates they completed (the
+        records decoded on the way handed to the listener, which is flushed at the end)."""
         updates: list[UsageUpdate] = []
         facts = self.facts
+        take = facts.take if facts.wants_records else None
+        on_record = self._on_record
+        loads = orjson.loads
         for line in self._lines.feed(data):
-            if not line:
+            if not line or (line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line):
+                # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines, for no
+                # listener: not decoding them pays (measured), with the digest too.
                 continue
-            compaction = self._on_line(line) if facts is None else self._on_line_both(line, facts)
+            if take is None:
+                compaction = self._on_line(line)
+            else:
+                try:
+                    record = loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if type(record) is not dict:
+                    continue
+                take(record)
+                compaction = on_record(record)
             if compaction is not None:
                 self._changed = False
                 self._reported.is_new((compaction.tokens, compaction.turn_id), force=True)
@@ -116,28 +121,22 @@ class GeminiReader:
                 # No message with usage left (fresh list, rewind past the first answer): the
                 # last figure reported stays the best one known.
                 continue
-            turn_id, figure = current
-            key = (figure.tokens, turn_id)
-            if self._reported.is_new(key):
+            turn_id, (tokens, at, model) = current
+            if self._reported.is_new((tokens, turn_id)):
                 updates.append(
-                    UsageUpdate(
-                        tokens=figure.tokens, at=figure.at, model=figure.model, turn_id=turn_id
-                    )
+                    UsageUpdate(tokens=tokens, at=epoch_seconds(at), model=model, turn_id=turn_id)
                 )
-        if facts is not None:
-            facts.flush()
+        facts.flush()
         return updates
 
     def reset(self) -> None:
-        """Forget everything: the file was truncated or replaced and is read again from 0."""
+        """Forget everything (the listener too): the file was truncated or replaced and is
+        read again from 0."""
         self._lines.reset()
-        self._ids = []
-        self._position = {}
-        self._figures = {}
+        self._messages = {}
         self._changed = False
         self._reported.reset()
-        if self.facts is not None:
-            self.facts.reset()
+        self.facts.reset()
 
     def saw_answer(self) -> bool:
         """Gemini CLI records the answer before it runs AfterAgent hooks."""
@@ -150,9 +149,7 @@ class GeminiReader:
     # ------------------------------------------------------------------ records
 
     def _on_line(self, line: bytes) -> UsageUpdate | None:
-        """Apply one line to the message list; return an update only for a compression."""
-        if line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line:
-            return None  # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines
+        """A line for usage alone: decoded only when its head does not show what it says."""
         if line.startswith(_MESSAGE_PREFIX) and line.endswith(b"}"):
             if _TOKENS_KEY not in line:
                 # User and info messages matter only by id (a rewind names one): no decode.
@@ -168,148 +165,90 @@ class GeminiReader:
         record = decode(line)
         if record is None:
             return None
-        return self._on_record(record, line)
+        return self._on_record(record)
 
-    def _on_line_both(self, line: bytes, facts: GeminiFacts) -> UsageUpdate | None:
-        """`_on_line`, with the digest's lines and records handed over."""
-        if line.startswith(_SET_PREFIX):
-            if _MESSAGES_KEY not in line:
-                return None
-        elif line.startswith(_MESSAGE_PREFIX):
-            facts.messages += 1  # a `$set` after a message line is no longer the file's start
-            if line.endswith(b"}"):
-                if _TOKENS_KEY not in line:
-                    end = line.find(b'"', len(_MESSAGE_PREFIX))
-                    if end > 0 and line.find(b"\\", 0, end) < 0:
-                        facts.take_user_line(line)
-                        self._put(line[len(_MESSAGE_PREFIX) : end].decode("utf-8", "replace"), None)
-                        return None
-                else:
-                    # The rest of the line after `model` is read by the facts (its tool calls,
-                    # to the end of the line): that also shows no second `tokens` key follows,
-                    # which `_gemini_line` would otherwise search the whole line for.
-                    head = _gemini_head(line)
-                    if head is not None and facts.take_model_line(
-                        line, head.content_at, head.rest_at
-                    ):
-                        self._put(head.message_id, head.figure)
-                        return None
-        record = decode(line)
-        if record is None:
-            return None
-        if "$set" in record:
-            facts.take_rewrite(record, line)
-        elif "$rewindTo" not in record and isinstance(record.get("id"), str):
-            facts.take_message(record)
-        return self._on_record(record, line)
-
-    def _on_record(self, record: dict[str, Any], line: bytes) -> UsageUpdate | None:
+    def _on_record(self, record: dict[str, Any]) -> UsageUpdate | None:
+        """Apply one record to the message list; return an update only for a compression."""
         if "$rewindTo" in record:
             self._rewind(record["$rewindTo"])
         elif "$set" in record:
             changes = record["$set"]
             if isinstance(changes, dict) and isinstance(changes.get("messages"), list):
-                compressed = any(marker in line for marker in _COMPRESSION_MARKERS)
-                return self._replace(changes["messages"], changes.get("lastUpdated"), compressed)
-        elif isinstance(record.get("id"), str) and "type" in record:
-            self._put(record["id"], _figure(record))
+                return self._replace(changes["messages"], changes.get("lastUpdated"))
+        else:
+            message_id = record.get("id")
+            if isinstance(message_id, str) and "type" in record:
+                self._put(message_id, _figure(record))
         return None
 
     def _put(self, message_id: str, figure: _Figure | None) -> None:
-        # A repeated id replaces the earlier record in place: last write wins.
-        self._changed = True
-        if message_id not in self._position:
-            self._position[message_id] = len(self._ids)
-            self._ids.append(message_id)
-        if figure is None:
-            self._figures.pop(message_id, None)
-        else:
-            self._figures[message_id] = figure
+        # A repeated id replaces the earlier record in place: last write wins. The figure to
+        # report changes only with a message's figure (a user message appended changes none).
+        messages = self._messages
+        if figure != messages.get(message_id):
+            self._changed = True
+        messages[message_id] = figure
 
     def _rewind(self, message_id: object) -> None:
-        if not isinstance(message_id, str) or message_id not in self._position:
+        if not isinstance(message_id, str) or message_id not in self._messages:
             return
         self._changed = True
-        cut = self._position[message_id]
-        for dropped in self._ids[cut:]:
-            del self._position[dropped]
-            self._figures.pop(dropped, None)
-        del self._ids[cut:]
+        ids = list(self._messages)
+        for dropped in ids[ids.index(message_id) :]:
+            del self._messages[dropped]
 
-    def _replace(
-        self, messages: list[Any], updated: object, maybe_compressed: bool
-    ) -> UsageUpdate | None:
-        old_figures = self._figures
-        old_ids = self._position
-        self._ids, self._position, self._figures = [], {}, {}
-        self._changed = True
+    def _replace(self, messages: list[Any], updated: object) -> UsageUpdate | None:
+        old = self._messages
+        new: dict[str, _Figure | None] = {}
         compressed = False
         for message in messages:
-            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+            if not isinstance(message, dict):
                 continue
-            message_id: str = message["id"]
-            known = message_id in old_ids
-            figure = _figure(message) or (old_figures.get(message_id) if known else None)
-            self._put(message_id, figure)
-            if maybe_compressed and not known and _is_summary(message):
-                compressed = True
-        if not compressed or not self._ids:
+            message_id = message.get("id")
+            if not isinstance(message_id, str):
+                continue
+            figure = _figure(message)
+            if message_id in old:
+                new[message_id] = figure or old[message_id]
+            else:
+                new[message_id] = figure
+                compressed = compressed or is_summary(message)
+        self._messages = new
+        self._changed = True
+        if not compressed or not new:
             return None
         # Pin the estimate to the last rebuilt message, so that it outranks any pre-compression
         # figure a kept message still carries until the next answer arrives.
-        last_id = self._ids[-1]
+        last_id = next(reversed(new))
         estimate = _estimate(messages)
-        self._figures[last_id] = _Figure(estimate, epoch_seconds(updated), None)
+        new[last_id] = (estimate, updated, None)
         return UsageUpdate(
             tokens=estimate, at=epoch_seconds(updated), compaction=True, turn_id=last_id
         )
 
     def _current(self) -> tuple[str, _Figure] | None:
-        for message_id in reversed(self._ids):
-            figure = self._figures.get(message_id)
+        for message_id, figure in reversed(self._messages.items()):
             if figure is not None:
                 return message_id, figure
         return None
 
 
 def _figure(message: dict[str, Any]) -> _Figure | None:
+    if message.get("type") != "gemini":
+        return None
     tokens = message.get("tokens")
-    if message.get("type") != "gemini" or not isinstance(tokens, dict):
+    if not isinstance(tokens, dict):
         return None
     prompt = count(tokens.get("input"))
     if prompt is None or not any(tokens.values()):
         return None
     model = message.get("model")
-    return _Figure(
-        prompt, epoch_seconds(message.get("timestamp")), model if isinstance(model, str) else None
-    )
-
-
-class _Head(NamedTuple):
-    """A gemini message line's head, as `_gemini_head` finds it."""
-
-    message_id: str
-    figure: _Figure | None
-    #: Where `"content":` is (right after the type).
-    content_at: int
-    #: Where the line goes on after the model's name (`}` or `,"toolCalls":[…]}`).
-    rest_at: int
-    #: Where the tokens object ends.
-    tokens_end: int
+    return prompt, message.get("timestamp"), model if isinstance(model, str) else None
 
 
 def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
     """(id, figure) of a gemini message line in Gemini CLI's own key order, found without
     decoding the whole line; None when the line is not in that shape (decode it instead)."""
-    head = _gemini_head(line)
-    # "tokens" must occur once, so that no nested object can be mistaken for it.
-    if head is None or line.find(_TOKENS, head.tokens_end) >= 0:
-        return None
-    return head.message_id, head.figure
-
-
-def _gemini_head(line: bytes) -> _Head | None:
-    """`_gemini_line` without its search of the rest of the line for another `tokens` key."""
     start = len(_MESSAGE_PREFIX)
     id_end = line.find(b'"', start)
     if id_end < 0 or line.find(b"\\", start, id_end) >= 0:
@@ -329,6 +268,8 @@ def _gemini_head(line: bytes) -> _Head | None:
         close < 0
         or line.find(b"{", body + 1, close) >= 0
         or not line.startswith(_MODEL_NEXT, close + 1)
+        # "tokens" must occur once, so that no nested object can be mistaken for it.
+        or line.find(_TOKENS, close + 1) >= 0
     ):
         return None
     model_start = close + 1 + len(_MODEL_NEXT)
@@ -345,16 +286,11 @@ def _gemini_head(line: bytes) -> _Head | None:
         "timestamp": line[at_start:at_end].decode("utf-8", "replace"),
         "model": line[model_start:model_end].decode("utf-8", "replace"),
     }
-    return _Head(
-        line[start:id_end].decode("utf-8", "replace"),
-        _figure(message),
-        at_end + len(_GEMINI_TYPE),
-        model_end + 1,
-        close + 1,
-    )
+    return line[start:id_end].decode("utf-8", "replace"), _figure(message)
 
 
-def _texts(message: dict[str, Any]) -> list[str]:
+def message_texts(message: dict[str, Any]) -> list[str]:
+    """The texts of a message's `content`: the string, or its parts' `text`s."""
     content = message.get("content")
     if isinstance(content, str):
         return [content]
@@ -367,9 +303,21 @@ def _texts(message: dict[str, Any]) -> list[str]:
     ]
 
 
-def _is_summary(message: dict[str, Any]) -> bool:
-    texts = _texts(message)
-    return bool(texts) and (texts[0].lstrip().startswith(_SNAPSHOT) or texts[0].strip() == _ACK)
+def is_summary_text(text: str) -> bool:
+    """A message's first text is a compression's summary, or the CLI's acknowledgement of one."""
+    return text.lstrip().startswith(_SNAPSHOT) or text.strip() == _ACK
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    """A message of a compressed history that stands for what was compressed."""
+    content = message.get("content")
+    if isinstance(content, list):  # its first text (`message_texts`, without the others)
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else None
+            if isinstance(text, str):
+                return is_summary_text(text)
+        return False
+    return isinstance(content, str) and is_summary_text(content)
 
 
 def _estimate(messages: list[Any]) -> int:
@@ -436,7 +384,7 @@ class GeminiJsonReader:
             message_id: str = message["id"]
             if message_id in self._reported:
                 continue
-            if _is_summary(message):
+            if is_summary(message):
                 self._reported.add(message_id)
                 updates.append(
                     UsageUpdate(
@@ -455,9 +403,8 @@ class GeminiJsonReader:
             if figure is None:
                 continue  # no usage yet: it may be rewritten with it
             self._reported.add(message_id)
+            tokens, at, model = figure
             updates.append(
-                UsageUpdate(
-                    tokens=figure.tokens, at=figure.at, model=figure.model, turn_id=message_id
-                )
+                UsageUpdate(tokens=tokens, at=epoch_seconds(at), model=model, turn_id=message_id)
             )
         return updates

@@ -1,5 +1,6 @@
-"""The Gemini CLI digest reader against the real recordings: files, commands, todos, the last ask
-and the compressions equal what an independent reading of each recording finds (plain json)."""
+"""The Gemini CLI digest (`GeminiFacts`, the listener of its reader) against the real recordings:
+files, commands, todos, the last ask and the compressions equal what an independent reading of
+each recording finds (plain json); and on lines written for the purpose."""
 
 from __future__ import annotations
 
@@ -11,21 +12,34 @@ from typing import Any
 import pytest
 
 from ctxd.agents import spec
+from ctxd.agents.gemini.digest import GeminiFacts
+from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
 from ctxd.core.digest import Digest
+from ctxd.core.events import UsageUpdate
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
 SAMPLES = sorted(DATA.glob("gemini-cli-*/*.jsonl"))
 
 
-def _digest(path: Path, chunk: int | None = None) -> Digest:
-    opener = spec("gemini").open_digest_reader
-    assert opener is not None
-    reader = opener(str(path))
+def _opened(path: str) -> tuple[GeminiFacts, GeminiReader]:
+    """The facts and the reader the daemon opens for a recording at `path`."""
+    facts = spec("gemini").open_facts(path)
+    assert isinstance(facts, GeminiFacts)
+    reader = spec("gemini").open_reader(path, facts)
+    assert isinstance(reader, GeminiReader)
+    return facts, reader
+
+
+def _fed_in(path: Path, chunk: int | None = None) -> tuple[Digest, list[UsageUpdate]]:
+    facts, reader = _opened(str(path))
     data = path.read_bytes()
     step = chunk or len(data) or 1
-    for i in range(0, len(data), step):
-        reader.feed(data[i : i + step])
-    return reader.digest
+    updates = [u for i in range(0, len(data), step) for u in reader.feed(data[i : i + step])]
+    return facts.digest, updates
+
+
+def _digest(path: Path, chunk: int | None = None) -> Digest:
+    return _fed_in(path, chunk)[0]
 
 
 def _reading(path: Path) -> dict[str, Any]:
@@ -108,6 +122,32 @@ def test_split_anywhere_the_same_digest(chunk: int) -> None:
         assert _digest(path, chunk) == _digest(path)
 
 
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_the_facts_do_not_change_the_usage(path: Path, chunk: int | None) -> None:
+    """The reader telling its facts (every line decoded) reports what it reports alone (the
+    usage prefilter, what `ctxd replay` runs)."""
+    alone = spec("gemini").open_reader(str(path)).feed(path.read_bytes())
+    assert _fed_in(path, chunk)[1] == alone
+
+
+def test_reset_forgets_the_facts_too() -> None:
+    path = DATA / "gemini-cli-0.61.0" / "transcript.compress.1.jsonl"
+    facts, reader = _opened(str(path))
+    reader.feed(path.read_bytes())
+    assert facts.digest.compactions == 2
+    reader.reset()
+    assert facts.digest == Digest()
+    reader.feed(path.read_bytes())  # read again from 0: the same digest, not twice the facts
+    assert facts.digest == _digest(path)
+
+
+def test_the_single_object_recordings_keep_no_digest() -> None:
+    path = str(DATA.parent / "public" / "gemini" / "chats" / "session-2026-03-kind.json")
+    assert spec("gemini").open_facts(path) is None
+    assert isinstance(spec("gemini").open_reader(path), GeminiJsonReader)
+
+
 def test_blocked_and_failed_calls_and_hook_context() -> None:
     d = _digest(DATA / "gemini-cli-0.61.0" / "transcript.exitcodes.1.jsonl")
     assert [(c.text, c.error) for c in d.failed] == [
@@ -151,11 +191,9 @@ def test_files_todos_and_exit_codes_from_tool_calls() -> None:
         call(5, "run_shell_command", {"command": "make"}, "Output: boom\nExit Code: 2"),
     ]
     message = {"id": "m1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": calls}
-    opener = spec("gemini").open_digest_reader
-    assert opener is not None
-    reader = opener("/x/chats/session-1.jsonl")
+    facts, reader = _opened("/x/chats/session-1.jsonl")
     reader.feed(_line(message) + _line(message))  # written twice: folded once
-    d = reader.digest
+    d = facts.digest
     assert [(f.path, f.reads, f.edits, f.writes) for f in d.files] == [
         ("/w/a.py", 1, 1, 0),
         ("/w/b.md", 0, 0, 1),
@@ -174,7 +212,7 @@ def test_files_todos_and_exit_codes_from_tool_calls() -> None:
 def _call_in_shape(
     call_id: str, name: str, args: dict[str, Any], response: dict[str, Any], status: str = "success"
 ) -> dict[str, Any]:
-    """A tool call as Gemini CLI 0.61.0 records it, keys in its order (the digest walks those)."""
+    """A tool call as Gemini CLI 0.61.0 records it, keys in its order."""
     part = {"functionResponse": {"id": call_id, "name": name, "response": response}}
     return {
         "id": call_id,
@@ -214,17 +252,14 @@ def _gemini_line(message_id: str, calls: list[dict[str, Any]], prompt: int, **ex
 
 
 def _fed(data: bytes) -> tuple[Digest, list[int]]:
-    opener = spec("gemini").open_digest_reader
-    assert opener is not None
-    reader = opener("/x/chats/session-1.jsonl")
-    assert reader.usage_reader is not None
-    updates = reader.usage_reader.feed(data)
-    return reader.digest, [u.tokens for u in updates]
+    facts, reader = _opened("/x/chats/session-1.jsonl")
+    updates = reader.feed(data)
+    return facts.digest, [u.tokens for u in updates]
 
 
-def test_calls_walked_without_decoding_fold_what_decoding_folds() -> None:
-    """A line in Gemini CLI's shape is walked call by call (results skipped); the same calls in
-    a line that must be decoded (keys in another order) give the same digest."""
+def test_the_calls_fold_the_same_whatever_the_key_order() -> None:
+    """A line in Gemini CLI's shape and the same calls with their keys in another order give the
+    same digest: file tools by their path wherever it is, commands, other tools counted."""
     calls = [
         _call_in_shape("a", "read_file", {"file_path": "/w/a.py"}, {"output": 'x = "}],\\n"'}),
         _call_in_shape(
@@ -236,14 +271,14 @@ def test_calls_walked_without_decoding_fold_what_decoding_folds() -> None:
         _call_in_shape("c", "run_shell_command", {"command": "make"}, {"output": "done"}),
         _call_in_shape("d", "update_topic", {"title": "t"}, {"output": "ok"}),
     ]
-    walked, tokens = _fed(_gemini_line("m1", calls, 100_000))
+    in_shape, tokens = _fed(_gemini_line("m1", calls, 100_000))
     reordered = [{k: c[k] for k in reversed(list(c))} for c in calls]
-    decoded, _ = _fed(_gemini_line("m1", reordered, 100_000))
+    reordered_digest, _ = _fed(_gemini_line("m1", reordered, 100_000))
     assert tokens == [100_000]
-    assert walked == decoded
-    assert [(f.path, f.reads, f.edits) for f in walked.files] == [("/w/a.py", 1, 1)]
-    assert [(c.text, c.failed, c.exit_code) for c in walked.commands] == [("make", False, 0)]
-    assert walked.tool_calls == 4
+    assert in_shape == reordered_digest
+    assert [(f.path, f.reads, f.edits) for f in in_shape.files] == [("/w/a.py", 1, 1)]
+    assert [(c.text, c.failed, c.exit_code) for c in in_shape.commands] == [("make", False, 0)]
+    assert in_shape.tool_calls == 4
 
 
 def test_a_cancelled_call_is_not_taken_for_a_success() -> None:
@@ -265,18 +300,19 @@ def test_a_cancelled_call_is_not_taken_for_a_success() -> None:
 
 
 def test_a_second_tokens_key_after_the_calls_is_the_figure() -> None:
-    """Walking the calls stands for the usage reader's search for a second `tokens` key: a line
-    that goes on after its calls is decoded, and JSON's last key wins."""
+    """A line that goes on after its calls with another `tokens` key: JSON's last key wins, for
+    the usage and with the facts alike."""
     calls = [_call_in_shape("a", "read_file", {"file_path": "/w/a.py"}, {"output": "x"})]
     line = _gemini_line("m1", calls, 100_000)
     line = line[: -len(b"}\n")] + b',"tokens":{"input":150000,"total":150000}}\n'
     d, tokens = _fed(line)
     assert tokens == [150_000]
+    assert [u.tokens for u in GeminiReader().feed(line)] == [150_000]
     assert [(f.path, f.reads) for f in d.files] == [("/w/a.py", 1)]
 
 
-def test_a_walked_command_whose_output_has_an_exit_code_is_a_failure() -> None:
-    """Only a command's output says its exit code: such a line is decoded, not walked."""
+def test_a_command_whose_output_has_an_exit_code_is_a_failure() -> None:
+    """Only a command's output says its exit code (another tool's output may hold the words)."""
     calls = [
         _call_in_shape(
             "a", "run_shell_command", {"command": "make"}, {"output": "x\nExit Code: 2"}
@@ -288,14 +324,14 @@ def test_a_walked_command_whose_output_has_an_exit_code_is_a_failure() -> None:
     assert d.tool_calls == 2
 
 
-def test_walked_and_decoded_calls_keep_the_files_order() -> None:
-    """Walked calls wait for the end of the feed; a decoded line's calls come after them."""
+def test_the_calls_keep_the_files_order_and_are_folded_once() -> None:
+    """Successes and failures in the file's order; a message written again adds nothing."""
     done = {"output": "done"}
-    walked = _call_in_shape("a", "run_shell_command", {"command": "one"}, done)
+    first = _call_in_shape("a", "run_shell_command", {"command": "one"}, done)
     failed = _call_in_shape("b", "run_shell_command", {"command": "two"}, {"error": "no"}, "error")
     later = _call_in_shape("c", "run_shell_command", {"command": "three"}, done)
     data = (
-        _gemini_line("m1", [walked], 100)
+        _gemini_line("m1", [first], 100)
         + _gemini_line("m2", [failed], 200)
         + _gemini_line("m3", [later], 300)
         + _gemini_line("m3", [later], 300)  # written again: folded once
@@ -321,9 +357,9 @@ def _typed(message_id: str, content: list[dict[str, Any]], **extra: Any) -> byte
     return _line(record)
 
 
-def test_requests_in_the_clis_shape_are_what_decoding_finds() -> None:
-    """A request's text is decoded alone when its line is in Gemini CLI's shape (one text
-    part, maybe what the CLI showed after it); any other shape is decoded whole."""
+def test_requests_are_the_texts_the_user_typed() -> None:
+    """A request is its message's text parts joined (not what the CLI showed instead, not a
+    slash command, not what hooks added), quotes and escapes as typed."""
     shown = [{"text": "/init"}]
     lines = [
         _typed("u1", [{"text": 'say "hi"\n'}]),
@@ -339,14 +375,48 @@ def test_requests_in_the_clis_shape_are_what_decoding_finds() -> None:
 
 
 def test_requests_show_after_every_feed() -> None:
-    """Requests wait for the end of a feed: after any feed, the digest holds the session's
-    first and the newest five."""
-    opener = spec("gemini").open_digest_reader
-    assert opener is not None
-    reader = opener("/x/chats/session-1.jsonl")
+    """After any feed, the digest holds the session's first request and the newest five."""
+    facts, reader = _opened("/x/chats/session-1.jsonl")
     for i in range(300):
         reader.feed(_typed(f"u{i}", [{"text": f"ask {i}"}]))
         if i in (0, 1, 280, 299):
-            d = reader.digest
+            d = facts.digest
             assert d.first_ask == "ask 0"
             assert list(d.asks) == [f"ask {j}" for j in range(max(0, i - 4), i + 1)]
+
+
+def test_the_call_ids_remembered_are_bounded() -> None:
+    """A message written again is folded once while its calls are among the newest 64
+    remembered; the ids of older ones are forgotten (the memory is bounded)."""
+    done = {"output": "ok"}
+    lines = [
+        _gemini_line(f"m{i}", [_call_in_shape(f"c{i}", "update_topic", {}, done)], 100 + i)
+        for i in range(70)
+    ]
+    d, _ = _fed(b"".join(lines) + lines[69] + lines[0])
+    assert d.tool_calls == 71  # m69 again: nothing; m0 again: forgotten, counted anew
+
+
+def _rewrite(*messages: dict[str, Any]) -> bytes:
+    return _line({"$set": {"messages": list(messages), "lastUpdated": "2026-11-30T23:24:27Z"}})
+
+
+def test_rewrites_at_the_start_and_after_a_compression() -> None:
+    """A `$set` of messages at the file's start (a resumed session) brings in its facts, and
+    the summary it holds is no compaction; after the session began, only a summary not seen
+    before counts (once per rewrite), and the rewritten messages' facts are not taken again."""
+    ask = {"id": "u1", "timestamp": "t", "type": "user", "content": [{"text": "fix the bug"}]}
+    old = {"id": "s1", "type": "user", "content": [{"text": "<state_snapshot>old"}]}
+    new = {"id": "s2", "type": "user", "content": [{"text": "<state_snapshot>new"}]}
+    ack = {"id": "a2", "type": "gemini", "content": "Got it. Thanks for the additional context!"}
+    data = (
+        _rewrite(old, ask)
+        + _typed("u2", [{"text": "and the test"}])
+        + _rewrite(old, ask)  # a resume's repeat: no compaction, no request again
+        + _rewrite(new, ack, ask)  # a compression: summary and acknowledgement, one compaction
+        + _rewrite(new, ack)
+    )
+    d, _ = _fed(data)
+    assert list(d.asks) == ["fix the bug", "and the test"]
+    assert d.compactions == 1
+    assert d.last_reply is None  # the acknowledgement is no reply
