@@ -9,10 +9,11 @@ from types import MappingProxyType
 
 from ctxd.agents.codex import files, install
 from ctxd.agents.codex.compaction import compaction_point, settings_config
-from ctxd.agents.codex.digest import CodexDigestReader
+from ctxd.agents.codex.digest import CodexFacts
 from ctxd.agents.codex.hooks import DIALECT
 from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 from ctxd.core.compaction import share_of
 
@@ -21,12 +22,12 @@ __all__ = ["SPEC"]
 NAME = "codex"
 
 
-def _open_digest_reader(path: str | None) -> CodexDigestReader:
-    return CodexDigestReader()
+def _open_facts(path: str | None) -> CodexFacts:
+    return CodexFacts()
 
 
-def _open_reader(path: str | None) -> CodexReader:
-    return CodexReader()
+def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> CodexReader:
+    return CodexReader(facts)
 
 
 def _read_config(path: Path) -> Json | None:
@@ -76,7 +77,6 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
-    open_digest_reader=_open_digest_reader,
     compaction=compaction_point,
     installer=Installer(
         settings_path=install.settings_path, install=_install, uninstall=_uninstall
@@ -87,4 +87,5 @@ SPEC = AgentSpec(
     config_env=("CODEX_HOME",),
     settings_files=_settings_files,
     read_settings=_read_settings,
+    open_facts=_open_facts,
 )
