@@ -63,13 +63,6 @@ _MARKERS = (*(b'"%s"' % kind for kind in _WANTED), b'"task_started"')
 _USAGE_KINDS = frozenset(
     {"token_usage_record", "event_msg", "compacted", "turn_context", "session_meta"}
 )
-_CATEGORIES = (
-    "input_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-)
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 
@@ -106,12 +99,11 @@ class CodexReader:
             if record is None:
                 continue
             kind = record.get("type")
-            payload = record.get("payload")
-            if kind in _USAGE_KINDS and isinstance(payload, dict):
-                update = self._on_record(kind, payload, record)
-                if update is not None:
-                    key = (update.tokens, update.turn_id, update.model, update.reported_window)
-                    if self._reported.is_new(key, force=update.compaction):
+            if kind in _USAGE_KINDS:
+                payload = record.get("payload")
+                if isinstance(payload, dict):
+                    update = self._on_record(kind, payload, record)
+                    if update is not None:
                         updates.append(update)
             take(record)
         facts.flush()
@@ -189,7 +181,7 @@ class CodexReader:
             # tells repeated token_count lines of one response apart from new ones.
             cumulative = _total(info.get("total_token_usage"))
             turn_id = f"token_count:{cumulative}:{tokens}"
-        return self._update(tokens, turn_id, record, estimated=_only_total(last))
+        return self._update(tokens, turn_id, record, _only_total(last))
 
     def _impossible(self, usage: object, tokens: int) -> bool:
         if self._window is not None and tokens > self._window:
@@ -207,8 +199,10 @@ class CodexReader:
             message = payload.get("message")
             chars = len(message) if isinstance(message, str) else 0
         self._compaction = turn_id
+        tokens = (self._baseline or 0) + chars // _CHARS_PER_TOKEN
+        self._reported.is_new((tokens, turn_id, self._model, self._window), force=True)
         return UsageUpdate(
-            tokens=(self._baseline or 0) + chars // _CHARS_PER_TOKEN,
+            tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             model=self._model,
             reported_window=self._window,
@@ -219,7 +213,8 @@ class CodexReader:
 
     def _update(
         self, tokens: int, turn_id: str | None, record: dict[str, Any], estimated: bool = False
-    ) -> UsageUpdate:
+    ) -> UsageUpdate | None:
+        """The update for a figure, None when it repeats the last one reported."""
         if not estimated and (self._baseline is None or tokens < self._baseline):
             self._baseline = tokens
         if self._compaction is not None:
@@ -229,6 +224,8 @@ class CodexReader:
             self._compaction = None
         if self._renamed is not None and turn_id is not None and turn_id == self._renamed[0]:
             turn_id = self._renamed[1]
+        if not self._reported.is_new((tokens, turn_id, self._model, self._window)):
+            return None
         return UsageUpdate(
             estimated=estimated,
             tokens=tokens,
@@ -239,9 +236,16 @@ class CodexReader:
         )
 
 
-def _only_total(usage: object) -> bool:
+def _only_total(usage: Any) -> bool:
     """A usage with every category 0 but `total_tokens`: Codex's estimate, not a response's."""
-    return isinstance(usage, dict) and all(not usage.get(key) for key in _CATEGORIES)
+    get = usage.get
+    return not (
+        get("input_tokens")
+        or get("cached_input_tokens")
+        or get("cache_write_input_tokens")
+        or get("output_tokens")
+        or get("reasoning_output_tokens")
+    )
 
 
 def _wanted(line: bytes) -> bool:
