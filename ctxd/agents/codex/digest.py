@@ -37,23 +37,24 @@ class CodexFacts(Facts):
     __slots__ = ()
 
     def take(self, record: dict[str, Any]) -> None:
+        # The commonest kinds first: most response items are no call (and have no name).
         kind = record.get("type")
-        if kind == "event_msg":
+        if kind == "response_item":
+            payload = record.get("payload")
+            if (
+                isinstance(payload, dict)
+                and payload.get("name") == "update_plan"
+                and payload.get("type") == "function_call"
+            ):
+                plan = _plan(payload.get("arguments"))
+                if plan is not None:
+                    self.book.todos(todos_from(plan, ("step",)))
+        elif kind == "event_msg":
             payload = record.get("payload")
             if isinstance(payload, dict) and payload.get("type") == "item_completed":
                 item = payload.get("item")
                 if isinstance(item, dict):
                     self._item(item)
-        elif kind == "response_item":
-            payload = record.get("payload")
-            if (
-                isinstance(payload, dict)
-                and payload.get("type") == "function_call"
-                and payload.get("name") == "update_plan"
-            ):
-                plan = _plan(payload.get("arguments"))
-                if plan is not None:
-                    self.book.todos(todos_from(plan, ("step",)))
         elif kind == "compacted" and isinstance(record.get("payload"), dict):
             self.book.compaction()
 
