@@ -73,10 +73,13 @@ class CodexFacts(Facts):
 
 def _plan(arguments: object) -> list[Any] | None:
     """The `plan` of an `update_plan` call's arguments ([] when they have none); None: the
-    arguments are no JSON."""
+    arguments are no JSON string."""
+    arguments = arguments or "{}"
+    if not isinstance(arguments, str):
+        return None
     try:
-        args = orjson.loads(arguments or "{}")  # type: ignore[arg-type]
-    except (orjson.JSONDecodeError, TypeError):
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
         return None
     plan = args.get("plan") if isinstance(args, dict) else None
     return plan if isinstance(plan, list) else []

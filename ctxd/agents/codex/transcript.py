@@ -47,11 +47,12 @@ from ctxd.core.events import UsageUpdate
 
 __all__ = ["CodexReader"]
 
-# Line kinds worth decoding for usage alone, by the value of their first "type" key: the line's
-# own type, since Codex writes `timestamp, ordinal, type, payload` in that order. Lines of other
-# known kinds (messages, tool calls and outputs, world state: the bulk of a rollout) are
-# rejected from those few bytes; a line of unknown shape falls back to a search of the whole
-# line.
+# Usage alone (a listener that wants no records) decodes only the line kinds worth it, by the
+# value of their first "type" key: the line's own type, since Codex writes `timestamp, ordinal,
+# type, payload` in that order. Lines of other known kinds (messages, tool calls and outputs,
+# world state: the bulk of a rollout) are rejected from those few bytes; a line of unknown shape
+# falls back to a search of the whole line. It pays on today's rollouts, whose response items
+# are long, and costs a little on old ones of many short lines.
 _WANTED = frozenset(
     {b"token_usage_record", b"compacted", b"turn_context", b"session_meta", b"token_count"}
 )
