@@ -184,3 +184,16 @@ def test_records_in_another_key_order_hold_their_facts() -> None:
     data = b"".join(reordered(line) for line in lines)
     assert data.startswith(b'{"payload": {')
     assert _digest(None, data) == _digest(path)
+
+
+def test_a_plan_whose_arguments_are_no_json_string_is_no_todo_list() -> None:
+    def plan(arguments: object) -> bytes:
+        payload = {"type": "function_call", "name": "update_plan", "arguments": arguments}
+        return _line(payload, "response_item")
+
+    steps = {"plan": [{"step": "fix", "status": "pending"}]}
+    data = plan(json.dumps(steps)) + plan(steps) + plan("{not json")
+    d = _digest(None, data)
+    assert [(t.text, t.status) for t in d.todos or ()] == [("fix", "pending")]
+    assert d.tool_calls == 1
+    assert _digest(None, plan(None)).todos == ()  # no arguments: an empty list
