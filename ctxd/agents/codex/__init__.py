@@ -14,10 +14,11 @@ from ctxd.agents.codex.compaction import (
     compaction_point,
     settings_config,
 )
-from ctxd.agents.codex.digest import CodexDigestReader
+from ctxd.agents.codex.digest import CodexFacts
 from ctxd.agents.codex.hooks import DIALECT
 from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 from ctxd.core.compaction import for_agent, share_of
 
@@ -26,12 +27,12 @@ __all__ = ["SPEC"]
 NAME = "codex"
 
 
-def _open_digest_reader(path: str | None) -> CodexDigestReader:
-    return CodexDigestReader()
+def _open_facts(path: str | None) -> CodexFacts:
+    return CodexFacts()
 
 
-def _open_reader(path: str | None) -> CodexReader:
-    return CodexReader()
+def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> CodexReader:
+    return CodexReader(facts)
 
 
 def _read_config(path: Path) -> Json | None:
@@ -76,7 +77,6 @@ SPEC = AgentSpec(
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
-    open_digest_reader=_open_digest_reader,
     compaction=for_agent(NAME, compaction_point),
     config_keys=CONFIG_KEYS,
     installer=Installer(
@@ -89,4 +89,5 @@ SPEC = AgentSpec(
     config_env=("CODEX_HOME",),
     settings_files=_settings_files,
     read_settings=_read_settings,
+    open_facts=_open_facts,
 )

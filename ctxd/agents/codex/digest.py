@@ -14,12 +14,9 @@ in `event_msg` lines of `payload.type == "item_completed"`, one finished item ea
 The todo list is the `update_plan` tool's `plan` (`step`, `status`), a `function_call` response
 item whose `arguments` are a JSON string. A `compacted` line is a compaction.
 
-The facts ride on the usage reader (`transcript.py`, `ctxd.agents.digest`), which finds each
-line's kind anyway: only lines that can hold one of these are handed over, and they say so in
-their first few hundred bytes (`{"timestamp":…,"type":"event_msg","payload":{"type":
-"item_completed",…,"item":{"type":"CommandExecution"`); a `compacted` line comes decoded. They
-are folded into the book at the end of each feed, those a later line hides mostly undecoded
-(`CodexFacts`).
+`CodexFacts` is the listener of the usage reader (`transcript.py`, `ctxd.agents.reader`), which
+decodes every line once and hands each record over; each fact is folded into the book as its
+record comes.
 """
 
 from __future__ import annotations
@@ -28,202 +25,64 @@ from typing import Any
 
 import orjson
 
-from ctxd.agents.codex.transcript import CodexReader
-from ctxd.agents.digest import Facts, UsageDigestReader, todos_from
-from ctxd.agents.lines import decode
+from ctxd.agents.digest import Facts, todos_from
 from ctxd.core.digest import DigestBook
 
-__all__ = ["CodexDigestReader", "CodexFacts"]
-
-_ITEM_TYPE = b'"item":{"type":"'
-_TOOLS = (b'CommandExecution"', b'FileChange"')
-_USER = b'UserMessage"'
-_AGENT = b'AgentMessage"'
-_COMMAND = ord("C")  # a tool item's kind by its first byte
-# A command that succeeded and read no file, known from its bytes (quotes inside strings are
-# escaped, so these are keys and values of the item itself).
-_EXIT_CODE = b'"exit_code":'
-_ZERO = (b"0,", b"0}")
-_READ = b'"type":"read"'
-_STATUS = b'"status":"'
-_FAILED = (b'failed"', b'declined"')
-_HEAD = 400
-
-
-class CodexDigestReader(UsageDigestReader):
-    """A Codex CLI rollout's digest (a `CodexReader` carrying `CodexFacts`)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        super().__init__(CodexReader(CodexFacts()))
+__all__ = ["CodexFacts"]
 
 
 class CodexFacts(Facts):
-    """The digest side of a `CodexReader`; see the module docstring.
+    """A Codex CLI rollout's digest, kept from its decoded records; see the module docstring."""
 
-    The reader appends the lines that may hold a fact to `items` and `plans`; `flush` (at the
-    end of each `feed`) folds them in, in order, straight into the book. Those a later line of
-    the same feed makes invisible are not decoded, or only as far as what they still change:
-    all replies but the last, the requests between the session's first and its last
-    `Limits.asks`, all todo lists but the last (only counted), and a command that succeeded
-    when `Limits.commands` more follow (only counted, and the files it read touched). A replay
-    of a long rollout is mostly such lines.
-    """
+    __slots__ = ()
 
-    __slots__ = ("items", "plans")
+    def take(self, record: dict[str, Any]) -> None:
+        # The commonest kinds first: most response items are no call (and have no name).
+        kind = record.get("type")
+        if kind == "response_item":
+            payload = record.get("payload")
+            if (
+                isinstance(payload, dict)
+                and payload.get("name") == "update_plan"
+                and payload.get("type") == "function_call"
+            ):
+                plan = _plan(payload.get("arguments"))
+                if plan is not None:
+                    self.book.todos(todos_from(plan, ("step",)))
+        elif kind == "event_msg":
+            payload = record.get("payload")
+            if isinstance(payload, dict) and payload.get("type") == "item_completed":
+                item = payload.get("item")
+                if isinstance(item, dict):
+                    self._item(item)
+        elif kind == "compacted" and isinstance(record.get("payload"), dict):
+            self.book.compaction()
 
-    def __init__(self) -> None:
-        super().__init__()
-        #: `item_completed` event lines not folded in yet (appended by the reader).
-        self.items: list[bytes] = []
-        #: `function_call` lines naming `update_plan` in their head, not folded in yet.
-        self.plans: list[bytes] = []
-
-    def reset(self) -> None:
-        super().reset()
-        self.items = []
-        self.plans = []
-
-    def flush(self) -> None:
-        """Fold in the lines taken since the last flush (see the class docstring)."""
-        if self.plans:
-            plans, self.plans = self.plans, []
-            self._fold_plans(plans)
-        if self.items:
-            items, self.items = self.items, []
-            self._fold_items(items)
-
-    def take_compacted(self, record: dict[str, Any]) -> None:
-        self.book.compaction()
-
-    def _fold_plans(self, lines: list[bytes]) -> None:
-        # Each list replaces the one before: only the last is read, the others counted.
-        book = self.book
-        last: list[Any] | None = None
-        for line in reversed(lines):
-            plan = _plan(line)
-            if plan is None:
-                continue
-            if last is None:
-                last = plan
-            else:
-                book.tool()
-        if last is not None:
-            book.todos(todos_from(last, ("step",)))
-
-    def _fold_items(self, lines: list[bytes]) -> None:
-        # Requests, replies and tool calls change apart parts of the book: each kind is
-        # folded in on its own, in order.
-        asks: list[bytes] = []
-        replies: list[bytes] = []
-        tools: list[tuple[int, int, bytes]] = []  # (kind's first byte, item's offset, line)
-        for line in lines:
-            at = line.find(_ITEM_TYPE, 0, _HEAD) + len(_ITEM_TYPE)
-            if at < len(_ITEM_TYPE):
-                continue
-            if line.startswith(_TOOLS, at):
-                tools.append((line[at], at, line))
-            elif line.startswith(_USER, at):
-                asks.append(line)
-            elif line.startswith(_AGENT, at):
-                replies.append(line)
-        if tools:
-            self._fold_tools(tools)
-        if asks:
-            self.fold_requests(asks, _requests_of)
-        if replies:
-            self._fold_reply(replies)
-
-    def _fold_tools(self, tools: list[tuple[int, int, bytes]]) -> None:
-        # Backwards first, to know which commands `Limits.commands` later ones push out of the
-        # book: only a command that decodes is sure to push one out, and one known from its
-        # bytes to have succeeded reading no file is not decoded.
-        # (the item, or None for a command only counted; whether it is pushed out), reversed
-        items: list[tuple[dict[str, Any] | None, bool]] = []
-        later = 0
-        limit = self.limits.commands
-        for kind, at, line in reversed(tools):
-            hidden = kind == _COMMAND and later >= limit
-            if hidden and _succeeded_reading_nothing(line, at):
-                items.append((None, True))
-                later += 1
-                continue
-            item = _item_of(line)
-            if item is None:
-                continue
-            if item.get("type") == "CommandExecution":
-                later += 1
-            items.append((item, hidden))
-        book = self.book
-        for item, hidden in reversed(items):
-            if item is None:
-                book.command("")
-            else:
-                self._fold_item(item, hidden)
-
-    def _fold_reply(self, lines: list[bytes]) -> None:
-        """The last reply with a text; not the others."""
-        for line in reversed(lines):
-            item = _item_of(line)
-            text = _texts(item) if item is not None and item.get("type") == "AgentMessage" else ""
-            if text.strip():
-                self.book.reply(text)
-                return
-
-    def _fold_item(self, item: dict[str, Any], counted: bool) -> None:
-        """One finished tool item; `counted`: a command that only counts when it succeeded."""
+    def _item(self, item: dict[str, Any]) -> None:
+        """One finished item."""
         kind = item.get("type")
         if kind == "CommandExecution":
-            _command(self.book, item, counted)
+            _command(self.book, item)
         elif kind == "FileChange":
             _file_change(self.book, item)
+        elif kind == "UserMessage":
+            self.book.ask(_texts(item))
+        elif kind == "AgentMessage":
+            self.book.reply(_texts(item))
 
 
-def _item_of(line: bytes) -> dict[str, Any] | None:
-    record = decode(line)
-    payload = record.get("payload") if record is not None else None
-    item = payload.get("item") if isinstance(payload, dict) else None
-    return item if isinstance(item, dict) else None
-
-
-def _plan(line: bytes) -> list[Any] | None:
-    """The `plan` argument of an `update_plan` call ([] when it has none); None: the line is
-    no such call, or its arguments are no JSON."""
-    payload = (decode(line) or {}).get("payload")
-    if not isinstance(payload, dict) or payload.get("type") != "function_call":
-        return None
-    if payload.get("name") != "update_plan":
+def _plan(arguments: object) -> list[Any] | None:
+    """The `plan` of an `update_plan` call's arguments ([] when they have none); None: the
+    arguments are no JSON string."""
+    arguments = arguments or "{}"
+    if not isinstance(arguments, str):
         return None
     try:
-        args = orjson.loads(payload.get("arguments") or "{}")
+        args = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         return None
     plan = args.get("plan") if isinstance(args, dict) else None
     return plan if isinstance(plan, list) else []
-
-
-def _requests_of(line: bytes) -> list[str]:
-    """The request of a `UserMessage` item line (the book leaves out what is no request)."""
-    item = _item_of(line)
-    return [_texts(item)] if item is not None and item.get("type") == "UserMessage" else []
-
-
-def _succeeded_reading_nothing(line: bytes, at: int) -> bool:
-    """Whether the command item from `at` on surely exited 0, is neither failed nor declined
-    and read no file (else it is decoded to tell)."""
-    code = line.rfind(_EXIT_CODE, at)
-    if code < 0 or not line.startswith(_ZERO, code + len(_EXIT_CODE)):
-        return False
-    if line.find(_READ, at) >= 0:
-        return False
-    status = line.find(_STATUS, at)
-    while status >= 0:
-        status += len(_STATUS)
-        if line.startswith(_FAILED, status):
-            return False
-        status = line.find(_STATUS, status)
-    return True
 
 
 def _texts(item: dict[str, Any]) -> str:
@@ -247,10 +106,8 @@ def _file_change(book: DigestBook, item: dict[str, Any]) -> None:
         book.result(None, True, None, f"apply_patch: {reason}")
 
 
-def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
-    """A command: the files it read, then the command and its outcome; only counted (the
-    book's entry for it is pushed out by the commands that follow) when `counted` and it
-    succeeded."""
+def _command(book: DigestBook, item: dict[str, Any]) -> None:
+    """A command: the files it read, then the command and its outcome."""
     parsed = item.get("parsed_cmd")
     steps = parsed if isinstance(parsed, list) else ()
     base: str | None = None  # the command's directory, once a step read a file
@@ -268,9 +125,6 @@ def _command(book: DigestBook, item: dict[str, Any], counted: bool) -> None:
         "failed",
         "declined",
     )
-    if counted and not failed:
-        book.command("")
-        return
     call_id = item.get("id") if isinstance(item.get("id"), str) else None
     written = " && ".join(
         str(p["cmd"]) for p in steps if isinstance(p, dict) and isinstance(p.get("cmd"), str)

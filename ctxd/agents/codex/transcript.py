@@ -29,30 +29,30 @@ with `estimated=True`); but also impossible ones, larger than the window itself 
 `reported_window` is `model_context_window` (Codex reports 95 % of the catalog window); `model`
 comes from `turn_context` lines.
 
-Given `facts` (the session digest, `digest.py`), the same pass keeps them too: the line kind
-found for usage also says whether a line may hold a fact (a finished item, an `update_plan`
-call, a compaction), from bytes at fixed places after it; a `compacted` line is handed over
-decoded. Without facts (`ctxd replay`) the loop is the usage-only one.
+The reader makes one pass for usage and for its `FactListener` (the session digest,
+`digest.py`): given a listener that wants records, it decodes every line once and hands each
+record over; without one (`ctxd replay`), it decodes only the lines whose kind, read from their
+first bytes, may carry usage or the model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
-
-if TYPE_CHECKING:
-    from ctxd.agents.codex.digest import CodexFacts
 
 __all__ = ["CodexReader"]
 
-# Line kinds worth decoding, by the value of their first "type" key: the line's own type, since
-# Codex writes `timestamp, ordinal, type, payload` in that order. Lines of other known kinds
-# (messages, tool calls and outputs, world state: the bulk of a rollout) are rejected from those
-# few bytes; a line of unknown shape falls back to a search of the whole line.
+# Usage alone (a listener that wants no records) decodes only the line kinds worth it, by the
+# value of their first "type" key: the line's own type, since Codex writes `timestamp, ordinal,
+# type, payload` in that order. Lines of other known kinds (messages, tool calls and outputs,
+# world state: the bulk of a rollout) are rejected from those few bytes; a line of unknown shape
+# falls back to a search of the whole line. It pays on today's rollouts, whose response items
+# are long, and costs a little on old ones of many short lines.
 _WANTED = frozenset(
     {b"token_usage_record", b"compacted", b"turn_context", b"session_meta", b"token_count"}
 )
@@ -60,18 +60,10 @@ _EVENT_MARKERS = (b'"token_count"', b'"task_started"')
 _SKIPPED = frozenset({b"response_item", b"world_state"})
 _TYPE = b'"type":"'
 _MARKERS = (*(b'"%s"' % kind for kind in _WANTED), b'"task_started"')
-_CATEGORIES = (
-    "input_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
+#: The record types the usage logic reads (`CodexReader._on_record`).
+_USAGE_KINDS = frozenset(
+    {"token_usage_record", "event_msg", "compacted", "turn_context", "session_meta"}
 )
-# What follows a line's first `"type":"` when it may hold a fact for the digest.
-_ITEM_DONE = b'event_msg","payload":{"type":"item_completed"'
-_FUNCTION_CALL = b'response_item","payload":{"type":"function_call"'
-_PLAN = b'"name":"update_plan"'
-_HEAD = 400
 #: The usual rough rate for English text and code: about four characters per token.
 _CHARS_PER_TOKEN = 4
 
@@ -79,8 +71,8 @@ _CHARS_PER_TOKEN = 4
 class CodexReader:
     """Incremental reader for Codex CLI rollouts; see the module docstring."""
 
-    def __init__(self, facts: CodexFacts | None = None) -> None:
-        #: The session digest kept in the same pass, if any.
+    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+        #: Told every record decoded (the session digest), or NO_FACTS.
         self.facts = facts
         self._lines = LineSplitter()
         self._model: str | None = None
@@ -95,58 +87,26 @@ class CodexReader:
         self.skipped = 0
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
-        """Consume the next bytes of the file; return the usage updates they completed."""
-        if self.facts is not None:
-            return self._feed_both(data, self.facts)
+        """Consume the next bytes of the file; return the usage updates they completed (and
+        hand every record decoded to the listener, then flush it)."""
+        facts = self.facts
+        every_line = facts.wants_records
+        take = facts.take
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
-            if not _wanted(line):
+            if not every_line and not _wanted(line):
                 continue
             record = decode(line)
-            if record is None or not isinstance(record.get("payload"), dict):
+            if record is None:
                 continue
-            update = self._on_record(record.get("type"), record["payload"], record)
-            if update is None:
-                continue
-            key = (update.tokens, update.turn_id, update.model, update.reported_window)
-            if self._reported.is_new(key, force=update.compaction):
-                updates.append(update)
-        return updates
-
-    def _feed_both(self, data: bytes, facts: CodexFacts) -> list[UsageUpdate]:
-        # The loop above, with the digest's lines handed over (see the module docstring).
-        updates: list[UsageUpdate] = []
-        take_item, take_plan = facts.items.append, facts.plans.append
-        for line in self._lines.feed(data):
-            begin = line.find(_TYPE)
-            if begin < 0:
-                kind = b""
-            else:
-                begin += len(_TYPE)
-                end = line.find(b'"', begin)
-                kind = line[begin:end] if end > 0 else b""
-            if not _wanted_kind(kind, line):
-                if kind == b"event_msg":
-                    if line.startswith(_ITEM_DONE, begin):
-                        take_item(line)
-                elif (
-                    kind == b"response_item"
-                    and line.startswith(_FUNCTION_CALL, begin)
-                    and line.find(_PLAN, begin, _HEAD) >= 0
-                ):
-                    take_plan(line)
-                continue
-            record = decode(line)
-            if record is None or not isinstance(record.get("payload"), dict):
-                continue
-            if kind == b"compacted":
-                facts.take_compacted(record)
-            update = self._on_record(record.get("type"), record["payload"], record)
-            if update is None:
-                continue
-            key = (update.tokens, update.turn_id, update.model, update.reported_window)
-            if self._reported.is_new(key, force=update.compaction):
-                updates.append(update)
+            kind = record.get("type")
+            if kind in _USAGE_KINDS:
+                payload = record.get("payload")
+                if isinstance(payload, dict):
+                    update = self._on_record(kind, payload, record)
+                    if update is not None:
+                        updates.append(update)
+            take(record)
         facts.flush()
         return updates
 
@@ -161,8 +121,7 @@ class CodexReader:
         self._reported.reset()
         self._baseline = None
         self.skipped = 0
-        if self.facts is not None:
-            self.facts.reset()
+        self.facts.reset()
 
     def saw_answer(self) -> bool:
         """Codex writes the response before it runs its Stop hooks."""
@@ -173,7 +132,7 @@ class CodexReader:
         return True
 
     def _on_record(
-        self, kind: object, payload: dict[str, Any], record: dict[str, Any]
+        self, kind: str, payload: dict[str, Any], record: dict[str, Any]
     ) -> UsageUpdate | None:
         if kind == "token_usage_record":
             return self._on_usage_record(payload, record)
@@ -223,7 +182,7 @@ class CodexReader:
             # tells repeated token_count lines of one response apart from new ones.
             cumulative = _total(info.get("total_token_usage"))
             turn_id = f"token_count:{cumulative}:{tokens}"
-        return self._update(tokens, turn_id, record, estimated=_only_total(last))
+        return self._update(tokens, turn_id, record, _only_total(last))
 
     def _impossible(self, usage: object, tokens: int) -> bool:
         if self._window is not None and tokens > self._window:
@@ -241,8 +200,10 @@ class CodexReader:
             message = payload.get("message")
             chars = len(message) if isinstance(message, str) else 0
         self._compaction = turn_id
+        tokens = (self._baseline or 0) + chars // _CHARS_PER_TOKEN
+        self._reported.is_new((tokens, turn_id, self._model, self._window), force=True)
         return UsageUpdate(
-            tokens=(self._baseline or 0) + chars // _CHARS_PER_TOKEN,
+            tokens=tokens,
             at=epoch_seconds(record.get("timestamp")),
             model=self._model,
             reported_window=self._window,
@@ -253,7 +214,8 @@ class CodexReader:
 
     def _update(
         self, tokens: int, turn_id: str | None, record: dict[str, Any], estimated: bool = False
-    ) -> UsageUpdate:
+    ) -> UsageUpdate | None:
+        """The update for a figure, None when it repeats the last one reported."""
         if not estimated and (self._baseline is None or tokens < self._baseline):
             self._baseline = tokens
         if self._compaction is not None:
@@ -263,6 +225,8 @@ class CodexReader:
             self._compaction = None
         if self._renamed is not None and turn_id is not None and turn_id == self._renamed[0]:
             turn_id = self._renamed[1]
+        if not self._reported.is_new((tokens, turn_id, self._model, self._window)):
+            return None
         return UsageUpdate(
             estimated=estimated,
             tokens=tokens,
@@ -273,26 +237,28 @@ class CodexReader:
         )
 
 
-def _only_total(usage: object) -> bool:
+def _only_total(usage: Any) -> bool:
     """A usage with every category 0 but `total_tokens`: Codex's estimate, not a response's."""
-    return isinstance(usage, dict) and all(not usage.get(key) for key in _CATEGORIES)
-
-
-def _first_type(line: bytes) -> bytes:
-    """The value of the first `"type":"..."` in `line` (b"" without one)."""
-    begin = line.find(_TYPE)
-    if begin < 0:
-        return b""
-    begin += len(_TYPE)
-    end = line.find(b'"', begin)
-    return line[begin:end] if end > 0 else b""
+    get = usage.get
+    return not (
+        get("input_tokens")
+        or get("cached_input_tokens")
+        or get("cache_write_input_tokens")
+        or get("output_tokens")
+        or get("reasoning_output_tokens")
+    )
 
 
 def _wanted(line: bytes) -> bool:
-    return _wanted_kind(_first_type(line), line)
-
-
-def _wanted_kind(kind: bytes, line: bytes) -> bool:
+    """Whether a line may carry usage or the model, from the value of its first `"type"` key
+    (a line of unknown shape is searched whole)."""
+    begin = line.find(_TYPE)
+    kind = b""
+    if begin >= 0:
+        begin += len(_TYPE)
+        end = line.find(b'"', begin)
+        if end > 0:
+            kind = line[begin:end]
     if kind in _WANTED:
         return True
     if kind == b"event_msg":

@@ -1,5 +1,6 @@
-"""The Codex CLI digest reader against the real rollouts: files, commands, the last ask and the
-compactions equal what an independent reading of each rollout finds (plain json)."""
+"""The Codex CLI digest (`CodexFacts`, the listener of `CodexReader`) against the real rollouts:
+files, commands, the last ask and the compactions equal what an independent reading of each
+rollout finds (plain json)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ SAMPLES = sorted(DATA.glob("codex-cli-*/*.jsonl"))
 
 
 def _digest(path: Path | None, data: bytes | None = None, chunk: int | None = None) -> Digest:
-    opener = spec("codex").open_digest_reader
-    assert opener is not None
-    reader = opener(None if path is None else str(path))
+    codex = spec("codex")
+    name = None if path is None else str(path)
+    facts = codex.open_facts(name)
+    assert facts is not None
+    reader = codex.open_reader(name, facts)
     if data is None:
         assert path is not None
         data = path.read_bytes()
     step = chunk or len(data) or 1
     for i in range(0, len(data), step):
         reader.feed(data[i : i + step])
-    return reader.digest
+    return facts.digest
 
 
 def _reading(path: Path) -> dict[str, Any]:
@@ -167,3 +170,30 @@ def test_failures_reads_edits_and_the_plan() -> None:
         ("fix", "completed"),
         ("ship", "pending"),
     ]
+
+
+def test_records_in_another_key_order_hold_their_facts() -> None:
+    """The facts come from decoded records: key order does not matter."""
+
+    def reordered(line: bytes) -> bytes:
+        record = json.loads(line)
+        return json.dumps(dict(reversed(record.items()))).encode() + b"\n"
+
+    path = DATA / "codex-cli-0.171.0" / "rollout.continuity.jsonl"
+    lines = path.read_bytes().splitlines()
+    data = b"".join(reordered(line) for line in lines)
+    assert data.startswith(b'{"payload": {')
+    assert _digest(None, data) == _digest(path)
+
+
+def test_a_plan_whose_arguments_are_no_json_string_is_no_todo_list() -> None:
+    def plan(arguments: object) -> bytes:
+        payload = {"type": "function_call", "name": "update_plan", "arguments": arguments}
+        return _line(payload, "response_item")
+
+    steps = {"plan": [{"step": "fix", "status": "pending"}]}
+    data = plan(json.dumps(steps)) + plan(steps) + plan("{not json")
+    d = _digest(None, data)
+    assert [(t.text, t.status) for t in d.todos or ()] == [("fix", "pending")]
+    assert d.tool_calls == 1
+    assert _digest(None, plan(None)).todos == ()  # no arguments: an empty list

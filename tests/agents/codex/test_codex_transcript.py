@@ -5,10 +5,12 @@ status, reported total_tokens)") and Codex's own token_count estimates after com
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
+from ctxd.agents import spec
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.core.events import UsageUpdate
 
@@ -307,3 +309,74 @@ def test_the_daemon_logs_skipped_records_once(
         transcripts.catch_up(str(path))
     logged = [r.getMessage() for r in caplog.records if "impossible" in r.getMessage()]
     assert logged == [f"{path}: 1 record(s) with impossible figures ignored"]
+
+
+# --------------------------------------------------------------------------- the listener
+
+PUBLIC = Path(__file__).parents[2] / "data" / "public" / "codex"
+ROLLOUTS = sorted(DATA.glob("*.jsonl")) + sorted(PUBLIC.glob("*.jsonl"))
+
+
+class _Recorder:
+    """A listener that keeps what it is told."""
+
+    wants_records = True
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.flushes = 0
+        self.resets = 0
+
+    def take(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+@pytest.mark.parametrize("path", ROLLOUTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("step", [7, 4096, 0])
+def test_a_reader_with_facts_reports_the_same_usage_and_skips(path: Path, step: int) -> None:
+    """Decoding every line for the digest changes no update and no count of impossible
+    figures (the public 0.104 rollout has two)."""
+    data = path.read_bytes()
+    alone = CodexReader()
+    expected = alone.feed(data)
+    facts = spec("codex").open_facts(str(path))
+    assert facts is not None
+    reader = CodexReader(facts)
+    step = step or len(data)
+    got = [u for i in range(0, len(data), step) for u in reader.feed(data[i : i + step])]
+    assert got == expected
+    assert reader.skipped == alone.skipped
+    if path.name == "rollout-codex0.104-desktop-compacted.jsonl":
+        assert reader.skipped == 2
+
+
+def test_every_record_goes_to_the_listener_once_and_each_feed_flushes() -> None:
+    data = _read("rollout.continuity.jsonl")
+    recorder = _Recorder()
+    reader = CodexReader(recorder)
+    feeds = 0
+    for i in range(0, len(data), 1000):
+        reader.feed(data[i : i + 1000])
+        feeds += 1
+    assert recorder.records == [orjson.loads(line) for line in data.splitlines()]
+    assert recorder.flushes == feeds
+
+
+def test_reset_resets_the_listener_too() -> None:
+    facts = spec("codex").open_facts(None)
+    assert facts is not None
+    reader = CodexReader(facts)
+    reader.feed(_read("rollout.continuity.jsonl"))
+    assert facts.digest.commands_run and facts.compactions == 1
+
+    reader.reset()
+
+    fresh = spec("codex").open_facts(None)
+    assert fresh is not None
+    assert (facts.digest, facts.compactions) == (fresh.digest, 0)
