@@ -22,6 +22,7 @@ SAMPLES = [
 ]
 SAMPLES += [("codex", p) for p in sorted(DATA.glob("codex-cli-*/*.jsonl"))]
 SAMPLES += [("gemini", p) for p in sorted(DATA.glob("gemini-cli-*/*.jsonl"))]
+HOLDS_NO_FACT = {"transcript.compress.2.jsonl"}
 
 
 def _with_facts(agent: str, path: Path) -> tuple[TranscriptReader, Facts]:
@@ -53,7 +54,10 @@ def test_the_digest_does_not_depend_on_where_the_bytes_were_split(
     pieces, pieces_facts = _with_facts(agent, path)
     for i in range(0, len(data), step):
         pieces.feed(data[i : i + step])
-    assert pieces_facts.digest == whole_facts.digest != Digest()
+    assert pieces_facts.digest == whole_facts.digest
+    # Every sample holds facts (the comparison is not of two empty digests), but the file
+    # Gemini CLI starts after a compression, which holds only its context and the summary.
+    assert (whole_facts.digest == Digest()) == (path.name in HOLDS_NO_FACT)
 
 
 def _turn(message_id: str, call_ids: list[str]) -> bytes:
