@@ -146,6 +146,9 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     width = max(len(short) for short in ids.values())
     lines.append(status_header(width))
     for s in sessions:
+        if "error" in s:  # the daemon could not compute this one's figures; the others stand
+            lines.append(f"{s['agent']:<6}  {ids[s['session_id']]:<{width}}  {s['error']}")
+            continue
         used = s.get("used_pct")
         reported = s.get("window_source") == "statusline"
         figures = f"{tokens_text(s.get('tokens'))} / {s['window']:,}"
@@ -178,6 +181,8 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
 def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     """One session in full (`ctxd status ID`): every field a person needs, one per line."""
     now = time.time() if now is None else now
+    if "error" in row:
+        return [f"session  {row['session_id']}", f"agent    {row['agent']}", row["error"]]
     used = row.get("used_pct")
     fields = [
         ("session", row["session_id"]),

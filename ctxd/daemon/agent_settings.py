@@ -60,7 +60,10 @@ class AgentSettings:
         spec = agents.spec(state.agent)
         if cached is None:
             env = {**self.env, **dict(pairs)}
-            paths = spec.settings_files(env, state.cwd)
+            try:
+                paths = spec.settings_files(env, state.cwd)
+            except ValueError:  # a path no file system holds (checked where it enters, too)
+                paths = ()
         else:
             paths = cached[1]
         merged: dict[str, str] = {}
@@ -76,7 +79,7 @@ class AgentSettings:
         try:
             info = os.stat(path)
             stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
-        except OSError:
+        except (OSError, ValueError):
             stamp = (0, 0, 0)
         known = self._files.get(path)
         if known is not None and known[0] == stamp:

@@ -96,7 +96,7 @@ class Answers:
         event = agents.parse(agent, payload, event_hint)
         key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET))
         if isinstance(env, dict):
-            config = {k: v for k, v in env.items() if k in spec.config_env and isinstance(v, str)}
+            config = _agent_config(env, spec.config_env, agent)
             state = self.sessions[key]
             updated = core.with_agent_config(state, config)
             if updated is not state:
@@ -229,6 +229,38 @@ class Answers:
     def _forget(self, key: str) -> None:
         self.continuity.forget(key)
         self._announced.discard(key)
+
+
+#: Longer than any path or setting a variable of the agent's names (PATH_MAX is 4,096).
+MAX_ENV_VALUE = 4096
+
+
+def _agent_config(
+    env: Mapping[object, object], names: tuple[str, ...], agent: str
+) -> dict[str, str]:
+    """The variables of `names` in a hook's `env`, each a plain string (no NUL byte, at most
+    MAX_ENV_VALUE characters): they name the agent's settings files, so a value no real
+    environment could hold is refused here, where it enters, not met later as a broken path."""
+    config: dict[str, str] = {}
+    for name in names:
+        value = env.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str) and len(value) <= MAX_ENV_VALUE and "\x00" not in value:
+            config[name] = value
+        else:
+            logger.warning(
+                "%s hook: ignoring %s from its env (%s)", agent, name, _why_refused(value)
+            )
+    return config
+
+
+def _why_refused(value: object) -> str:
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}, not a string"
+    if "\x00" in value:
+        return "it holds a NUL byte"
+    return f"{len(value):,} characters long"
 
 
 def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool:

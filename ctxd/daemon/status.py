@@ -70,7 +70,7 @@ class Status:
         the windows learned and the counters since start."""
         now = self.sessions.clock()
         rows = [
-            self.row(state, now)
+            self._row_or_error(state, now)
             for state in sorted(self.sessions, key=lambda s: -s.updated_at)
             if session is None or session in (state.session_id, state.key)
         ]
@@ -81,6 +81,22 @@ class Status:
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
+
+    def _row_or_error(self, state: SessionState, now: float) -> dict[str, Any]:
+        """`row`, or, for a session whose row cannot be computed, what is known of it and why:
+        one broken session never hides the others."""
+        try:
+            return self.row(state, now)
+        except Exception as exc:
+            logger.exception("status of session %s failed", state.key)
+            return {
+                "session_id": state.session_id,
+                "agent": state.agent,
+                "transcript_path": state.transcript_path,
+                "updated_at": state.updated_at,
+                "ended_at": state.ended_at,
+                "error": f"cannot compute this session's figures: {type(exc).__name__}",
+            }
 
     def row(self, state: SessionState, now: float) -> dict[str, Any]:
         fig = core.figures(state, self.answers.grounds(state))

@@ -69,6 +69,19 @@ def test_status_has_a_header_and_no_line_over_100_columns() -> None:
     assert "window: model-id" in lines[3] and "estimate" in "\n".join(lines)
 
 
+def test_a_session_the_daemon_could_not_figure_is_shown_with_why_and_the_rest_stand() -> None:
+    broken = {
+        "session_id": "0badbeef-0000-0000-0000-000000000000",
+        "agent": "claude",
+        "error": "cannot compute this session's figures: ValueError",
+    }
+    lines = status_lines({"sessions": [broken, _row()]})
+    assert any(
+        line.split()[:2] == ["claude", "0badbeef"] and "ValueError" in line for line in lines
+    )
+    assert any("1,234,567 / 2,000,000" in line for line in lines)
+
+
 def test_grammar_of_counts() -> None:
     doc = {"daemon": {"version": "0.1.0", "pid": 7, "requests": 2}, "sessions": [_row()]}
     assert status_lines(doc)[0] == "ctxd 0.1.0 (pid 7) · 1 session · 2 requests served"

@@ -179,3 +179,43 @@ def test_a_hook_writes_no_handoff_draft_outside_the_daemons_environment(
     assert isinstance(out, bytes) and b"handoff" in out.lower()
     drafts = list((world.state_home / "ctxd" / "handoffs").glob("*.md"))
     assert len(drafts) == 1
+
+
+def test_a_nul_in_a_hooks_env_leaves_status_and_every_session_working(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    bad, good = world.claude(), world.claude()
+    for t in (bad, good):
+        t.assistant(TOKENS_AT_REMAINING[40])
+    payload = json.dumps(bad.payload("PostToolUse")).encode()
+    centre.answers.handle_hook("claude", None, payload, {"CLAUDE_CONFIG_DIR": "/tmp/x\x00y"})
+    centre.answers.handle_hook("claude", None, payload, {"CLAUDE_CONFIG_DIR": ["not", "text"]})
+    answer_of(centre, good.payload("PostToolUse"))
+
+    rows = {row["transcript_path"]: row for row in centre.status.document()["sessions"]}
+    assert {rows[str(t.path)]["tokens"] for t in (bad, good)} == {TOKENS_AT_REMAINING[40]}
+    # The session that sent it is still judged: its next call warns as any would.
+    bad.assistant(TOKENS_AT_REMAINING[30])
+    assert level(answer_of(centre, bad.payload("PostToolUse"))) == "WARNING"
+
+
+def test_a_row_that_cannot_be_computed_says_so_and_hides_no_other(
+    world: World, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    centre = open_centre(world, clock)
+    broken, fine = world.claude(), world.claude()
+    for t in (broken, fine):
+        t.assistant(100_000)
+        answer_of(centre, t.payload("PostToolUse"))
+    grounds = centre.answers.grounds
+
+    def failing_for_one(state: Any) -> Any:
+        if state.key == str(broken.path):
+            raise ValueError("a figure no session could have")
+        return grounds(state)
+
+    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    rows = {row["transcript_path"]: row for row in centre.status.document()["sessions"]}
+    assert rows[str(fine.path)]["tokens"] == 100_000
+    assert rows[str(broken.path)]["error"] == "cannot compute this session's figures: ValueError"

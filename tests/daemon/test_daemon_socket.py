@@ -228,3 +228,22 @@ def test_client_that_vanishes_mid_request(ctxd: World) -> None:
         sock.sendall((1000).to_bytes(4, "big") + b'{"v":1,"op":"hook"')
         sock.close()
     assert_still_serving(ctxd, info["pid"])
+
+
+def test_a_nul_in_a_requests_env_blinds_neither_status_nor_metrics(shared: World) -> None:
+    # A real client cannot send it (no process environment holds a NUL), a crafted frame can.
+    from ctxd.protocol import encode_request
+
+    t = shared.claude()
+    t.assistant(100_000)
+    payload = json.dumps(t.payload("PostToolUse")).encode()
+    env = {"CLAUDE_CONFIG_DIR": "/x\x00y", "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "1" * 100_000}
+    with connect(shared) as sock:
+        sock.sendall(encode_request("hook", payload, agent="claude", env=env))
+        assert json.loads(read_to_eof(sock)[4:].split(b"\n", 1)[0])["ok"] is True
+    status = shared.cli("status")
+    assert status.returncode == 0 and status.stderr == "", status
+    row = shared.row(t)
+    assert row is not None and row["tokens"] == 100_000
+    metrics = shared.cli("metrics")
+    assert metrics.returncode == 0 and "ctxd_context_tokens" in metrics.stdout, metrics
