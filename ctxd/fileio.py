@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -27,7 +26,7 @@ _CREATE = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    return path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:

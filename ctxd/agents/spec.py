@@ -11,14 +11,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
 from ctxd.core.compaction import CompactionRule, ConfigKey
 from ctxd.core.events import StatuslineReport
-from ctxd.core.session import Figures
+
+if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
+    from ctxd.core.session import Figures
 
 __all__ = [
     "AgentSpec",

@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ctxd.agents.claude.transcript import context_tokens
 from ctxd.agents.hooks import load_payload
 from ctxd.core.events import StatuslineReport
-from ctxd.core.session import Figures
+
+if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
+    from ctxd.core.session import Figures
 
 __all__ = ["StatusView", "parse_statusline", "render_figures", "render_statusline"]
 
