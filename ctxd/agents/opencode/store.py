@@ -142,7 +142,7 @@ class OpenCodeStore:
             return None
         cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
         assert isinstance(cache, dict)
-        figures = [tokens.get("input"), cache.get("read"), cache.get("write")]
+        figures = [tokens.get("input"), cache.get("read", 0), cache.get("write", 0)]
         if not all(isinstance(n, int) and n >= 0 for n in figures):
             return None
         model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
