@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ctxd.agents import claude, codex, gemini, qwen
+from ctxd.agents import claude, codex, gemini, opencode, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
 from ctxd.agents.lines import decode
 from ctxd.agents.spec import AgentSpec
@@ -27,12 +27,13 @@ __all__ = [
     "parse",
     "render",
     "spec",
+    "store_paths",
     "transcript_owner",
     "transcript_roots",
 ]
 
 _SPECS: Mapping[str, AgentSpec] = MappingProxyType(
-    {s.name: s for s in (claude.SPEC, gemini.SPEC, codex.SPEC, qwen.SPEC)}
+    {s.name: s for s in (claude.SPEC, gemini.SPEC, codex.SPEC, qwen.SPEC, opencode.SPEC)}
 )
 
 #: The agents' names, in the order ctxd lists them.
@@ -68,6 +69,11 @@ def render(event: HookEvent, reply: Reply) -> bytes:
 def transcript_roots(env: Mapping[str, str]) -> dict[str, Path]:
     """Each agent's transcript root, watched recursively by the daemon."""
     return {name: s.files.transcript_root(env) for name, s in _SPECS.items()}
+
+
+def store_paths(env: Mapping[str, str]) -> dict[str, Path]:
+    """Each database that holds an agent's sessions (agents with a `store`), by agent."""
+    return {name: s.store.path(env) for name, s in _SPECS.items() if s.store is not None}
 
 
 def transcript_owner(path: str, roots: Mapping[str, Path]) -> str | None:

@@ -40,6 +40,9 @@ CLIENT_MODULE = "ctxd_hook"
 CLIENT_SCRIPT = "ctxd-hook"
 #: The modules copied into the client directory: the client and the wire module it imports.
 CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire")
+#: Plugins for agents that load JavaScript instead of running commands, beside the client in
+#: the source (`clients/`) and in the copy.
+CLIENT_PLUGINS = ("opencode/ctxd.js",)
 #: The file beside the copied client that names the command running ctxd (one word per line).
 CTXD_COMMAND_FILE = "ctxd-command"
 #: The path under which the daemon's HTTP listener takes hooks (`ctxd.daemon.http.HOOK_PATH`).
@@ -115,6 +118,11 @@ def install_client(env: Mapping[str, str] = os.environ) -> Path:
         for module in CLIENT_MODULES:
             source = _module_source(module)
             written |= _write_if_changed(directory / source.name, source.read_bytes())
+        for plugin in CLIENT_PLUGINS:
+            source = client_path().parent / plugin
+            if source.is_file():
+                (directory / plugin).parent.mkdir(mode=0o700, exist_ok=True)
+                _write_if_changed(directory / plugin, source.read_bytes())
         command = "".join(f"{word}\n" for word in ctxd_command()).encode()
         _write_if_changed(directory / CTXD_COMMAND_FILE, command)
     except OSError as exc:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
+from ctxd.agents.store import SessionStore
 from ctxd.core.compaction import CompactionRule, ConfigKey
 from ctxd.core.events import StatuslineReport
 
@@ -60,6 +61,8 @@ class InstallRequest:
     #: `--transport http`: the URL of the daemon's HTTP hooks for this agent (agents that can
     #: post their hooks); None: command hooks.
     http_url: str | None = None
+    #: Where the hook client's copy is (and the plugins beside it: `hookcmd.CLIENT_PLUGINS`).
+    client_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,3 +173,6 @@ class AgentSpec:
     #: Fresh session-digest facts for the transcript at a path, the listener to give its
     #: reader (`ctxd.agents.digest`); None: no digest is kept for it.
     open_facts: Callable[[str | None], Facts | None] = _no_facts
+    #: Where an agent that keeps its sessions in one database has them (its transcript files,
+    #: if any, are followed as well); None: one transcript file per session.
+    store: SessionStore | None = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd import agents
-from ctxd.agents.hookcmd import hook_command
+from ctxd.agents.hookcmd import client_dir, hook_command
 from ctxd.agents.settings_file import comments, parse, read_text, render, write_settings
 from ctxd.agents.spec import InstallRequest
 from ctxd.errors import InvalidInput, SettingsFileError
@@ -127,6 +127,7 @@ def plan_install(
         command=lambda event: hook_command(agent, event, env),
         statusline=statusline,
         http_url=http_url,
+        client_dir=client_dir(env),
     )
     new, notes = spec.installer.install(doc, request)
     if http_url is not None:
@@ -160,7 +161,9 @@ def plan_uninstall(
     if before is None:
         return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
     doc = parse(before, path)
-    request = InstallRequest(path=path, command=lambda event: hook_command(agent, event, env))
+    request = InstallRequest(
+        path=path, command=lambda event: hook_command(agent, event, env), client_dir=client_dir(env)
+    )
     new, notes = spec.installer.uninstall(doc, request)
     if statusline:
         if spec.statusline is None:

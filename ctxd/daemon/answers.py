@@ -171,6 +171,7 @@ class Answers:
 
     def _session_for(self, event: HookEvent, until: float) -> str:
         transcripts = self.transcripts
+        transcripts.catch_up_store(event.agent, until)
         path = usable_transcript(event.transcript_path, transcripts)
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxd import agents
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
 from ctxd.daemon.config import default_settings
@@ -63,7 +64,8 @@ class Centre:
         daemon's environment (where the agents' settings files and the handoff drafts are)."""
         in_force = SettingsInForce(settings)
         sessions = Sessions(clock)
-        transcripts = Transcripts(sessions, roots, in_force, monotonic)
+        stores = agents.store_paths(env)
+        transcripts = Transcripts(sessions, roots, in_force, monotonic, stores)
         answers = Answers(sessions, transcripts, in_force, env)
         status = Status(sessions, transcripts, answers, in_force, lambda: in_force.error)
         return cls(in_force, sessions, transcripts, answers, status)

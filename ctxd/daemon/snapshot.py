@@ -63,6 +63,7 @@ def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0)
         # orjson writes dataclasses (and enums) itself, as `asdict` would, at a tenth of the cost.
         "sessions": states,
         "files": transcripts.positions(),
+        "stores": transcripts.store_positions(),
         "learned": learned,
     }
     return orjson.dumps(doc)
@@ -230,6 +231,8 @@ def restore(
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
     sessions.restore(list(saved.values()), learned)
     transcripts.resume(files)
+    stores = doc.get("stores")
+    transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.
     sessions.dirty = journal is not None and len(raws) > len(doc.get("sessions", []))
     return len(saved)

@@ -4,6 +4,11 @@ Each followed file is a `TranscriptFile` (its reader and the reader's facts list
 its appended bytes report is folded into its session (`Sessions`) through the core. It sees
 agents only through the agent registry (`ctxd.agents`).
 
+An agent that keeps all its sessions in one database (`AgentSpec.store`) has it followed here
+too, by its reader's position instead of a byte offset: a change to the database or its WAL, a
+hook of that agent and every sweep poll it for the rows written since, and each row's usage goes
+to the session it names (keyed by agent and session id, as a session with no transcript is).
+
 No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
 STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
 reads a step at a time in the background. A session whose transcript is in the backlog is
@@ -23,6 +28,7 @@ from typing import Any
 import anyio
 
 from ctxd import agents
+from ctxd.agents.store import StoreReader
 from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
@@ -54,9 +60,15 @@ class Transcripts:
         roots: Mapping[str, Path],
         settings: Callable[[], Settings],
         monotonic: Callable[[], float] = time.monotonic,
+        stores: Mapping[str, Path] | None = None,
     ) -> None:
         self.sessions = sessions
         self.roots = dict(roots)
+        #: Database path -> (agent, its reader): the agents that keep sessions in a store.
+        self._stores: dict[str, tuple[str, StoreReader]] = {
+            str(path): (agent, _open_store(agent, str(path), None))
+            for agent, path in (stores or {}).items()
+        }
         self._settings = settings
         #: The clock deadlines are measured on (`until` arguments are of it).
         self.monotonic = monotonic
@@ -120,6 +132,8 @@ class Transcripts:
         until the deadline `until` (default STEP_BUDGET from now) at most. True when it is
         caught up; otherwise the rest is left to the backlog. A deadline that has already
         passed reads nothing and leaves it all to the backlog."""
+        if path in self._stores:
+            return self._poll_store(path, until)
         tracked = self._files.get(path)
         state = self.sessions.get(path)
         if tracked is None or state is None:
@@ -177,7 +191,10 @@ class Transcripts:
         """A watcher batch: (path, deleted) pairs under the agents' roots."""
         until = self.deadline()
         for path, deleted in batch:
-            if path in self._files:
+            store = self._store_changed(path)
+            if store is not None:
+                self.catch_up(store, until)
+            elif path in self._files:
                 if deleted and not os.path.exists(path):
                     self.sessions.end(path, "transcript deleted")
                 else:
@@ -203,6 +220,8 @@ class Transcripts:
         """
         now = self.sessions.clock()
         until = self.deadline()
+        for store in self._stores:
+            self.catch_up(store, until)
         for path in list(self._files):
             state = self.sessions.get(path)
             if state is None or state.ended_at is not None:
@@ -213,7 +232,23 @@ class Transcripts:
         kept = self._settings().sessions
         self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
 
+    def catch_up_store(self, agent: str, until: float | None = None) -> None:
+        """Poll the store of `agent`, if it keeps its sessions in one (before judging a hook)."""
+        for path, (owner, _) in self._stores.items():
+            if owner == agent:
+                self.catch_up(path, until)
+
     # ----------------------------------------------------------------- snapshot
+
+    def store_positions(self) -> dict[str, dict[str, Any]]:
+        """Where reading each session store stands (`resume_stores` takes it back)."""
+        return {path: reader.position() for path, (_, reader) in self._stores.items()}
+
+    def resume_stores(self, positions: Mapping[str, Mapping[str, Any]]) -> None:
+        """Read each store on from its saved position (its rows before are in the sessions)."""
+        for path, (agent, _) in list(self._stores.items()):
+            if path in positions:
+                self._stores[path] = (agent, _open_store(agent, path, positions[path]))
 
     def position(self, key: str) -> dict[str, Any] | None:
         """Where reading the transcript of session `key` stands (None: it has none)."""
@@ -235,6 +270,44 @@ class Transcripts:
                 self._defer(state.key)
 
     # ----------------------------------------------------------------- internals
+
+    def _store_changed(self, path: str) -> str | None:
+        """The store whose database `path` is, or one of its companion files (the WAL)."""
+        for store, (agent, _) in self._stores.items():
+            spec = agents.spec(agent).store
+            if spec is not None and any(path == store + end for end in spec.changed_by):
+                return store
+        return None
+
+    def _poll_store(self, path: str, until: float | None) -> bool:
+        agent, reader = self._stores[path]
+        if until is None:
+            until = self.deadline()
+        elif self.monotonic() >= until:
+            self._defer(path)
+            return False
+        try:
+            found = reader.read(until, self.monotonic)
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError):
+                logger.debug("cannot read %s now: %s", path, exc)
+            self._backlog.pop(path, None)  # the next change or sweep retries
+            return True
+        now = self.sessions.clock()
+        for row in found:
+            key = self.sessions.key_for(agent, row.session_id)
+            if key is None:
+                parent = row.parent_id and self.sessions.key_for(agent, row.parent_id)
+                opened = self.sessions.open(agent, row.session_id, None, cwd=row.cwd, parent=parent)
+                key = opened.key
+            state = core.apply_usage(self.sessions[key], row.update, now)
+            self.sessions.store(state)
+            self.sessions.learn(state)
+        if reader.behind:
+            self._defer(path)
+            return False
+        self._backlog.pop(path, None)
+        return True
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
@@ -277,6 +350,12 @@ class Transcripts:
             count = skipped - self._skipped.get(path, 0)
             logger.debug("%s: %d record(s) with impossible figures ignored", path, count)
         self._skipped[path] = skipped
+
+
+def _open_store(agent: str, path: str, position: Mapping[str, Any] | None) -> StoreReader:
+    store = agents.spec(agent).store
+    assert store is not None
+    return store.open(path, position)
 
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:

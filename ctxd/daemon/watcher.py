@@ -62,7 +62,10 @@ def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
 def _transcript_filter(change: Change, path: str) -> bool:
     # New directories too: files created in one before inotify watches it raise no event of
     # their own (a first session in a new project, Codex's new day folder), so it is scanned.
-    return path.endswith(".jsonl") or (change == Change.added and os.path.isdir(path))
+    # Session stores (one database for many sessions) change through the database or its WAL.
+    return path.endswith((".jsonl", ".db", ".db-wal")) or (
+        change == Change.added and os.path.isdir(path)
+    )
 
 
 OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]

@@ -57,8 +57,8 @@ def test_for_window_rejects_nonpositive_windows(bad: int) -> None:
         ("claude", 200_000, {}, 167_000),
         ("claude", 1_000_000, {"claude": {"reserve": 50_000}}, 950_000),
         # Unknown agents get forWindow's reserve.
-        ("opencode", 200_000, {}, 183_616),
-        ("opencode", 1_000_000, {}, 937_500),
+        ("no-such-agent", 200_000, {}, 183_616),
+        ("no-such-agent", 1_000_000, {}, 937_500),
         # Gemini CLI: half the window.
         ("gemini", 1_048_576, {}, 524_288),
         ("gemini", 1_000_000, {"gemini": {"fraction": 0.7}}, 700_000),

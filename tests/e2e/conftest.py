@@ -34,6 +34,11 @@ def codex_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    return _cli("opencode")
+
+
+@pytest.fixture(scope="session")
 def qwen_bin() -> Path:
     return _cli("qwen")
 

@@ -1,0 +1,61 @@
+"""OpenCode: everything ctxd knows about it, as one `AgentSpec`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxd.agents.opencode import files, install
+from ctxd.agents.opencode.compaction import compaction_point
+from ctxd.agents.opencode.hooks import DIALECT
+from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.reader import NO_FACTS, FactListener
+from ctxd.agents.spec import AgentSpec, Installer
+from ctxd.agents.store import SessionStore
+from ctxd.core.compaction import for_agent
+from ctxd.core.events import UsageUpdate
+
+__all__ = ["SPEC"]
+
+NAME = "opencode"
+
+
+class _NoTranscript:
+    """OpenCode has no transcript files; its figures come from the store."""
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        return []
+
+    def reset(self) -> None:
+        pass
+
+    def saw_tool_use(self, tool_use_id: str) -> bool:
+        return True
+
+    def saw_answer(self) -> bool:
+        return True
+
+
+def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> _NoTranscript:
+    return _NoTranscript()
+
+
+def _open_store(path: str, position: Mapping[str, Any] | None = None) -> OpenCodeStore:
+    return OpenCodeStore(path, position)
+
+
+SPEC = AgentSpec(
+    name=NAME,
+    title="OpenCode",
+    dialect=DIALECT,
+    files=files,
+    open_reader=_open_reader,
+    compaction=for_agent(NAME, compaction_point),
+    installer=Installer(
+        settings_path=install.settings_path,
+        install=install.install,
+        uninstall=install.uninstall,
+        checks=install.checks,
+    ),
+    store=SessionStore(path=database_path, open=_open_store),
+)

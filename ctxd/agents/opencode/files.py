@@ -1,0 +1,43 @@
+"""OpenCode writes no transcript files: its sessions are in one database (`store`). Its data
+directory is the root watched, for the changes to that database and its WAL."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxd.agents.opencode.store import database_path
+
+__all__ = [
+    "has_layout",
+    "is_transcript",
+    "recognises",
+    "recognises_prefix",
+    "session_id_from_path",
+    "transcript_root",
+]
+
+
+def transcript_root(env: Mapping[str, str]) -> Path:
+    return database_path(env).parent
+
+
+def is_transcript(path: str) -> bool:
+    return False
+
+
+def has_layout(path: str) -> bool:
+    return False
+
+
+def recognises(record: Mapping[str, Any]) -> bool:
+    return False
+
+
+def recognises_prefix(prefix: bytes) -> bool:
+    return False
+
+
+def session_id_from_path(path: str) -> str | None:
+    return None

@@ -1,0 +1,171 @@
+"""OpenCode's database, read incrementally: the `step-finish` parts written since the last read.
+
+Verified against OpenCode 1.18.33 (tests/data/transcripts/opencode-1.18.33/): every session is in
+one SQLite database, `$XDG_DATA_HOME/opencode/opencode.db` (WAL), `OPENCODE_DB` overriding it.
+Each model call ends in a `step-finish` part (table `part`, JSON in `data`) with `tokens {total,
+input, output, reasoning, cache {read, write}}`, `input` being the uncached rest of the prompt:
+the context the next request carries is input + cache.read + cache.write (the mock's
+prompt_tokens, exactly). Its message (table `message`) names the model (`modelID`); a compaction
+is an assistant message with `summary: true, mode: "compaction"`, whose step's output is the
+summary (what the context holds after it, until the next step reports); a step's output
+counts towards the compaction point (`pending`), as OpenCode counts it. A session started by
+another (a subagent's) names it in `session.parent_id`.
+
+The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (an
+index walk, so its cost is what is new, not the file), in batches, and opens the database
+read-only (`mode=ro`) with no busy wait: OpenCode's writes are never delayed, and a poll that
+finds the database locked raises OSError and is retried at the next change. Each SELECT is its
+own short read transaction, so a checkpoint of the WAL is never held up for long.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxd.agents.store import StoreUpdate
+from ctxd.core.events import UsageUpdate
+from ctxd.paths import home
+
+__all__ = ["BATCH", "OpenCodeStore", "database_path"]
+
+#: Parts read per query: a poll checks its deadline between batches.
+BATCH = 500
+
+_NEW_PARTS = (
+    "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data"
+    " FROM part p JOIN message m ON m.id = p.message_id"
+    " WHERE p.rowid > ? AND p.data LIKE '%\"step-finish\"%' ORDER BY p.rowid LIMIT ?"
+)
+_SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
+
+
+def database_path(env: Mapping[str, str]) -> Path:
+    """`OPENCODE_DB` if set (a bare name lies in the data directory), else
+    `$XDG_DATA_HOME/opencode/opencode.db` (`~/.local/share` without it)."""
+    data = Path(env.get("XDG_DATA_HOME") or home(env) / ".local" / "share") / "opencode"
+    named = env.get("OPENCODE_DB")
+    if named:
+        return Path(named) if os.path.isabs(named) else data / named
+    return data / "opencode.db"
+
+
+class OpenCodeStore:
+    """A reader of one OpenCode database (see the module docstring). Not thread-safe."""
+
+    def __init__(self, path: str, position: Mapping[str, Any] | None = None) -> None:
+        self.path = path
+        self.rowid = int((position or {}).get("rowid", 0))
+        self.behind = False
+        self._db: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._sessions: dict[str, tuple[str | None, str | None]] = {}
+
+    def position(self) -> dict[str, Any]:
+        return {"rowid": self.rowid}
+
+    def read(
+        self, until: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> list[StoreUpdate]:
+        db = self._connect()
+        updates: list[StoreUpdate] = []
+        try:
+            while True:
+                rows = db.execute(_NEW_PARTS, (self.rowid, BATCH)).fetchall()
+                for rowid, part_id, session_id, created, part, message in rows:
+                    self.rowid = rowid
+                    update = self._update(part_id, session_id, created, part, message)
+                    if update is not None:
+                        updates.append(update)
+                self.behind = len(rows) == BATCH
+                if not self.behind or (until is not None and clock() >= until):
+                    return updates
+        except sqlite3.Error as exc:
+            self.close()
+            raise OSError(f"{self.path}: {exc}") from None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # ----------------------------------------------------------------- internals
+
+    def _connect(self) -> sqlite3.Connection:
+        info = os.stat(self.path)  # FileNotFoundError when it is gone
+        identity = (info.st_dev, info.st_ino)
+        if self._db is not None and identity == self._identity:
+            return self._db
+        self.close()
+        if self._identity is not None and identity != self._identity:
+            self.rowid = 0  # another database at that path: read it from the start
+            self._sessions.clear()
+        try:
+            # timeout=0: never wait for OpenCode's lock; autocommit: no transaction held open.
+            db = sqlite3.connect(
+                f"{Path(self.path).absolute().as_uri()}?mode=ro",
+                uri=True,
+                timeout=0,
+                isolation_level=None,
+            )
+        except sqlite3.Error as exc:
+            raise OSError(f"{self.path}: {exc}") from None
+        self._db, self._identity = db, identity
+        return db
+
+    def _session(self, session_id: str) -> tuple[str | None, str | None]:
+        known = self._sessions.get(session_id)
+        if known is None:
+            assert self._db is not None
+            row = self._db.execute(_SESSION, (session_id,)).fetchone()
+            known = (row[0], row[1]) if row else (None, None)
+            self._sessions[session_id] = known
+        return known
+
+    def _update(
+        self, part_id: str, session_id: str, created: int, part: str, message: str
+    ) -> StoreUpdate | None:
+        try:
+            step, info = orjson.loads(part), orjson.loads(message)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(step, dict) or not isinstance(info, dict):
+            return None
+        tokens = step.get("tokens")
+        if step.get("type") != "step-finish" or not isinstance(tokens, dict):
+            return None
+        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        assert isinstance(cache, dict)
+        figures = [tokens.get("input"), cache.get("read", 0), cache.get("write", 0)]
+        if not all(isinstance(n, int) and n >= 0 for n in figures):
+            return None
+        model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
+        at = created / 1000 if isinstance(created, int) else None
+        if info.get("summary") is True and info.get("mode") == "compaction":
+            output = tokens.get("output")
+            update = UsageUpdate(
+                tokens=output if isinstance(output, int) and output >= 0 else 0,
+                at=at,
+                model=model,
+                compaction=True,
+                turn_id=part_id,
+                estimated=True,
+            )
+        else:
+            output = tokens.get("output")
+            pending = output if isinstance(output, int) and output >= 0 else 0
+            update = UsageUpdate(
+                tokens=sum(n for n in figures if isinstance(n, int)),
+                at=at,
+                model=model,
+                turn_id=part_id,
+                pending=pending,
+            )
+        parent, cwd = self._session(session_id)
+        return StoreUpdate(session_id, update, parent_id=parent, cwd=cwd)

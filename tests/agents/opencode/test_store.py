@@ -1,0 +1,87 @@
+"""OpenCode's database reader, on the capture the real CLI 1.18.33 wrote and on copies of it
+being written to while read."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from ctxd.agents import spec
+from ctxd.agents.opencode.store import OpenCodeStore, database_path
+
+CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
+SESSION = "ses_dcc44cf90ffeorGSkkrofIPjZq"
+
+
+def copy(tmp_path: Path) -> str:
+    path = tmp_path / "opencode.db"
+    shutil.copy(CAPTURE, path)
+    db = sqlite3.connect(path)
+    db.execute("pragma journal_mode=wal")  # as OpenCode keeps it
+    db.close()
+    return str(path)
+
+
+def test_the_capture_gives_each_step_the_mock_prompt_tokens() -> None:
+    rows = OpenCodeStore(str(CAPTURE)).read()
+    # the mock reported prompt_tokens 10,000, 15,000, 20,000 (4,000 of them cached)
+    assert [(r.session_id, r.update.tokens, r.update.pending) for r in rows] == [
+        (SESSION, 10_000, 40),
+        (SESSION, 15_000, 40),
+        (SESSION, 20_000, 40),
+    ]
+    assert {r.update.model for r in rows} == {"mock-model"}
+    assert {r.cwd for r in rows} == {"<WORK>"}
+    assert {r.parent_id for r in rows} == {None}
+
+
+def test_a_later_read_returns_only_the_new_step_and_resumes_from_its_position(
+    tmp_path: Path,
+) -> None:
+    path = copy(tmp_path)
+    reader = OpenCodeStore(path)
+    assert len(reader.read()) == 3
+    assert reader.read() == []
+    writer = sqlite3.connect(path)  # a write while the reader's connection is open
+    message = writer.execute("select id from message where data like '%assistant%'").fetchone()[0]
+    writer.execute(
+        "insert into part values ('prt_new', ?, ?, 1, 1, ?)",
+        (
+            message,
+            SESSION,
+            '{"type":"step-finish","tokens":{"input":1000,"output":5,"cache":{"read":30000,"write":7}}}',
+        ),
+    )
+    writer.commit()
+    (new,) = reader.read()
+    assert new.update.tokens == 31_007 and new.update.turn_id == "prt_new"
+    resumed = OpenCodeStore(path, reader.position())
+    assert resumed.read() == []
+    writer.close()
+
+
+def test_a_compaction_summary_is_a_compaction_of_its_output(tmp_path: Path) -> None:
+    path = copy(tmp_path)
+    writer = sqlite3.connect(path)
+    writer.execute(
+        "insert into message values ('msg_sum', ?, 2, 2, ?)",
+        (SESSION, '{"role":"assistant","summary":true,"mode":"compaction","modelID":"m"}'),
+    )
+    writer.execute(
+        "insert into part values ('prt_sum', 'msg_sum', ?, 2, 2, ?)",
+        (SESSION, '{"type":"step-finish","tokens":{"input":150000,"output":900,"cache":{}}}'),
+    )
+    writer.commit()
+    last = OpenCodeStore(path).read()[-1]
+    assert last.update.compaction and last.update.estimated and last.update.tokens == 900
+
+
+def test_the_spec_finds_the_database() -> None:
+    store = spec("opencode").store
+    assert store is not None
+    assert store.path({"HOME": "/h"}) == Path("/h/.local/share/opencode/opencode.db")
+    assert database_path({"HOME": "/h", "OPENCODE_DB": "x.db"}) == Path(
+        "/h/.local/share/opencode/x.db"
+    )
+    assert database_path({"XDG_DATA_HOME": "/d", "OPENCODE_DB": "/a/b.db"}) == Path("/a/b.db")

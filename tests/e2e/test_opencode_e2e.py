@@ -1,0 +1,170 @@
+"""OpenCode, the real CLI (`opencode run`), offline against mock_openai_chat.py in a loopback-only
+network namespace, with ctxd's plugin installed and a real ctxd daemon reading its database.
+
+The mock model ("mock/mock-model") has a 200,000 window (ctxd's `[windows]`, and the provider's
+`limit.context` for OpenCode); OpenCode compacts at 200,000 - 32,000 = 168,000 of the prompt plus
+the answer's output (40 here). WARNING from 35 % of that room left (prompt 109,160), CRITICAL
+from 25 % (126,000 - 40).
+
+OpenCode writes a step's `step-finish` part (its figures) after the step's tools ran, so the
+plugin's `tool.execute.after` for call i is judged on step i - 1's figure: ctxd's text for a
+figure first reported at step i reaches the model in the request after call i + 1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, marks, run, write_json
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "mock-model"
+WINDOW = 200_000
+WARNING = "CONTEXT WARNING:"
+CRITICAL = "CONTEXT CRITICAL:"
+
+
+def opencode_config(rd: RunDir, ctxd: Ctxd, mock: Mock) -> Path:
+    """OpenCode's config (where ctxd's XDG_CONFIG_HOME puts it): the mock as an
+    OpenAI-compatible provider, no autoupdate, no sharing."""
+    path = Path(ctxd.env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+    write_json(
+        path,
+        {
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False,
+            "share": "disabled",
+            "model": f"mock/{MODEL}",
+            "provider": {
+                "mock": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Mock",
+                    "options": {"baseURL": f"{mock.url}/v1", "apiKey": "sk-dummy"},
+                    "models": {
+                        MODEL: {"name": "Mock", "limit": {"context": WINDOW, "output": 32_000}}
+                    },
+                }
+            },
+        },
+    )
+    return path
+
+
+def env(rd: RunDir, mock: Mock, extra: Mapping[str, str]) -> dict[str, str]:
+    return base_env(
+        rd,
+        {
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "HTTPS_PROXY": mock.url,
+            "HTTP_PROXY": mock.url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            **extra,
+        },
+    )
+
+
+def bash_steps(prompts: Sequence[int]) -> list[Json]:
+    """One `bash` call per figure but the last, then a text answer; step i reports prompts[i]."""
+    steps: list[Json] = []
+    for i, prompt in enumerate(prompts):
+        step: Json = (
+            {"text": "Done."}
+            if i == len(prompts) - 1
+            else {
+                "tool": {
+                    "name": "bash",
+                    "arguments": {"command": f"echo E2E-STEP-{i}", "description": f"step {i}"},
+                }
+            }
+        )
+        step["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
+        steps.append(step)
+    return steps
+
+
+def last_turn_text(body: Json) -> str:
+    msgs = body.get("messages") or []
+    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
+    return json.dumps(msgs[last + 1 :])
+
+
+def at_calls(main: list[Json], needle: str) -> list[int]:
+    """The tool calls (0-based) after which `needle` reached the model."""
+    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
+
+
+@dataclass
+class Rig:
+    bin: Path
+    rd: RunDir
+    ctxd: Ctxd
+    mock: Mock
+
+    def opencode(self, prompt: str, **extra: str) -> Result:
+        argv = self.mock.wrap([str(self.bin), "run", prompt])
+        res = run(argv, cwd=self.rd.work, env=env(self.rd, self.mock, {**self.ctxd.env, **extra}))
+        assert res.returncode == 0, res.describe()
+        return res
+
+    def main(self) -> list[Json]:
+        return self.mock.main_requests()
+
+    def database(self) -> Path:
+        return self.rd.home / ".local" / "share" / "opencode" / "opencode.db"
+
+
+@pytest.fixture
+def rig(opencode_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Rig]:
+    with ExitStack() as cleanup:
+        rd = RunDir.create(tmp_path)
+        ctxd = Ctxd(rd, f'[windows]\n"{MODEL}" = {WINDOW}\n', {})
+        mock = Mock("mock_openai_chat", rd.root, {"steps": [{"text": "idle"}]}, netns=netns)
+        cleanup.callback(mock.stop)
+        mock.start()
+        cleanup.callback(ctxd.stop)
+        yield Rig(opencode_bin, rd, ctxd, mock)
+
+
+def start(rig: Rig, steps: list[Json]) -> None:
+    rig.mock.stop()
+    rig.mock.script = {"steps": steps}
+    rig.mock.start()
+    rig.ctxd.install("opencode", opencode_config(rig.rd, rig.ctxd, rig.mock))  # the new port
+
+
+def test_warnings_reach_the_model_and_status_has_the_mock_figures(rig: Rig) -> None:
+    # step:  0       1        2(W)     3        4        5        6        7(W 5th)  8(C)
+    prompts = [50_000, 60_000, 110_000, 111_000, 112_000, 113_000, 114_000, 115_000, 127_000]
+    start(rig, bash_steps([*prompts, 128_000]))
+    rig.ctxd.start(rig.mock.wrap)
+    res = rig.opencode("Run the steps")
+    assert "Done." in res.stdout, res.describe()
+    assert not rig.mock.requests_of_kind("proxy") or all(
+        "registry.npmjs.org" in json.dumps(r) for r in rig.mock.requests_of_kind("proxy")
+    )
+
+    main = rig.main()
+    assert len(main) == len(prompts) + 1
+    # one call late (see the module docstring): step 2's figure warns at call 3, ...
+    assert at_calls(main, WARNING) == [3, 8]
+    assert at_calls(main, CRITICAL) == []  # step 8's figure is judged by no later call
+
+    rows = [s for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
+    assert len(rows) == 1, rows
+    assert rows[0]["tokens"] == 128_000  # the mock's last prompt_tokens, exactly
+    assert rows[0]["window"] == WINDOW
+
+
+def test_without_a_daemon_the_session_completes_quietly(rig: Rig) -> None:
+    start(rig, bash_steps([120_000, 130_000, 140_000]))
+    res = rig.opencode("Run the steps")
+    assert "Done." in res.stdout, res.describe()
+    assert "ctxd" not in res.stderr.lower(), res.describe()
+    assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
