@@ -139,10 +139,8 @@ class Transcripts:
         if tracked is None or state is None:
             self._backlog.pop(path, None)
             return True
+        until = self._reading_until(path, until)
         if until is None:
-            until = self.deadline()
-        elif self.monotonic() >= until:
-            self._defer(path)
             return False
         try:
             updates = tracked.read_appended(until, self.monotonic)
@@ -281,10 +279,8 @@ class Transcripts:
 
     def _poll_store(self, path: str, until: float | None) -> bool:
         agent, reader = self._stores[path]
+        until = self._reading_until(path, until)
         if until is None:
-            until = self.deadline()
-        elif self.monotonic() >= until:
-            self._defer(path)
             return False
         try:
             found = reader.read(until, self.monotonic)
@@ -326,6 +322,16 @@ class Transcripts:
                 self._wake()
                 break
         return found
+
+    def _reading_until(self, path: str, until: float | None) -> float | None:
+        """The deadline to read `path` by (STEP_BUDGET from now when none was given); None, with
+        `path` left to the backlog, when the one given has passed already."""
+        if until is None:
+            return self.deadline()
+        if self.monotonic() >= until:
+            self._defer(path)
+            return None
+        return until
 
     def _defer(self, path: str) -> None:
         self._backlog[path] = None
