@@ -1,4 +1,4 @@
-"""Benchmark 8 (issue 13): Claude Code's hooks over HTTP against command hooks.
+"""Benchmark 8: Claude Code's hooks over HTTP against command hooks.
 
 Part 1, the daemon: a real `ctxd serve` with `[http]` on tracks sessions with real transcripts;
 200 concurrent asyncio clients (this process; the daemon is another) post the real PostToolUse
@@ -373,7 +373,7 @@ def main() -> int:
     parser.add_argument("--tool-seconds", type=float, default=0.2)
     parser.add_argument("--part", choices=["daemon", "agent", "both"], default="both")
     args = parser.parse_args()
-    c.header("HTTP hooks (issue 13)", " ".join(["bench/http_hooks.py", *sys.argv[1:]]))
+    c.header("HTTP hooks", " ".join(["bench/http_hooks.py", *sys.argv[1:]]))
     results: dict[str, Any] = {"machine": c.machine()}
     if args.part in ("daemon", "both"):
         results["daemon"] = part_daemon(args)

@@ -1,4 +1,4 @@
-"""What making "must not repeat" state durable costs (issue 11, point 1).
+"""What making "must not repeat" state durable costs.
 
 The daemon journals a session (one JSON line, `fdatasync`) before an answer that said something
 or changed the warning level or handoff flag leaves; every other hook pays nothing. Measured:

@@ -1,4 +1,4 @@
-"""Soak (issue 11): a minute of heavy, hostile use with crashes, counting what a user would notice.
+"""Soak: a minute of heavy, hostile use with crashes, counting what a user would notice.
 
 A real `ctxd serve` in a sandbox. One generator process (asyncio, raw Unix sockets) plays:
 

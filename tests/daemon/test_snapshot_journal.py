@@ -1,4 +1,4 @@
-"""The snapshot and the journal give back exactly what was saved (issue 11, point 1)."""
+"""The snapshot and the journal give back exactly what was saved."""
 
 from __future__ import annotations
 

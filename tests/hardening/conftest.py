@@ -1,4 +1,4 @@
-"""Fixtures for issue 11's hardening tests; the machinery is in daemon_proc.py."""
+"""Fixtures for the hardening tests; the machinery is in daemon_proc.py."""
 
 from __future__ import annotations
 

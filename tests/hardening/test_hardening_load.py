@@ -1,4 +1,4 @@
-"""Issue 11, points 3, 4 and 8: connections that are slow, idle, big or too many cost the
+"""Connections that are slow, idle, big or too many cost the
 daemon neither its hooks, nor its memory, nor its life."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def late_hook(home: Home, payload: dict[str, object], delay: float) -> bytes:
 
 
 def test_idle_and_slow_connections_do_not_lock_hooks_out(home: Home) -> None:
-    """Issue 11 (3): with hundreds of connections that send a byte a second or nothing, most
+    """With hundreds of connections that send a byte a second or nothing, most
     real hooks were told "busy" and printed nothing: idle connections held the 256 task slots
     for up to the 5 s deadline, and a hook whose request was not there yet when the daemon first
     read (a real hook process, usually) never got the inline fast path."""
@@ -137,7 +137,7 @@ def test_idle_and_slow_connections_do_not_lock_hooks_out(home: Home) -> None:
 
 
 def test_memory_returns_after_big_abandoned_requests(home: Home) -> None:
-    """Issue 11 (4): 64 connections each 1 byte short of an 8 MiB request took the daemon's RSS
+    """64 connections each 1 byte short of an 8 MiB request took the daemon's RSS
     from 27 to 556 MB, and 371-492 MB stayed resident after they closed; up to 256 x 8 MiB could
     be buffered. The number of big buffers in flight must be bounded, and the memory given back."""
     proc = home.start()
@@ -184,7 +184,7 @@ def test_memory_returns_after_big_abandoned_requests(home: Home) -> None:
 
 
 def test_running_out_of_file_descriptors_does_not_end_the_daemon(home: Home) -> None:
-    """Issue 11 (8): only BlockingIOError was handled around accept(); EMFILE (and ENFILE,
+    """Only BlockingIOError was handled around accept(); EMFILE (and ENFILE,
     ENOBUFS, ENOMEM, ECONNABORTED) ended the daemon. Log, back off, keep serving."""
 
     def few_fds() -> None:
