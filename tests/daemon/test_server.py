@@ -14,7 +14,7 @@ import pytest
 
 from ctxd import protocol
 from ctxd.daemon import server as server_module
-from ctxd.daemon.lifecycle import open_listener
+from ctxd.daemon.listeners import open_listener
 from ctxd.daemon.server import Server
 from ctxd.errors import InvalidInput
 from ctxd.protocol import Answer, Request
