@@ -295,12 +295,12 @@ class Daemon:
             try:
                 await self._serve(listener, ready)
             finally:
-                with anyio.CancelScope(shield=True):
-                    self.centre.answers.persist_now = None
-                    self._save()
-                    self.journal.close()
-                    if adopted is None:
-                        self.paths.socket.unlink(missing_ok=True)
+                # Nothing here awaits, so cancellation cannot cut it short: no shield needed.
+                self.centre.answers.persist_now = None
+                self._save()
+                self.journal.close()
+                if adopted is None:
+                    self.paths.socket.unlink(missing_ok=True)
                 logger.info("ctxd stopped")
 
     async def _serve(self, listener: socket.socket, ready: Callable[[], None] | None) -> None:
