@@ -60,36 +60,44 @@ class Crowd:
             self._ready.set()
             next_byte = time.monotonic() + 1.0
             while not self._stop.is_set():
-                for key, _ in sel.select(timeout=0.05):
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
-                    try:
-                        gone = not sock.recv(65536)
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        gone = True
-                    if gone:
-                        sel.unregister(sock)
-                        sock.close()
+                self._drop_closed(sel)
                 if time.monotonic() >= next_byte:
                     # Once a second, like clients that retry: not a busy loop of reconnects,
                     # which would keep the daemon too busy to see a hook before its request.
                     next_byte += 1.0
-                    while len(sel.get_map()) < self.size and self.opened < 10 * self.size:
-                        self._open(sel, slow=len(sel.get_map()) % 2 == 1)
-                    for key in list(sel.get_map().values()):
-                        slow, sent = key.data
-                        if slow and sent < len(self._dribble):
-                            try:
-                                key.fileobj.send(self._dribble[sent : sent + 1])  # type: ignore[union-attr]
-                                key.data[1] = sent + 1
-                            except OSError:
-                                pass  # closed: the select above sees it
+                    self._reopen_and_dribble(sel)
         finally:
             for key in list(sel.get_map().values()):
                 key.fileobj.close()  # type: ignore[union-attr]
             sel.close()
+
+    def _drop_closed(self, sel: selectors.BaseSelector) -> None:
+        """Wait a little for readable connections; close those the daemon closed."""
+        for key, _ in sel.select(timeout=0.05):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                gone = not sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                gone = True
+            if gone:
+                sel.unregister(sock)
+                sock.close()
+
+    def _reopen_and_dribble(self, sel: selectors.BaseSelector) -> None:
+        """Open connections again up to the pool's size, and send each slow one its next byte."""
+        while len(sel.get_map()) < self.size and self.opened < 10 * self.size:
+            self._open(sel, slow=len(sel.get_map()) % 2 == 1)
+        for key in list(sel.get_map().values()):
+            slow, sent = key.data
+            if slow and sent < len(self._dribble):
+                try:
+                    key.fileobj.send(self._dribble[sent : sent + 1])  # type: ignore[union-attr]
+                    key.data[1] = sent + 1
+                except OSError:
+                    pass  # closed: the select above sees it
 
 
 def late_hook(home: Home, payload: dict[str, object], delay: float) -> bytes:
