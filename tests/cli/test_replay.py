@@ -91,6 +91,7 @@ def test_window_option_overrides_every_source() -> None:
     assert timeline[5] == (875_000, False, "ok")
 
 
+@pytest.mark.slow
 def test_cli_json_last_line_is_the_final_state() -> None:
     path = DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"
     out = subprocess.run(
@@ -115,6 +116,7 @@ def test_cli_json_last_line_is_the_final_state() -> None:
 
 
 @pytest.mark.parametrize("window", ["0", "-5", "lots"])
+@pytest.mark.slow
 def test_cli_rejects_a_window_that_is_not_positive(window: str) -> None:
     path = DATA / "codex-cli-0.171.0" / "rollout.autocompact.jsonl"
     result = subprocess.run(
@@ -169,6 +171,7 @@ def _first_row(env: dict[str, str]) -> dict[str, object]:
         ({"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000"}, 979_000),
     ],
 )
+@pytest.mark.slow
 def test_replay_reads_the_agents_variables_as_a_hook_reports_them(
     own_env: dict[str, str], variables: dict[str, str], point: int
 ) -> None:
@@ -177,6 +180,7 @@ def test_replay_reads_the_agents_variables_as_a_hook_reports_them(
     assert _first_row({**own_env, **variables})["compaction_at"] == point
 
 
+@pytest.mark.slow
 def test_replay_reads_the_agents_settings_file(own_env: dict[str, str], tmp_path: Path) -> None:
     settings = tmp_path / "claude-config" / "settings.json"
     settings.parent.mkdir()
@@ -185,6 +189,7 @@ def test_replay_reads_the_agents_settings_file(own_env: dict[str, str], tmp_path
     assert row["compaction_at"] == 467_000
 
 
+@pytest.mark.slow
 def test_replay_reads_ctxds_own_settings(own_env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "config" / "ctxd" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -194,6 +199,7 @@ def test_replay_reads_ctxds_own_settings(own_env: dict[str, str], tmp_path: Path
     assert (row["window"], row["compaction_at"]) == (500_000, 467_000)
 
 
+@pytest.mark.slow
 def test_replay_names_a_config_it_cannot_use(own_env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "config" / "ctxd" / "config.toml"
     config.parent.mkdir(parents=True)

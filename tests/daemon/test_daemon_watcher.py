@@ -72,6 +72,7 @@ def _daemon_with_a_transcript(
     return Daemon(env), transcript
 
 
+@pytest.mark.slow
 async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +104,7 @@ async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_onc
     assert woke_after < 2 * watcher.IDLE_STEP_MS / 1000 + 0.5  # then the fast step again
 
 
+@pytest.mark.slow
 async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelled(
     tmp_path: Path,
 ) -> None:
@@ -141,6 +143,7 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
     assert cancelled_after < 0.5
 
 
+@pytest.mark.slow
 async def test_without_inotify_the_daemon_still_serves_reads_on_hooks_and_rescans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
