@@ -70,7 +70,8 @@ def ask(box: c.Sandbox, request: bytes) -> tuple[float, bytes]:
 
 
 def end_to_end(sessions: int) -> tuple[c.Stats, c.Stats]:
-    journaled, silent = [], []
+    journaled: list[float] = []
+    silent: list[float] = []
     template = c.assistant_line()
     with c.sandbox("journal") as box, c.running_daemon(box):
         for _ in range(sessions):

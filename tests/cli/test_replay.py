@@ -82,7 +82,8 @@ def test_gemini_timeline_sees_the_compression_its_cli_did() -> None:
     tokens = [t for t, _, _ in timeline]
     assert tokens[:2] == [12_000, 600_000]
     assert timeline[1][2] == "critical"  # past half the window, where Gemini CLI compresses
-    assert timeline[2][1] is True and timeline[2][0] < 1_000
+    after, compacted, _ = timeline[2]
+    assert compacted is True and after is not None and after < 1_000
     assert tokens[-1] == 7_000
 
 

@@ -50,7 +50,7 @@ async def test_a_stop_before_the_final_answer_is_written_waits_for_it(tmp_path: 
     expected = json.loads(lines[final])["usageMetadata"]["promptTokenCount"]
     with path.open("ab") as f:  # the agent's queued write lands
         f.write(lines[final])
-    await answer  # type: ignore[misc]
+    await answer
     (state,) = centre.sessions
     assert state.tokens == expected
 

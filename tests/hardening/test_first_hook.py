@@ -84,7 +84,7 @@ def test_first_hook_on_a_huge_unseen_transcript_answers_at_once_and_says_so(home
     assert 0 < row["catching_up"]["read"] < row["catching_up"]["size"] == size, row
 
     caught_up = wait_for(
-        lambda: (r := home.row(session)) is not None and r["catching_up"] is None and r,
+        lambda: r if (r := home.row(session)) is not None and r["catching_up"] is None else None,
         30,
         "the background read to finish",
     )

@@ -43,7 +43,7 @@ class Crowd:
         self._stop.set()
         self._thread.join(10)
 
-    def _open(self, sel: selectors.DefaultSelector, slow: bool) -> None:
+    def _open(self, sel: selectors.BaseSelector, slow: bool) -> None:
         try:
             sock = connect(self.home.socket)
         except OSError:

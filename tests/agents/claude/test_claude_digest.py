@@ -76,7 +76,7 @@ class _Reading:
             return
         if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
             self.compactions += 1
-        content = (r.get("message") or {}).get("content")
+        content: Any = (r.get("message") or {}).get("content")
         if r.get("type") == "assistant":
             for b in content:
                 if b.get("type") == "tool_use":
