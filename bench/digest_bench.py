@@ -1,4 +1,4 @@
-"""Benchmark: what the session digest costs (issue 14).
+"""Benchmark: what the session digest costs.
 
 1. Upkeep: each transcript is replayed in 1 MiB reads by a fresh child process twice, with the
    usage reader alone and with the digest kept too, as the daemon's `TranscriptFile` does (the

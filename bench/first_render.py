@@ -1,4 +1,4 @@
-"""First look at a big transcript (issue 12, point 7): what the first hook of a session costs when
+"""First look at a big transcript: what the first hook of a session costs when
 a fresh daemon has never seen its transcript, at 1, 10, 50 and 200 MB.
 
 For each size, a transcript of real Claude Code lines (the sample transcript, repeated, ending

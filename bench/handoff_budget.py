@@ -152,7 +152,8 @@ def bench_file(agent: str, source: str, mb: int) -> BenchFile:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{agent}-{source}-{mb}mb.jsonl"
     meta_path = path.with_suffix(".meta.json")
-    meta = {"key": key.hexdigest(), "sources": [str(f.relative_to(c.REPO)) for f in files]}
+    sources = [str(f.relative_to(c.REPO)) for f in files]
+    meta = {"key": key.hexdigest(), "sources": sources}
     try:
         fresh = json.loads(meta_path.read_text()) == meta and path.exists()
     except (OSError, ValueError):
@@ -168,7 +169,7 @@ def bench_file(agent: str, source: str, mb: int) -> BenchFile:
             f"in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
-    return BenchFile(agent, source, path, path.stat().st_size, meta["sources"])
+    return BenchFile(agent, source, path, path.stat().st_size, sources)
 
 
 # --------------------------------------------------------------------------- the processes
@@ -294,7 +295,8 @@ def measure(commands: Commands, rows: list[Row], rounds: int, with_replay: bool)
 
 
 def _med(runs: list[Run], attr: str = "cpu") -> float:
-    return statistics.median(getattr(r, attr) for r in runs)
+    values: list[float] = [getattr(r, attr) for r in runs]
+    return statistics.median(values)
 
 
 def _load(avg: tuple[float, float, float]) -> str:

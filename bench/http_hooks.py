@@ -1,4 +1,4 @@
-"""Benchmark 8 (issue 13): Claude Code's hooks over HTTP against command hooks.
+"""Benchmark 8: Claude Code's hooks over HTTP against command hooks.
 
 Part 1, the daemon: a real `ctxd serve` with `[http]` on tracks sessions with real transcripts;
 200 concurrent asyncio clients (this process; the daemon is another) post the real PostToolUse
@@ -244,8 +244,8 @@ def part_agent(args: argparse.Namespace) -> dict[str, Any]:
                     {"CLAUDE_CONFIG_DIR": str(rd.config)},
                 )
                 if mode != "no hooks":
-                    extra = ("--transport", "http") if mode == "HTTP hooks" else ()
-                    ctxd.install("claude", settings, *extra)
+                    transport = ("--transport", "http") if mode == "HTTP hooks" else ()
+                    ctxd.install("claude", settings, *transport)
                 ctxd.start()
                 # A small, flat context: no warning, no compaction, the same for every mode.
                 usage = [50_000 + 100 * i for i in range(args.calls + 1)]
@@ -270,7 +270,7 @@ def part_agent(args: argparse.Namespace) -> dict[str, Any]:
                     ctxd.stop()
                 print(f"  round {round_ + 1} {mode}: {elapsed:.2f} s", file=sys.stderr)
     # Paired by round (the three runs of a round are back to back), against machine drift.
-    rows = []
+    rows: list[list[object]] = []
     for mode, values in times.items():
         extra = [
             (v - base) / args.calls * 1000
@@ -300,19 +300,19 @@ def part_agent(args: argparse.Namespace) -> dict[str, Any]:
     print()
     rows = []
     for mode in times:
-        phase = c.summarize(spans[mode])
-        own = c.summarize(hooks[mode])
+        phase_stats = c.summarize(spans[mode])
+        own_stats = c.summarize(hooks[mode])
         rows.append(
             [
                 mode,
-                phase.n,
-                f"{phase.p50:.0f}",
-                f"{phase.p95:.0f}",
+                phase_stats.n,
+                f"{phase_stats.p50:.0f}",
+                f"{phase_stats.p95:.0f}",
                 "–"
                 if mode == "no hooks"
-                else f"{phase.p50 - c.summarize(spans['no hooks']).p50:+.0f}",
-                "–" if not own.n else f"{own.p50:.0f}",
-                "–" if not own.n else f"{own.p95:.0f}",
+                else f"{phase_stats.p50 - c.summarize(spans['no hooks']).p50:+.0f}",
+                "–" if not own_stats.n else f"{own_stats.p50:.0f}",
+                "–" if not own_stats.n else f"{own_stats.p95:.0f}",
             ]
         )
     print("Claude Code's own debug log (--debug-file, millisecond stamps), per tool call:\n")
@@ -373,7 +373,7 @@ def main() -> int:
     parser.add_argument("--tool-seconds", type=float, default=0.2)
     parser.add_argument("--part", choices=["daemon", "agent", "both"], default="both")
     args = parser.parse_args()
-    c.header("HTTP hooks (issue 13)", " ".join(["bench/http_hooks.py", *sys.argv[1:]]))
+    c.header("HTTP hooks", " ".join(["bench/http_hooks.py", *sys.argv[1:]]))
     results: dict[str, Any] = {"machine": c.machine()}
     if args.part in ("daemon", "both"):
         results["daemon"] = part_daemon(args)

@@ -1,4 +1,4 @@
-"""What making "must not repeat" state durable costs (issue 11, point 1).
+"""What making "must not repeat" state durable costs.
 
 The daemon journals a session (one JSON line, `fdatasync`) before an answer that said something
 or changed the warning level or handoff flag leaves; every other hook pays nothing. Measured:
@@ -70,7 +70,8 @@ def ask(box: c.Sandbox, request: bytes) -> tuple[float, bytes]:
 
 
 def end_to_end(sessions: int) -> tuple[c.Stats, c.Stats]:
-    journaled, silent = [], []
+    journaled: list[float] = []
+    silent: list[float] = []
     template = c.assistant_line()
     with c.sandbox("journal") as box, c.running_daemon(box):
         for _ in range(sessions):

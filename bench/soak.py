@@ -1,4 +1,4 @@
-"""Soak (issue 11): a minute of heavy, hostile use with crashes, counting what a user would notice.
+"""Soak: a minute of heavy, hostile use with crashes, counting what a user would notice.
 
 A real `ctxd serve` in a sandbox. One generator process (asyncio, raw Unix sockets) plays:
 
@@ -128,6 +128,20 @@ async def probe_until_up(daemon: Daemon, path: str, since: float) -> None:
         return
 
 
+async def read_frame(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes:
+    """One length-prefixed answer, its 4-byte length included."""
+    data = b""
+    size = 4
+    while len(data) < size:
+        chunk = await loop.sock_recv(sock, 65536)
+        if not chunk:
+            raise ConnectionResetError("closed before the whole answer")
+        data += chunk
+        if size == 4 and len(data) >= 4:
+            size += int.from_bytes(data[:4], "big")
+    return data
+
+
 async def hook(daemon: Daemon, path: str, request: bytes, tally: Tally) -> bytes | None:
     """One hook as the client runs it; the result bytes, None when it got none."""
     loop = asyncio.get_running_loop()
@@ -163,15 +177,7 @@ async def hook(daemon: Daemon, path: str, request: bytes, tally: Tally) -> bytes
     try:
         async with asyncio.timeout(deadline - time.monotonic()):
             await loop.sock_sendall(sock, request)
-            data = b""
-            size = 4
-            while len(data) < size:
-                chunk = await loop.sock_recv(sock, 65536)
-                if not chunk:
-                    raise ConnectionResetError("closed before the whole answer")
-                data += chunk
-                if size == 4 and len(data) >= 4:
-                    size += int.from_bytes(data[:4], "big")
+            data = await read_frame(loop, sock)
     except (OSError, TimeoutError) as exc:
         if daemon.generation != generation:
             tally.cut_off += 1  # a kill happened while it was being answered

@@ -596,6 +596,18 @@ class World:
         return wait_for(probe, timeout, f"a status row for {path_of(transcript)}")
 
 
+#: Fixtures that run ctxd for real: a daemon process, or the CLI in a subprocess.
+REAL_PROCESS_FIXTURES = frozenset({"world", "shared", "home"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that runs ctxd in a process of its own is `slow` (see pyproject's markers),
+    so that `-m "not e2e and not slow"` stays a quick run whoever adds such a test."""
+    for item in items:
+        if REAL_PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     """A fresh isolated world, no daemon running yet."""

@@ -36,7 +36,8 @@ __all__ = ["SLOW_MS", "Check", "installed_commands", "run_checks"]
 #: Runs of each installed command; the verdict on speed is their median.
 HOOK_RUNS = 3
 #: Slower than this (median) is a FAIL: ctxd's own command takes ~12 ms, the `ctxd-hook`
-#: console script ~20 ms (issue 12's figures); beyond this a shim or a wrapper is in the way.
+#: console script ~20 ms (measured as pyproject.toml's [project.scripts] says); beyond this a
+#: shim or a wrapper is in the way.
 SLOW_MS = 100.0
 #: The agents stop waiting long before this; so does doctor.
 HOOK_TIMEOUT = 10.0

@@ -56,6 +56,43 @@ def _levels(row: Row, thresholds: Thresholds) -> tuple[float, float]:
     )
 
 
+def _compaction_marks(xs: Sequence[float]) -> list[str]:
+    """A dashed vertical line at each x, labelled inside the plot and staggered so that close
+    compactions stay readable."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    out: list[str] = []
+    for marked, mark_x in enumerate(xs):
+        out.append(
+            f'<line x1="{mark_x:.1f}" x2="{mark_x:.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
+            f'stroke="{COLOURS["compaction"]}" stroke-dasharray="2 3"/>'
+        )
+        right = mark_x > LEFT + plot_w * 0.75
+        label_x = mark_x + (-4 if right else 4)
+        label_y = TOP + plot_h - 8 - 14 * (marked % 3)
+        anchor = "end" if right else "start"
+        out.append(
+            f'<text x="{label_x:.1f}" y="{label_y}" text-anchor="{anchor}" '
+            f'fill="{COLOURS["compaction"]}">compaction {marked + 1}</text>'
+        )
+    return out
+
+
+def _legend(entries: Sequence[tuple[str, str, str]]) -> list[str]:
+    """The legend right of the plot: a line (dashed when `dash`) and its label per
+    (colour key, label, dash) entry."""
+    lx = LEFT + (WIDTH - LEFT - RIGHT) + 20
+    out: list[str] = []
+    for k, (key, label, dash) in enumerate(entries):
+        ly = TOP + 14 + 22 * k
+        style = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(
+            f'<line x1="{lx}" x2="{lx + 24}" y1="{ly - 4}" y2="{ly - 4}" '
+            f'stroke="{COLOURS[key]}" stroke-width="2"{style}/>'
+        )
+        out.append(f'<text x="{lx + 30}" y="{ly}">{escape(label)}</text>')
+    return out
+
+
 def svg(rows: Sequence[Row], thresholds: Thresholds, title: str) -> str:
     """The SVG document for `rows` (at least one)."""
     if not rows:
@@ -116,23 +153,7 @@ def svg(rows: Sequence[Row], thresholds: Thresholds, title: str) -> str:
         'fill="#57606a">turn</text>'
     )
     # Compactions: a vertical mark where the context dropped.
-    marked = 0
-    for i, row in enumerate(rows):
-        if row.compaction:
-            out.append(
-                f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
-                f'stroke="{COLOURS["compaction"]}" stroke-dasharray="2 3"/>'
-            )
-            # Labels inside the plot, staggered so that close compactions stay readable.
-            right = x(i) > LEFT + plot_w * 0.75
-            label_x = x(i) + (-4 if right else 4)
-            label_y = TOP + plot_h - 8 - 14 * (marked % 3)
-            anchor = "end" if right else "start"
-            out.append(
-                f'<text x="{label_x:.1f}" y="{label_y}" text-anchor="{anchor}" '
-                f'fill="{COLOURS["compaction"]}">compaction {marked + 1}</text>'
-            )
-            marked += 1
+    out.extend(_compaction_marks([x(i) for i, row in enumerate(rows) if row.compaction]))
     # The levels, as step lines (the window and the point can change along the session).
     levels = [_levels(r, thresholds) for r in rows]
     lines: list[tuple[str, list[float], str, str]] = [
@@ -159,19 +180,12 @@ def svg(rows: Sequence[Row], thresholds: Thresholds, title: str) -> str:
             f'<circle cx="{x(i):.1f}" cy="{y(t):.1f}" r="3.5" fill="{fill}">'
             f"<title>turn {rows[i].turn}: {t:,} tokens, {severity}</title></circle>"
         )
-    # Legend.
-    legend = [("context", "context (dot: severity)", "")] + [
-        (key, label, dash) for key, _, dash, label in lines
-    ]
-    lx = LEFT + plot_w + 20
-    for k, (key, label, dash) in enumerate(legend):
-        ly = TOP + 14 + 22 * k
-        style = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
-            f'<line x1="{lx}" x2="{lx + 24}" y1="{ly - 4}" y2="{ly - 4}" '
-            f'stroke="{COLOURS[key]}" stroke-width="2"{style}/>'
+    out.extend(
+        _legend(
+            [("context", "context (dot: severity)", "")]
+            + [(key, label, dash) for key, _, dash, label in lines]
         )
-        out.append(f'<text x="{lx + 30}" y="{ly}">{escape(label)}</text>')
+    )
     out.append(
         f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
         'stroke="#d0d7de"/>'

@@ -19,7 +19,6 @@ import fcntl
 import gc
 import logging
 import os
-import resource
 import signal
 import socket
 import stat
@@ -37,12 +36,13 @@ from ctxd import __version__, agents, paths
 from ctxd.daemon import http, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
-from ctxd.daemon.server import MAX_CONNECTIONS, Server, json_result
+from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
+from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
 from ctxd.errors import ConfigError, CtxdError
 from ctxd.protocol import Answer, Request, resolve
 
-__all__ = ["AlreadyRunning", "Daemon", "DaemonPaths", "open_listener", "serve"]
+__all__ = ["AlreadyRunning", "Daemon", "DaemonPaths", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +61,6 @@ CONFIG_CHECK_INTERVAL = 1.0
 # the settings in force; a read still running after this is not waited for again.
 CONFIG_WAIT = 0.5
 SHUTDOWN_GRACE = 2.0
-# Descriptors kept for everything but connections: listener, lock, log, journal, watcher, event
-# loop, transcripts being read, worker threads' files.
-RESERVED_FDS = 64
-SD_LISTEN_FDS_START = 3
 
 
 class AlreadyRunning(CtxdError):
@@ -136,52 +132,6 @@ def _open_lock(path: Path) -> int:
         os.close(fd)
         raise CtxdError(f"{path} is not ctxd's lock file (not a regular file of yours); remove it")
     raise CtxdError(f"cannot create the lock file {path}: it keeps appearing and vanishing")
-
-
-def systemd_socket(env: Mapping[str, str]) -> socket.socket | None:
-    """The listening socket systemd passed us (socket activation), if any."""
-    if env.get("LISTEN_PID") != str(os.getpid()) or int(env.get("LISTEN_FDS", "0") or 0) < 1:
-        return None
-    sock = socket.socket(fileno=SD_LISTEN_FDS_START)
-    sock.setblocking(False)
-    return sock
-
-
-def notify_systemd(env: Mapping[str, str], message: str) -> None:
-    """sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET, if set."""
-    address = env.get("NOTIFY_SOCKET")
-    if not address:
-        return
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        try:
-            sock.sendto(message.encode(), address)
-        except OSError as exc:
-            logger.warning("cannot notify systemd: %s", exc)
-
-
-def open_listener(path: Path) -> socket.socket:
-    """Bind the socket 0600 from the start (umask), replacing a stale file from a crashed daemon.
-
-    Only called with the daemon's lock held, so the file it replaces is never a live daemon's.
-    """
-    if path.exists() or path.is_symlink():
-        if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise CtxdError(f"{path} exists and is not a socket; remove it or set CTXD_SOCKET")
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-        sock.listen(socket.SOMAXCONN)
-    except OSError as exc:
-        sock.close()
-        raise CtxdError(f"cannot listen on {path}: {exc.strerror or exc}") from None
-    finally:
-        os.umask(old_umask)
-    os.chmod(path, 0o600)
-    return sock
 
 
 class Daemon:
@@ -345,12 +295,12 @@ class Daemon:
             try:
                 await self._serve(listener, ready)
             finally:
-                with anyio.CancelScope(shield=True):
-                    self.centre.answers.persist_now = None
-                    self._save()
-                    self.journal.close()
-                    if adopted is None:
-                        self.paths.socket.unlink(missing_ok=True)
+                # Nothing here awaits, so cancellation cannot cut it short: no shield needed.
+                self.centre.answers.persist_now = None
+                self._save()
+                self.journal.close()
+                if adopted is None:
+                    self.paths.socket.unlink(missing_ok=True)
                 logger.info("ctxd stopped")
 
     async def _serve(self, listener: socket.socket, ready: Callable[[], None] | None) -> None:
@@ -507,23 +457,6 @@ async def _after(reading: anyio.Event, answer: Callable[[], Answer]) -> bytes:
     with anyio.move_on_after(CONFIG_WAIT):
         await reading.wait()
     return await resolve(answer())
-
-
-def connection_limit() -> int:
-    """How many connections the server may hold open: MAX_CONNECTIONS, or fewer when the
-    descriptor limit (raised to its hard maximum first) leaves less room than that."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = MAX_CONNECTIONS + RESERVED_FDS
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (OSError, ValueError):
-            pass
-    if soft == resource.RLIM_INFINITY:
-        return MAX_CONNECTIONS
-    return max(8, min(MAX_CONNECTIONS, soft - RESERVED_FDS))
 
 
 def return_freed_memory() -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from ctxd import agents
 from ctxd.agents.store import StoreReader
@@ -183,7 +184,7 @@ class Transcripts:
                 except Exception:  # one bad transcript must not stop the reading of the others
                     logger.exception("reading %s failed; left until it changes again", path)
                     self._backlog.pop(path, None)
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
 
     def on_file_changes(self, batch: list[tuple[str, bool]]) -> None:
         """A watcher batch: (path, deleted) pairs under the agents' roots."""

@@ -108,7 +108,7 @@ def test_a_session_restored_from_a_snapshot_still_finds_its_settings(tmp_path: P
     (user_dir / "settings.json").write_text('{"autoCompactEnabled": false}')
     state = _claude_session(tmp_path, {"CLAUDE_CONFIG_DIR": str(user_dir)})
     # JSON gives the pairs back as lists.
-    restored = replace(state, agent_config=[list(p) for p in state.agent_config])  # type: ignore[arg-type]
+    restored = replace(state, agent_config=[list(p) for p in state.agent_config])
     assert dict(AgentSettings({"HOME": "/nowhere"}).config(restored)) == {
         "autoCompactEnabled": "false"
     }

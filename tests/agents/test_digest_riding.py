@@ -5,6 +5,7 @@ of the newest turn."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -102,7 +103,7 @@ def _codex_rounds(rounds: int) -> bytes:
     round's request and reply its own; every third request one of ctxd's own texts (not a
     request), every fourth reply empty."""
     lines = (DATA / "codex-cli-0.171.0" / "rollout.continuity.jsonl").read_bytes().splitlines()
-    texts = {
+    texts: dict[bytes, Callable[[int], str]] = {
         b'"item":{"type":"UserMessage"': lambda n: (
             "CONTEXT HANDOFF: x" if n % 3 == 1 else f"ask {n}"
         ),

@@ -10,7 +10,6 @@ parser.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 import orjson
 import pytest
@@ -58,7 +57,7 @@ SOURCE_EVENTS = {"SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Pre
 
 
 def _describe(path: Path) -> tuple[str, str, str | None]:
-    agent = cast(str, path.relative_to(PAYLOADS).parts[0])
+    agent = path.relative_to(PAYLOADS).parts[0]
     stem = path.name.removesuffix(".json").split("-", 1)[1]
     name, _, variant = stem.partition(".")
     return agent, name, variant or None

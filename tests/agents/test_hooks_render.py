@@ -13,7 +13,6 @@ the next model request (harness scenarios/*.hooks.json and samples/*/report.md):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 import orjson
 import pytest
@@ -103,7 +102,7 @@ EXPECTED_ALL: dict[tuple[str, str], dict[str, object] | None] = {
 
 
 def _event(relpath: str) -> HookEvent:
-    agent = cast(str, relpath.split("/", 1)[0])
+    agent = relpath.split("/", 1)[0]
     return parse_hook(agent, (PAYLOADS / relpath).read_bytes())
 
 

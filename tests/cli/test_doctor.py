@@ -89,7 +89,7 @@ def test_an_emptied_settings_file_after_uninstall_is_a_skip(world: World) -> Non
 @pytest.mark.parametrize(
     ("change", "says"),
     [
-        # What issue 12 saw: the command names a client that a reinstall moved away.
+        # What users once saw: the command names a client that a reinstall moved away.
         (lambda c: c.replace("/.local/share/ctxd/client", "/gone"), "exits 1: ModuleNotFoundError"),
         (lambda c: c.replace(c.split()[0], "/nonexistent/python3", 1), "exits 127"),
         (lambda c: f"{c}; echo done", "instead of ctxd's answer"),

@@ -1,4 +1,4 @@
-"""What a newcomer reads (issue 12, points 4, 5, 6, 8, 9): headers, widths, grammar, ids that can
+"""What a newcomer reads: headers, widths, grammar, ids that can
 be typed back, refusals that say why, and messages that do not contradict each other."""
 
 from __future__ import annotations

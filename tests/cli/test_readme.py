@@ -90,6 +90,7 @@ def _table_commands() -> list[tuple[str, set[str]]]:
 
 
 @pytest.mark.parametrize(("verb", "options"), _table_commands(), ids=lambda v: str(v))
+@pytest.mark.slow
 def test_every_command_in_the_readme_has_help_for_its_options(verb: str, options: set[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ctxd", verb, "--help"], capture_output=True, text=True, cwd=REPO

@@ -1,6 +1,6 @@
 """What a user does to ctxd over time, for real: pip-install it into a venv, `ctxd install claude`,
 then reinstall it (editable, non-editable, into a moved venv). The hook commands installed at the
-start must keep working through all of it (issue 12: they named the old site-packages and broke
+start must keep working through all of it (they once named the old site-packages and broke
 with `ModuleNotFoundError` on every tool call), and `ctxd doctor` must tell the truth.
 
 The venvs are real (`python -m venv`, pip building ctxd's wheel from this checkout with hatchling);
@@ -216,7 +216,7 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
     spawn_file = world.home / ".local/share/ctxd/client/ctxd-command"
     assert spawn_file.read_text().split()[0] == str(venv.python)
 
-    # What issue 12 saw: a command naming a site-packages that a reinstall moved away.
+    # What users once saw: a command naming a site-packages that a reinstall moved away.
     broken = commands["hook"].replace(str(spawn_file.parent), str(old / SITE))
     settings = world.claude_dir / "settings.json"
     doc = json.loads(settings.read_text())

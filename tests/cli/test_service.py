@@ -91,6 +91,7 @@ def test_systemd_plan_writes_both_units_with_this_users_python(env: dict[str, st
 
 
 @pytest.mark.parametrize("odd_dir", [None, "my venv%1"])
+@pytest.mark.slow
 def test_rendered_units_pass_systemd_analyze_verify(
     env: dict[str, str], tmp_path: Path, odd_dir: str | None
 ) -> None:
@@ -225,6 +226,7 @@ def short_tmp() -> Iterator[Path]:
         yield Path(name)
 
 
+@pytest.mark.slow
 def test_socket_activation_serves_status(short_tmp: Path) -> None:
     """systemd's way of starting ctxd: the socket is bound by someone else and passed as fd 3
     (LISTEN_FDS/LISTEN_PID); `ctxd status --json` through it must work."""

@@ -89,7 +89,7 @@ def test_no_daemon_spawns_one_in_the_background(world: World) -> None:
     elapsed, result = timed_hook(world, payload)
     assert (result.returncode, result.stderr) == (0, b"")
     # The hook that started the daemon waited for it (SPAWN_WAIT at most) and got its answer:
-    # its event is not lost (issue 12, point 7).
+    # its event is not lost.
     out = json.loads(result.stdout)
     assert out["hookSpecificOutput"]["additionalContext"].startswith("CONTEXT WARNING:")
     assert elapsed < NO_DAEMON_BOUND + 2.0

@@ -142,7 +142,12 @@ def test_a_config_key_says_what_it_takes_and_gives_its_default() -> None:
 
 def test_an_agents_rule_reads_its_own_overrides_only() -> None:
     seen: list[object] = []
-    rule = for_agent("a", lambda window, model, own, config: seen.append(own) or window)
+
+    def rule_of(window: int, model: str | None, own: object, config: object) -> int:
+        seen.append(own)
+        return window
+
+    rule = for_agent("a", rule_of)
     assert rule(10, None, {"a": {"x": 1}, "b": {"y": 2}}, {}) == 10
     assert rule(10, None, {"b": {"y": 2}}, {}) == 10
     assert seen == [{"x": 1}, {}]

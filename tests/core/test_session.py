@@ -146,7 +146,7 @@ def test_compaction_events_reset_and_session_end_marks_the_session() -> None:
     assert state.ended_at == 4.0
 
 
-# ------------------------------------------------------- issue 10: fidelity of the figures
+# ----------------------------------------------------------------- fidelity of the figures
 
 
 def _point_rule(window: int, model: str | None, rules: object, config: object) -> int | None:

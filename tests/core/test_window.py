@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -243,7 +244,7 @@ def test_infer_window_takes_the_closest_point_below() -> None:
 
 
 def test_resolve_window_ranks_an_inferred_window_below_learned_above_table() -> None:
-    kwargs = {"statusline": None, "agent_reported": None, "model": "m", "tokens": 0}
+    kwargs: dict[str, Any] = {"statusline": None, "agent_reported": None, "model": "m", "tokens": 0}
     table = {"m": 1_000_000}
     assert resolve_window(learned={}, table=table, inferred=lambda: 200_000, **kwargs) == (
         Window(200_000, "compaction")

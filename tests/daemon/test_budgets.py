@@ -1,5 +1,5 @@
-"""Reading in slices under a deadline, and seeing a rewrite for what it is (issue 11, points 5
-and 9), in process: `TranscriptFile` and the transcripts room's backlog."""
+"""Reading in slices under a deadline, and seeing a rewrite for what it is, in
+process: `TranscriptFile` and the transcripts room's backlog."""
 
 from __future__ import annotations
 

@@ -154,13 +154,13 @@ def test_missing_file_means_defaults_and_a_broken_file_names_itself(tmp_path: Pa
 
 
 def test_values_the_core_refuses_are_config_errors() -> None:
-    """Issue 11 (6): `handoff.at = 0` passed here and crashed the daemon later."""
+    """`handoff.at = 0` passed here and crashed the daemon later."""
     with pytest.raises(ConfigError, match="handoff"):
         parse_settings("[handoff]\nat = 0\n")
 
 
 def test_what_is_not_a_small_regular_file_is_a_config_error(tmp_path: Path) -> None:
-    """Issue 11 (5): a FIFO hung the daemon, a 60 MB file blocked it, a 100,000-entry
+    """A FIFO hung the daemon, a 60 MB file blocked it, a 100,000-entry
     [windows] table slowed every hook."""
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)

@@ -153,6 +153,7 @@ def test_continuity_config() -> None:
             parse_settings(f"[continuity]\n{bad}\n")
 
 
+@pytest.mark.slow
 def test_cli_handoff_json_for_a_transcript(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -74,7 +74,11 @@ def test_appends_show_in_status_within_bounded_time(shared: World) -> None:
     shared.hook_out("claude", t.payload("PostToolUse"))
     for tokens in (60_000, 70_000, 80_000):
         t.assistant(tokens)
-        shared.wait_row(t, lambda r, want=tokens: r["tokens"] == want, WATCH_TIMEOUT)
+
+        def shows(row: dict[str, Any], want: int = tokens) -> bool:
+            return bool(row["tokens"] == want)
+
+        shared.wait_row(t, shows, WATCH_TIMEOUT)
 
 
 def test_transcript_in_a_root_created_after_start_is_discovered(world: World) -> None:

@@ -72,6 +72,7 @@ def _daemon_with_a_transcript(
     return Daemon(env), transcript
 
 
+@pytest.mark.slow
 async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +83,7 @@ async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_onc
         state = daemon.centre.sessions.get(str(transcript))
         return None if state is None else state.tokens
 
+    woke_after: float  # set inside the task group, which mypy cannot see through
     async with anyio.create_task_group() as tg:
         tg.start_soon(daemon.run)
         with anyio.fail_after(10):
@@ -103,6 +105,7 @@ async def test_a_quiet_watcher_slows_down_and_status_still_sees_an_append_at_onc
     assert woke_after < 2 * watcher.IDLE_STEP_MS / 1000 + 0.5  # then the fast step again
 
 
+@pytest.mark.slow
 async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelled(
     tmp_path: Path,
 ) -> None:
@@ -115,6 +118,7 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
 
     roots_watcher = watcher.RootsWatcher([root], record, quiet_after_ms=300)
     written: list[str] = []
+    started: float  # set inside the task group, which mypy cannot see through
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             await tg.start(roots_watcher.run)
@@ -141,6 +145,7 @@ async def test_the_watcher_loses_nothing_across_its_pace_and_stops_when_cancelle
     assert cancelled_after < 0.5
 
 
+@pytest.mark.slow
 async def test_without_inotify_the_daemon_still_serves_reads_on_hooks_and_rescans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

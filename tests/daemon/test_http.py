@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,17 +76,17 @@ class Http:
 
 
 @pytest.fixture
-def http(world: World) -> Iterator[Http]:
+def http(world: World) -> Http:
     port = free_port()
     world.write_config(f'[thresholds]\nbasis = "window"\n[http]\nenabled = true\nport = {port}\n')
     world.start()
-    yield Http(port)
+    return Http(port)
 
 
 def test_off_by_default(ctxd: World) -> None:
     from ctxd.daemon.config import default_http_port
 
-    with pytest.raises(OSError):
+    with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", default_http_port()), timeout=1).close()
     assert "HTTP on" not in ctxd.log()
 

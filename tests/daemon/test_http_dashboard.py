@@ -202,11 +202,11 @@ def test_the_dashboard_shows_the_sessions_and_follows_an_append(
     # daemon samples every session's figure once a second).
     charted = world.claude()
     charted.model = "claude-opus-5-5"
-    for step in (400_000, 650_000, "compact", 120_000, 380_000, 520_000):
-        if step == "compact":
+    for point in (400_000, 650_000, "compact", 120_000, 380_000, 520_000):
+        if point == "compact":
             charted.compact_boundary(60_000, 660_000)
         else:
-            charted.assistant(int(step))
+            charted.assistant(int(point))
         time.sleep(HISTORY_TICK + 0.15)
     sessions.append(charted)
 

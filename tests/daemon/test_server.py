@@ -14,7 +14,7 @@ import pytest
 
 from ctxd import protocol
 from ctxd.daemon import server as server_module
-from ctxd.daemon.lifecycle import open_listener
+from ctxd.daemon.listeners import open_listener
 from ctxd.daemon.server import Server
 from ctxd.errors import InvalidInput
 from ctxd.protocol import Answer, Request
@@ -145,7 +145,7 @@ async def test_a_client_that_never_finishes_gets_the_deadline_and_others_are_ser
 async def test_when_every_place_is_taken_the_longest_waiting_connection_makes_room(
     tmp_path: Path,
 ) -> None:
-    """Issue 11 (3): connections that send nothing held every slot and hooks were told "busy".
+    """Connections that send nothing held every slot and hooks were told "busy".
     At the limit, the connection that has waited longest for its request is dropped."""
     path = tmp_path / "s.sock"
     server = _sync_server()
@@ -169,7 +169,7 @@ async def test_when_every_place_is_taken_the_longest_waiting_connection_makes_ro
 async def test_large_requests_beyond_their_budget_are_told_busy_and_hooks_still_pass(
     tmp_path: Path,
 ) -> None:
-    """Issue 11 (4): 64 connections each 1 byte short of 8 MiB were all buffered (RSS +500 MB).
+    """64 connections each 1 byte short of 8 MiB were all buffered (RSS +500 MB).
     A frame's size is reserved before it is read; large ones share a budget of their own."""
     path = tmp_path / "s.sock"
     server = _sync_server()

@@ -1,10 +1,11 @@
-"""The snapshot and the journal give back exactly what was saved (issue 11, point 1)."""
+"""The snapshot and the journal give back exactly what was saved."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ctxd.core.measure import Severity
 from ctxd.core.policy import PolicyState
@@ -19,7 +20,7 @@ def _state_dir(tmp_path: Path) -> Path:
     return path
 
 
-def _session(n: int, **fields: object) -> SessionState:
+def _session(n: int, **fields: Any) -> SessionState:
     state = new_session("claude", f"s{n}", None, 1000.0 + n, cwd="/w")
     return replace(
         state,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
 from ctxd.daemon.centre import Centre
@@ -51,7 +50,7 @@ async def test_a_stop_before_the_final_answer_is_written_waits_for_it(tmp_path: 
     expected = json.loads(lines[final])["usageMetadata"]["promptTokenCount"]
     with path.open("ab") as f:  # the agent's queued write lands
         f.write(lines[final])
-    await answer  # type: ignore[misc]
+    await answer
     (state,) = centre.sessions
     assert state.tokens == expected
 
@@ -67,6 +66,5 @@ async def test_a_stop_after_the_answer_is_on_disk_is_answered_at_once(tmp_path: 
     payload["stop_hook_active"] = False
     centre = Centre.open({"HOME": str(tmp_path)}, {"qwen": root})
 
-    with anyio.fail_after(1):
-        answer = centre.answers.handle_hook("qwen", None, json.dumps(payload).encode())
-    assert isinstance(answer, bytes)
+    answer = centre.answers.handle_hook("qwen", None, json.dumps(payload).encode())
+    assert isinstance(answer, bytes)  # an answer, not an awaitable that waits for a write

@@ -160,7 +160,12 @@ def run_scenario(qwen: Path, name: str, out: Path) -> Path:
 
     from e2e_support import Mock, RunDir, Tmux, base_env, run, write_json
 
-    script, calls = INTERACTIVE if name == "interactive" else SCENARIOS[name]
+    actions: list[tuple[str, str]] = []  # typed into the interactive UI
+    calls: list[list[str]] = []  # one `qwen` run each otherwise
+    if name == "interactive":
+        script, actions = INTERACTIVE
+    else:
+        script, calls = SCENARIOS[name]
     root = out / name
     if root.exists():
         shutil.rmtree(root)
@@ -206,10 +211,10 @@ def run_scenario(qwen: Path, name: str, out: Path) -> Path:
                 "echo QWEN-EXITED rc=$?; sleep 30"
             )
             try:
-                _drive(tmux, calls, root / "pane.txt")
+                _drive(tmux, actions, root / "pane.txt")
             finally:
                 tmux.kill()
-        for i, args in enumerate(calls if name != "interactive" else []):
+        for i, args in enumerate(calls):
             res = run(mock.wrap([str(qwen), *args]), cwd=rd.work, env=env, timeout=200)
             (root / f"qwen.{i}.stdout").write_text(res.stdout)
             (root / f"qwen.{i}.stderr").write_text(res.stderr)

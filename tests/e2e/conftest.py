@@ -1,60 +1,23 @@
-"""Fixtures of the end-to-end suite: the installed CLIs (a test skips with the reason when its CLI
-is not installed) and the loopback-only network namespace Gemini CLI and Codex CLI run in."""
+"""The end-to-end suite's fixtures and report header, which live in e2e_fixtures.py: mypy checks
+each test directory as a top level, as pytest imports it, and a second module named `conftest`
+there would clash with tests/conftest.py; pyproject's [tool.mypy] leaves this file out."""
 
-from __future__ import annotations
+from e2e_fixtures import (
+    claude_bin,
+    codex_bin,
+    gemini_bin,
+    netns,
+    opencode_bin,
+    pytest_report_header,
+    qwen_bin,
+)
 
-from pathlib import Path
-
-import pytest
-from e2e_support import cli_version, find_cli, missing_cli_reason, netns_available
-
-from ctxd.agents import AGENTS
-
-
-def _cli(name: str) -> Path:
-    path = find_cli(name)
-    if path is None:
-        pytest.skip(missing_cli_reason(name))
-    return path
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    return _cli("claude")
-
-
-@pytest.fixture(scope="session")
-def gemini_bin() -> Path:
-    return _cli("gemini")
-
-
-@pytest.fixture(scope="session")
-def codex_bin() -> Path:
-    return _cli("codex")
-
-
-@pytest.fixture(scope="session")
-def opencode_bin() -> Path:
-    return _cli("opencode")
-
-
-@pytest.fixture(scope="session")
-def qwen_bin() -> Path:
-    return _cli("qwen")
-
-
-@pytest.fixture(scope="session")
-def netns() -> bool:
-    """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
-    nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""
-    if not netns_available():
-        pytest.skip("`unshare -rn` is not available: cannot isolate the CLI from the network")
-    return True
-
-
-def pytest_report_header() -> list[str]:
-    lines = []
-    for name in AGENTS:
-        path = find_cli(name)
-        lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
-    return lines
+__all__ = [
+    "claude_bin",
+    "codex_bin",
+    "gemini_bin",
+    "netns",
+    "opencode_bin",
+    "pytest_report_header",
+    "qwen_bin",
+]

@@ -1,4 +1,4 @@
-"""Drive ctxd only through its process and wire interfaces (issue 11's hardening tests).
+"""Drive ctxd only through its process and wire interfaces (the hardening tests).
 
 Nothing here imports ctxd: the daemon is `python -m ctxd serve` in an isolated environment,
 requests are raw frames on its Unix socket, hooks are the real hook client run as the agents run

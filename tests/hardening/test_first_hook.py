@@ -1,4 +1,4 @@
-"""Issue 12, point 7: the hook that starts the daemon is answered, and the first look at a
+"""The hook that starts the daemon is answered, and the first look at a
 transcript the daemon has never seen costs a hook no more than a few tens of milliseconds at
 any size: the rest is read in the background, and the answer says so meanwhile."""
 
@@ -26,7 +26,7 @@ def end_spawned_daemon(home: Home) -> None:
 
 
 def test_the_hook_that_starts_the_daemon_is_answered(home: Home) -> None:
-    """Issue 12 (7): with no daemon running, the hook that started one printed nothing and its
+    """With no daemon running, the hook that started one printed nothing and its
     event was lost: its session was not updated until the next event. It now waits for the
     daemon it started and prints its answer."""
     env = {k: v for k, v in home.env.items() if k != "CTXD_NO_SPAWN"}
@@ -63,7 +63,7 @@ def write_big_transcript(session: ClaudeSession, size: int, last_tokens: int) ->
 
 
 def test_first_hook_on_a_huge_unseen_transcript_answers_at_once_and_says_so(home: Home) -> None:
-    """Issue 12 (7): the first hook of a transcript a fresh daemon had never seen read the
+    """The first hook of a transcript a fresh daemon had never seen read the
     whole file inside the request (428 ms at 200 MB). It must answer within a hook's budget,
     say that the transcript is still being read, and judge once it is."""
     session = home.claude()
@@ -84,7 +84,7 @@ def test_first_hook_on_a_huge_unseen_transcript_answers_at_once_and_says_so(home
     assert 0 < row["catching_up"]["read"] < row["catching_up"]["size"] == size, row
 
     caught_up = wait_for(
-        lambda: (r := home.row(session)) is not None and r["catching_up"] is None and r,
+        lambda: r if (r := home.row(session)) is not None and r["catching_up"] is None else None,
         30,
         "the background read to finish",
     )

@@ -1,4 +1,4 @@
-"""Issue 11, point 5: nothing the daemon reads may stall its event loop, whatever appears under
+"""Nothing the daemon reads may stall its event loop, whatever appears under
 the agents' roots or at the config path."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ GiB = 1024**3
 
 
 def test_a_huge_transcript_appearing_does_not_stall_other_hooks(home: Home) -> None:
-    """Issue 11 (5): a 4 GiB (sparse) transcript appearing under the watched Claude root
+    """A 4 GiB (sparse) transcript appearing under the watched Claude root
     blocked every hook for 15 s: the watcher, sweep and track paths read to the end of a file
     without yielding (only hooks are capped). Long reads must yield in slices."""
     home.start()
@@ -47,7 +47,7 @@ def test_a_huge_transcript_appearing_does_not_stall_other_hooks(home: Home) -> N
 
 
 def test_a_fifo_at_the_config_path_neither_hangs_nor_passes_for_a_config(home: Home) -> None:
-    """Issue 11 (5): a FIFO at the config path hung the daemon (a blocking `read_text` on the
+    """A FIFO at the config path hung the daemon (a blocking `read_text` on the
     event loop). Config reading must never block the loop, and what is not a regular file is a
     config error."""
     proc = home.start()

@@ -1,4 +1,4 @@
-"""Issue 11, point 6: a config value the policy refuses is a config error, never a crash."""
+"""A config value the policy refuses is a config error, never a crash."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from daemon_proc import Home
 
 
 def test_handoff_at_zero_is_a_config_error_not_a_crash(home: Home) -> None:
-    """Issue 11 (6): `[handoff] at = 0` passed config validation, then the policy raised: read
+    """`[handoff] at = 0` passed config validation, then the policy raised: read
     by housekeeping it killed the daemon with a traceback, read by a hook it failed that hook
     silently, and `config_error` stayed empty. The daemon must keep serving with the last good
     config and report the bad one."""

@@ -1,4 +1,4 @@
-"""Issue 11, points 3, 4 and 8: connections that are slow, idle, big or too many cost the
+"""Connections that are slow, idle, big or too many cost the
 daemon neither its hooks, nor its memory, nor its life."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Crowd:
         self._stop.set()
         self._thread.join(10)
 
-    def _open(self, sel: selectors.DefaultSelector, slow: bool) -> None:
+    def _open(self, sel: selectors.BaseSelector, slow: bool) -> None:
         try:
             sock = connect(self.home.socket)
         except OSError:
@@ -60,36 +60,44 @@ class Crowd:
             self._ready.set()
             next_byte = time.monotonic() + 1.0
             while not self._stop.is_set():
-                for key, _ in sel.select(timeout=0.05):
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
-                    try:
-                        gone = not sock.recv(65536)
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        gone = True
-                    if gone:
-                        sel.unregister(sock)
-                        sock.close()
+                self._drop_closed(sel)
                 if time.monotonic() >= next_byte:
                     # Once a second, like clients that retry: not a busy loop of reconnects,
                     # which would keep the daemon too busy to see a hook before its request.
                     next_byte += 1.0
-                    while len(sel.get_map()) < self.size and self.opened < 10 * self.size:
-                        self._open(sel, slow=len(sel.get_map()) % 2 == 1)
-                    for key in list(sel.get_map().values()):
-                        slow, sent = key.data
-                        if slow and sent < len(self._dribble):
-                            try:
-                                key.fileobj.send(self._dribble[sent : sent + 1])  # type: ignore[union-attr]
-                                key.data[1] = sent + 1
-                            except OSError:
-                                pass  # closed: the select above sees it
+                    self._reopen_and_dribble(sel)
         finally:
             for key in list(sel.get_map().values()):
                 key.fileobj.close()  # type: ignore[union-attr]
             sel.close()
+
+    def _drop_closed(self, sel: selectors.BaseSelector) -> None:
+        """Wait a little for readable connections; close those the daemon closed."""
+        for key, _ in sel.select(timeout=0.05):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                gone = not sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                gone = True
+            if gone:
+                sel.unregister(sock)
+                sock.close()
+
+    def _reopen_and_dribble(self, sel: selectors.BaseSelector) -> None:
+        """Open connections again up to the pool's size, and send each slow one its next byte."""
+        while len(sel.get_map()) < self.size and self.opened < 10 * self.size:
+            self._open(sel, slow=len(sel.get_map()) % 2 == 1)
+        for key in list(sel.get_map().values()):
+            slow, sent = key.data
+            if slow and sent < len(self._dribble):
+                try:
+                    key.fileobj.send(self._dribble[sent : sent + 1])  # type: ignore[union-attr]
+                    key.data[1] = sent + 1
+                except OSError:
+                    pass  # closed: the select above sees it
 
 
 def late_hook(home: Home, payload: dict[str, object], delay: float) -> bytes:
@@ -107,7 +115,7 @@ def late_hook(home: Home, payload: dict[str, object], delay: float) -> bytes:
 
 
 def test_idle_and_slow_connections_do_not_lock_hooks_out(home: Home) -> None:
-    """Issue 11 (3): with hundreds of connections that send a byte a second or nothing, most
+    """With hundreds of connections that send a byte a second or nothing, most
     real hooks were told "busy" and printed nothing: idle connections held the 256 task slots
     for up to the 5 s deadline, and a hook whose request was not there yet when the daemon first
     read (a real hook process, usually) never got the inline fast path."""
@@ -137,7 +145,7 @@ def test_idle_and_slow_connections_do_not_lock_hooks_out(home: Home) -> None:
 
 
 def test_memory_returns_after_big_abandoned_requests(home: Home) -> None:
-    """Issue 11 (4): 64 connections each 1 byte short of an 8 MiB request took the daemon's RSS
+    """64 connections each 1 byte short of an 8 MiB request took the daemon's RSS
     from 27 to 556 MB, and 371-492 MB stayed resident after they closed; up to 256 x 8 MiB could
     be buffered. The number of big buffers in flight must be bounded, and the memory given back."""
     proc = home.start()
@@ -184,7 +192,7 @@ def test_memory_returns_after_big_abandoned_requests(home: Home) -> None:
 
 
 def test_running_out_of_file_descriptors_does_not_end_the_daemon(home: Home) -> None:
-    """Issue 11 (8): only BlockingIOError was handled around accept(); EMFILE (and ENFILE,
+    """Only BlockingIOError was handled around accept(); EMFILE (and ENFILE,
     ENOBUFS, ENOMEM, ECONNABORTED) ended the daemon. Log, back off, keep serving."""
 
     def few_fds() -> None:

@@ -1,4 +1,4 @@
-"""Issue 11, points 1 and 2: state that must not repeat survives a crash, and a save that cannot
+"""State that must not repeat survives a crash, and a save that cannot
 complete leaves the last good snapshot alone.
 
 Claude Code figures: no statusline, so the window is the 1,000,000 default and the room before
@@ -14,7 +14,7 @@ from daemon_proc import Home, fill_disk, tmpfs, wait_for
 
 
 def test_handoff_is_not_asked_again_after_sigkill_right_after_the_answer(home: Home) -> None:
-    """Issue 11 (1): `handoff_asked` reached disk only in the periodic snapshot (first one ≥ 5 s
+    """`handoff_asked` reached disk only in the periodic snapshot (first one ≥ 5 s
     after start), so a daemon killed right after answering asked again after its restart.
     State that must not repeat has to be durable before the answer that depends on it leaves."""
     home.start()
@@ -33,7 +33,7 @@ def test_handoff_is_not_asked_again_after_sigkill_right_after_the_answer(home: H
 
 
 def test_full_disk_keeps_the_last_good_snapshot_and_says_so(home: Home) -> None:
-    """Issue 11 (2): with one page free, the save wrote a truncated 4,096-byte state.json over
+    """With one page free, the save wrote a truncated 4,096-byte state.json over
     the good one (short `os.write` ignored, then fsync and rename), logged nothing, and left a
     `.state.json.<pid>.tmp` behind. A save is complete or does not happen, and a failure is
     logged."""

@@ -1,4 +1,4 @@
-"""Issue 11, point 9: a transcript rewritten in place is read again from its start, even when
+"""A transcript rewritten in place is read again from its start, even when
 the new content is longer than what the daemon had read."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from daemon_proc import Home, wait_for
 
 
 def test_copy_truncate_rewrite_that_grows_the_file_is_read_afresh(home: Home) -> None:
-    """Issue 11 (9): after a copy-truncate rewrite (same inode) whose new content is longer
+    """After a copy-truncate rewrite (same inode) whose new content is longer
     than the old offset by the time the daemon looks, the daemon went on reading at the old
     offset, in the middle of a line, and showed the old figure (400,002 tokens instead of
     90,000) until the next line. The rewrite must be detected, not just the shrink."""

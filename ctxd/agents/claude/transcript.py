@@ -233,13 +233,7 @@ class ClaudeReader:
         if usage is _NO_USAGE or model == _SYNTHETIC_MODEL:
             return None
         message_id = message.get("id")
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    call_id = block.get("id")
-                    if isinstance(call_id, str):
-                        self._calls.add(message_id, call_id)
+        self._note_calls(message_id, message.get("content"))
         tokens = context_tokens(usage)
         if tokens is None:
             return None
@@ -266,6 +260,15 @@ class ClaudeReader:
             pending=pending,
             agent_version=version if isinstance(version, str) else None,
         )
+
+    def _note_calls(self, message_id: object, content: object) -> None:
+        """Remember the ids of the tool calls in an assistant message's content blocks."""
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    call_id = block.get("id")
+                    if isinstance(call_id, str):
+                        self._calls.add(message_id, call_id)
 
 
 def _holds_nothing(line: bytes, keep_sidechain: bool) -> bool:

@@ -232,7 +232,7 @@ def test_point_is_never_below_one() -> None:
 
 @pytest.mark.parametrize("window", [0, -1])
 def test_bad_window(window: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="window must be positive"):
         claude_compaction_point(window, "claude-opus-5-5", C())
 
 
@@ -246,7 +246,8 @@ def test_bad_window(window: int) -> None:
     ],
 )
 def test_config_rejects_out_of_range(kwargs: dict[str, float]) -> None:
-    with pytest.raises(ValueError):
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=f"^{name} must be"):
         ClaudeCompactionConfig(**kwargs)  # type: ignore[arg-type]
 
 

@@ -52,53 +52,73 @@ def _fed(data: bytes) -> ClaudeFacts:
 
 def _reading(path: Path) -> dict[str, Any]:
     """What the transcript holds, read whole with json, independently of ctxd."""
-    files: dict[str, list[int]] = {}
-    commands: list[str] = []
-    status: dict[str, bool] = {}  # tool_use id -> failed
-    bash_ids: list[str] = []
-    asks: list[str] = []
-    tasks: dict[str, list[str]] = {}
-    subjects: dict[str, str] = {}
-    compactions = 0
+    reading = _Reading()
     for line in path.read_text().splitlines():
-        r = json.loads(line)
+        reading.take(json.loads(line))
+    return reading.result()
+
+
+class _Reading:
+    """The naive reading's running tallies, one transcript record at a time."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[int]] = {}
+        self.commands: list[str] = []
+        self.status: dict[str, bool] = {}  # tool_use id -> failed
+        self.bash_ids: list[str] = []
+        self.asks: list[str] = []
+        self.tasks: dict[str, list[str]] = {}
+        self.subjects: dict[str, str] = {}
+        self.compactions = 0
+
+    def take(self, r: dict[str, Any]) -> None:
         if r.get("isSidechain"):
-            continue
+            return
         if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
-            compactions += 1
-        content = (r.get("message") or {}).get("content")
+            self.compactions += 1
+        content: Any = (r.get("message") or {}).get("content")
         if r.get("type") == "assistant":
             for b in content:
-                if b.get("type") != "tool_use":
-                    continue
-                name, args = b["name"], b["input"]
-                column = {"Read": 0, "Edit": 1, "Write": 2}.get(name)
-                if column is not None:
-                    files.setdefault(args["file_path"], [0, 0, 0])[column] += 1
-                elif name == "Bash":
-                    commands.append(args["command"])
-                    bash_ids.append(b["id"])
-                elif name == "TaskCreate":
-                    subjects[b["id"]] = args["subject"]
-                elif name == "TaskUpdate":
-                    tasks[args["taskId"]][1] = args["status"]
+                if b.get("type") == "tool_use":
+                    self._call(b)
         elif r.get("type") == "user" and not r.get("isMeta") and not r.get("isCompactSummary"):
-            if isinstance(content, str) and not content.startswith("<"):
-                asks.append(content)
-            for b in content if isinstance(content, list) else []:
-                if b.get("type") == "tool_result":
-                    status[b["tool_use_id"]] = bool(b.get("is_error"))
-                    if b["tool_use_id"] in subjects:
-                        task = r["toolUseResult"]["task"]
-                        tasks[task["id"]] = [subjects[b["tool_use_id"]], "pending"]
-    return {
-        "files": {p: tuple(n) for p, n in files.items()},
-        "commands": commands,
-        "failed": [c for c, i in zip(commands, bash_ids, strict=True) if status.get(i)],
-        "asks": asks,
-        "todos": [(t, s) for t, s in tasks.values()],
-        "compactions": compactions,
-    }
+            self._user(r, content)
+
+    def _call(self, b: dict[str, Any]) -> None:
+        name, args = b["name"], b["input"]
+        column = {"Read": 0, "Edit": 1, "Write": 2}.get(name)
+        if column is not None:
+            self.files.setdefault(args["file_path"], [0, 0, 0])[column] += 1
+        elif name == "Bash":
+            self.commands.append(args["command"])
+            self.bash_ids.append(b["id"])
+        elif name == "TaskCreate":
+            self.subjects[b["id"]] = args["subject"]
+        elif name == "TaskUpdate":
+            self.tasks[args["taskId"]][1] = args["status"]
+
+    def _user(self, r: dict[str, Any], content: object) -> None:
+        if isinstance(content, str) and not content.startswith("<"):
+            self.asks.append(content)
+        for b in content if isinstance(content, list) else []:
+            if b.get("type") == "tool_result":
+                self.status[b["tool_use_id"]] = bool(b.get("is_error"))
+                if b["tool_use_id"] in self.subjects:
+                    task = r["toolUseResult"]["task"]
+                    self.tasks[task["id"]] = [self.subjects[b["tool_use_id"]], "pending"]
+
+    def result(self) -> dict[str, Any]:
+        commands = self.commands
+        return {
+            "files": {p: tuple(n) for p, n in self.files.items()},
+            "commands": commands,
+            "failed": [
+                c for c, i in zip(commands, self.bash_ids, strict=True) if self.status.get(i)
+            ],
+            "asks": self.asks,
+            "todos": [(t, s) for t, s in self.tasks.values()],
+            "compactions": self.compactions,
+        }
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")

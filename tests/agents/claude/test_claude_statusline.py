@@ -10,11 +10,11 @@ import pytest
 
 from ctxd.agents.claude.statusline import (
     MAX_PAYLOAD_BYTES,
-    StatuslineReport,
     StatusView,
     parse_statusline,
     render_statusline,
 )
+from ctxd.core.events import StatuslineReport
 from ctxd.errors import InvalidInput
 
 PAYLOADS = Path(__file__).parents[2] / "data" / "payloads" / "statusline"

@@ -48,7 +48,7 @@ def test_real_payload_parses(path: Path) -> None:
     assert event.kind == ("compaction" if compact else KIND[event.name])
     assert event.session_id == raw["session_id"]
     assert event.transcript_path == raw["transcript_path"]
-    assert event.transcript_path.endswith(f"/chats/{event.session_id}.jsonl")
+    assert (event.transcript_path or "").endswith(f"/chats/{event.session_id}.jsonl")
     assert event.cwd == raw["cwd"]
     assert event.stop_hook_active is (raw.get("stop_hook_active") is True)
     assert event.source == (raw.get("source") or raw.get("trigger") or raw.get("reason"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_foreign_settings_and_hooks_survive_and_uninstall_restores_them(
 ) -> None:
     path = settings_path("qwen", env)
     path.parent.mkdir(parents=True)
-    original = {
+    original: dict[str, Any] = {
         "security": {"auth": {"selectedType": "openai"}},
         "model": {"name": "qwen3-coder-plus"},
         "hooks": {
@@ -201,7 +202,7 @@ def test_http_hooks_for_every_event_but_session_start(http_env: dict[str, str]) 
 def test_http_install_switch_and_uninstall_keep_the_users_hooks(http_env: dict[str, str]) -> None:
     path = settings_path("qwen", http_env)
     path.parent.mkdir(parents=True)
-    original = {
+    original: dict[str, Any] = {
         "model": {"name": "qwen3-coder-plus"},
         "hooks": {
             "PostToolUse": [

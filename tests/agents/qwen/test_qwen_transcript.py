@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_a_manual_compression_and_a_real_rewind_in_the_ui() -> None:
     assert rewind["parentUuid"] == bye["parentUuid"]
 
 
-def _line(record: dict[str, object]) -> bytes:
+def _line(record: Mapping[str, object]) -> bytes:
     # As Qwen Code writes it: compact JSON, keys in insertion order.
     return json.dumps(record, separators=(",", ":")).encode() + b"\n"
 

@@ -1,0 +1,61 @@
+"""Fixtures of the end-to-end suite: the installed CLIs (a test skips with the reason when its CLI
+is not installed) and the loopback-only network namespace Gemini CLI and Codex CLI run in.
+conftest.py hands them to pytest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from e2e_support import cli_version, find_cli, missing_cli_reason, netns_available
+
+from ctxd.agents import AGENTS
+
+
+def _cli(name: str) -> Path:
+    path = find_cli(name)
+    if path is None:
+        pytest.skip(missing_cli_reason(name))
+    return path
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    return _cli("claude")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    return _cli("gemini")
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    return _cli("codex")
+
+
+@pytest.fixture(scope="session")
+def qwen_bin() -> Path:
+    return _cli("qwen")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    return _cli("opencode")
+
+
+@pytest.fixture(scope="session")
+def netns() -> bool:
+    """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
+    nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""
+    if not netns_available():
+        pytest.skip("`unshare -rn` is not available: cannot isolate the CLI from the network")
+    return True
+
+
+def pytest_report_header() -> list[str]:
+    lines = []
+    for name in AGENTS:
+        path = find_cli(name)
+        lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
+    return lines
