@@ -1,6 +1,6 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
-    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex | qwen; EVENT: optional hint
+    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex | qwen | pi; EVENT: a hint
     ctxd-hook claude statusline    # Claude Code's statusLine command
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the

@@ -39,7 +39,7 @@ def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...
 
 SPEC = AgentSpec(
     name=NAME,
-    title="pi",
+    title="pi coding agent",
     dialect=DIALECT,
     files=files,
     open_reader=_open_reader,
