@@ -3,7 +3,10 @@
 // result (the model reads it next), a handoff note shown to the user. Bounded (1 s) and
 // fail-open: no daemon, a slow one or any error changes nothing pi does.
 // `ctxd install pi` copies it beside the hook client and lists it in pi's settings.json.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { fileURLToPath } from "node:url";
 
 const TIMEOUT_MS = 1000;
 const MAX_ANSWER = 1024 * 1024;
@@ -18,8 +21,27 @@ function socketPath(env: NodeJS.ProcessEnv): string {
   return `${state}/ctxd/run/ctxd.sock`;
 }
 
-/** One hook request; the daemon's answer as JSON, or null (nothing due, or any failure). */
-function ask(payload: Record<string, unknown>): Promise<any> {
+/** Start `ctxd serve --spawned` detached, as the hook client does: the command is in the
+ * `ctxd-command` file every ctxd run writes beside the client. A daemon already starting or
+ * running keeps its lock, and the new one exits. */
+function startDaemon(): void {
+  if (process.env.CTXD_NO_SPAWN === "1") return;
+  try {
+    const file = fileURLToPath(new URL("../ctxd-command", import.meta.url));
+    const command = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    if (!command.length) return;
+    const child = spawn(command[0], [...command.slice(1), "serve", "--spawned"], {
+      detached: true,
+      stdio: "ignore",
+    });
+    child.on("error", () => {});
+    child.unref();
+  } catch {}
+}
+
+/** One hook request; the daemon's answer as JSON, or null (nothing due, or any failure);
+ * `down` is called when no daemon listens. */
+function ask(payload: Record<string, unknown>, down?: () => void): Promise<any> {
   return new Promise((resolve) => {
     const env: Record<string, string> = {};
     for (const name of ENV) if (process.env[name]) env[name] = process.env[name] as string;
@@ -38,7 +60,10 @@ function ask(payload: Record<string, unknown>): Promise<any> {
       resolve(answer);
     };
     const timer = setTimeout(() => finish(null), TIMEOUT_MS);
-    sock.on("error", () => finish(null));
+    sock.on("error", (err: NodeJS.ErrnoException) => {
+      if (!done && (err.code === "ENOENT" || err.code === "ECONNREFUSED")) down?.();
+      finish(null);
+    });
     sock.on("connect", () => sock.write(Buffer.concat([size, body])));
     sock.on("data", (chunk: Buffer) => {
       chunks.push(chunk);
@@ -87,9 +112,14 @@ export default function (pi: any) {
     } catch {}
   };
 
-  const forward = async (name: string, ctx: any, extra?: Record<string, unknown>) => {
+  const forward = async (
+    name: string,
+    ctx: any,
+    extra?: Record<string, unknown>,
+    down?: () => void,
+  ) => {
     try {
-      return await ask(payload(name, ctx, extra));
+      return await ask(payload(name, ctx, extra), down);
     } catch {
       return null;
     }
@@ -97,7 +127,7 @@ export default function (pi: any) {
 
   pi.on("session_start", async (_event: any, ctx: any) => {
     noteWindow(ctx);
-    await forward("session_start", ctx);
+    await forward("session_start", ctx, {}, startDaemon);
   });
   pi.on("model_select", async (_event: any, ctx: any) => noteWindow(ctx));
   pi.on("session_compact", async (_event: any, ctx: any) => {

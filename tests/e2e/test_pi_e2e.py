@@ -17,7 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, marks, run, write_json
+from e2e_support import (
+    Ctxd,
+    Json,
+    Mock,
+    Result,
+    RunDir,
+    base_env,
+    marks,
+    run,
+    wait_for,
+    write_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -166,3 +177,18 @@ def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., 
     assert res.stderr.strip() == "", res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
     assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists(), "a daemon was spawned"
+
+
+def test_the_first_session_start_starts_the_daemon(make_rig: Callable[..., Rig]) -> None:
+    """With no daemon (and spawning allowed) the extension starts one, with the command in the
+    `ctxd-command` file beside the client; it finds the session from its transcript."""
+    rig = make_rig(tool_steps([20_000], 21_000))
+    rig.ctxd.stop_with_cli()
+    rig.pi("Run the steps", CTXD_NO_SPAWN="0")
+    try:
+        assert wait_for(lambda: rig.ctxd.ctl("status", "--json").returncode == 0, 20)
+        assert wait_for(
+            lambda: any(s.get("tokens") == 21_000 for s in rig.ctxd.status()["sessions"]), 20
+        ), rig.ctxd.status()
+    finally:
+        rig.ctxd.ctl("stop")
