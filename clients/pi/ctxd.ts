@@ -88,6 +88,7 @@ function ask(payload: Record<string, unknown>, down?: () => void): Promise<any> 
 
 export default function (pi: any) {
   let blocked = false; // the last agent_end's answer started a new turn
+  let ending: Promise<void> = Promise.resolve(); // the last agent_end's handling
 
   const payload = (name: string, ctx: any, extra: Record<string, unknown> = {}) => ({
     session_id: ctx.sessionManager.getSessionId(),
@@ -134,6 +135,8 @@ export default function (pi: any) {
     await forward("session_compact", ctx);
   });
   pi.on("session_shutdown", async (_event: any, ctx: any) => {
+    // pi -p shuts down without waiting for the agent_end handlers (0.73.1): let ours finish.
+    await ending;
     await forward("session_shutdown", ctx);
   });
 
@@ -144,7 +147,7 @@ export default function (pi: any) {
     return { content: [...(event.content ?? []), { type: "text", text }] };
   });
 
-  pi.on("agent_end", async (_event: any, ctx: any) => {
+  const agentEnd = async (ctx: any) => {
     const answer = await forward("agent_end", ctx, { stop_hook_active: blocked });
     blocked = false;
     try {
@@ -154,8 +157,12 @@ export default function (pi: any) {
       }
       if (answer?.decision === "block" && typeof answer.reason === "string") {
         blocked = true;
-        pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });
+        pi.sendUserMessage(answer.reason);
       }
     } catch {}
+  };
+  pi.on("agent_end", async (_event: any, ctx: any) => {
+    ending = agentEnd(ctx);
+    await ending;
   });
 }
