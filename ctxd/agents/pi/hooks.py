@@ -9,9 +9,14 @@ event name, `tool_use_id` = the call's `toolCallId`, `model`):
   result as one more text part, which the model reads in its next request (verified);
 - `agent_end` (the prompt's agent loop ended): `systemMessage` is shown to the user
   (`ctx.ui.notify`, or stderr in print mode); `{"decision": "block", "reason": R}` makes the
-  extension send R as a follow-up user message, and the next `agent_end` carries
-  `stop_hook_active: true`;
+  extension send R as a new user message (pi runs one more loop, `pi -p` too), and the next
+  `agent_end` carries `stop_hook_active: true`;
 - `session_compact` (a compaction was written), `session_start`, `session_shutdown`.
+
+pi checks for auto-compaction after the agent_end handlers, and `pi -p` exits without waiting
+for either (0.73.1): the compaction may then be written at the start of the next run instead,
+and `session_compact` may never reach the extension. The `compaction` entry in the session
+file is what resets ctxd's warnings (the reader's compaction update).
 """
 
 from __future__ import annotations
