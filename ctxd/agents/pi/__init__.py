@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ctxd.agents.pi import files, install
 from ctxd.agents.pi.compaction import compaction_point, settings_config
+from ctxd.agents.pi.digest import PiFacts
 from ctxd.agents.pi.hooks import DIALECT
 from ctxd.agents.pi.transcript import PiReader
 from ctxd.agents.reader import NO_FACTS, FactListener
@@ -21,6 +22,10 @@ NAME = "pi"
 
 def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> PiReader:
     return PiReader(facts)
+
+
+def _open_facts(path: str | None) -> PiFacts:
+    return PiFacts()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -53,4 +58,5 @@ SPEC = AgentSpec(
     config_env=("PI_CODING_AGENT_DIR",),
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
+    open_facts=_open_facts,
 )

@@ -168,3 +168,39 @@ def test_replay_of_a_captured_session() -> None:
         check=True,
     ).stdout
     assert '"pi"' in out and "16500" in out, out
+
+
+def test_the_digest_of_a_session() -> None:
+    from ctxd.agents.pi.digest import PiFacts
+
+    def message(entry_id: str, message: dict[str, object]) -> bytes:
+        record = {"type": "message", "id": entry_id, "parentId": None, "message": message}
+        return json.dumps(record).encode() + b"\n"
+
+    calls = [
+        {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/a.py"}},
+        {"type": "toolCall", "id": "c2", "name": "edit", "arguments": {"path": "src/a.py"}},
+        {"type": "toolCall", "id": "c3", "name": "bash", "arguments": {"command": "make test"}},
+    ]
+    failed = "boom\n\nCommand exited with code 2"
+    said = {"role": "assistant", "content": [{"type": "text", "text": "On it."}, *calls]}
+    result = {"role": "toolResult", "toolCallId": "c3", "toolName": "bash", "isError": True}
+    result["content"] = [{"type": "text", "text": failed}]
+    compaction = {"type": "compaction", "id": "k1", "summary": "S", "tokensBefore": 9}
+    data = (SESSIONS / "session.print.jsonl").read_bytes() + b"".join(
+        [
+            message("u1", {"role": "user", "content": "Fix the tests"}),
+            message("a1", said),
+            message("r3", result),
+            json.dumps(compaction).encode() + b"\n",
+        ]
+    )
+    facts = PiFacts()
+    PiReader(facts).feed(data)
+    digest = facts.digest
+    assert digest.first_ask == "Run the steps"
+    assert digest.compactions == 1
+    assert [(f.path, f.reads, f.edits) for f in digest.files] == [("src/a.py", 1, 1)]
+    last = digest.commands[-1]
+    assert (last.text, last.failed, last.exit_code) == ("make test", True, 2)
+    assert [c.text for c in digest.commands[:3]] == ["echo step 0", "echo step 1", "echo step 2"]
