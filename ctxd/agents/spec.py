@@ -73,6 +73,9 @@ class Installer:
     checks: Callable[[Json], list[Check]] = lambda doc: []
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
+    #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
+    #: alone (they say "skipped" where ctxd is not installed).
+    plugin: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ SPEC = AgentSpec(
         install=_install,
         uninstall=_uninstall,
         checks=install.checks,
+        plugin=True,
     ),
     config_env=("PI_CODING_AGENT_DIR",),
     settings_files=_settings_files,

@@ -85,7 +85,13 @@ def checks(doc: Json) -> list[Check]:
         return [Check("pi extension", False, str(exc), "fix the settings file by hand")]
     if not ours:
         return [
-            Check("pi extension", False, "ctxd's extension is not listed", "run `ctxd install pi`")
+            Check(
+                "pi extension",
+                False,
+                f"ctxd's extension is not in {_KEY}",
+                "`ctxd install pi` if you use pi",
+                skipped=True,
+            )
         ]
     missing = [e for e in ours if not Path(e).is_file()]
     if missing:
