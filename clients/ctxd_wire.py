@@ -41,6 +41,7 @@ HOOK_ENV = (
     "DISABLE_COMPACT",
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
+    "PI_CODING_AGENT_DIR",
 )
 #: The longest value passed on; a longer one is left out.
 MAX_ENV_VALUE = 1024

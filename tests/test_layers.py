@@ -14,6 +14,7 @@ ctxd/agents names an agent (in an identifier or a string; docstrings may).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,14 +155,31 @@ def _words(tree: ast.Module) -> list[tuple[int, str, str]]:
     return found
 
 
+#: A name this short is also a part of common words ("pi" of "typing", "pid"): it is matched
+#: as a whole word part only (split at case changes, digits and anything not a letter).
+_SHORT = 3
+_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _names_an_agent(text: str) -> bool:
+    lowered = text.lower()
+    parts: set[str] | None = None
+    for agent in AGENT_NAMES:
+        if len(agent) > _SHORT:
+            if agent in lowered:
+                return True
+            continue
+        if parts is None:
+            parts = {part.lower() for part in _PARTS.findall(text)}
+        if agent in parts:
+            return True
+    return False
+
+
 def _agent_words(path: Path) -> list[tuple[int, str, str]]:
     """The identifiers and strings of `path` that hold an agent's name (any case, any part)."""
     tree = ast.parse(path.read_text(), str(path))
-    return sorted(
-        (line, kind, text)
-        for line, kind, text in _words(tree)
-        if any(agent in text.lower() for agent in AGENT_NAMES)
-    )
+    return sorted((line, kind, text) for line, kind, text in _words(tree) if _names_an_agent(text))
 
 
 def test_no_module_outside_the_agents_names_an_agent() -> None:
@@ -182,7 +200,7 @@ def test_the_check_sees_names_inside_identifiers_and_strings() -> None:
         '    return f"{qwen} Gemini CLI"\n'
     )
     found = {(kind, text) for _, kind, text in _words(ast.parse(source))}
-    named = {(k, t) for k, t in found if any(a in t.lower() for a in AGENT_NAMES)}
+    named = {(k, t) for k, t in found if _names_an_agent(t)}
     assert named == {
         ("argument", "claude_reserve"),
         ("attribute", "codex_fraction"),
@@ -191,6 +209,13 @@ def test_the_check_sees_names_inside_identifiers_and_strings() -> None:
         ("name", "qwen"),
         ("string", " Gemini CLI"),
     }
+
+
+def test_a_short_name_is_seen_as_a_word_part_only() -> None:
+    assert "pi" in AGENT_NAMES
+    named = ("pi_window", "PiReader", "the pi extension", "PI_CODING_AGENT_DIR", "ctxd/pi.ts")
+    assert all(_names_an_agent(text) for text in named)
+    assert not any(_names_an_agent(t) for t in ("typing", "pid", "ping", "Mapping", "pick_up"))
 
 
 def test_each_agent_is_one_package_listed_in_the_registry() -> None:

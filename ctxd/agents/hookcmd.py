@@ -40,9 +40,9 @@ CLIENT_MODULE = "ctxd_hook"
 CLIENT_SCRIPT = "ctxd-hook"
 #: The modules copied into the client directory: the client and the wire module it imports.
 CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire")
-#: Plugins for agents that load JavaScript instead of running commands, beside the client in
-#: the source (`clients/`) and in the copy.
-CLIENT_PLUGINS = ("opencode/ctxd.js",)
+#: Plugin files of agents that load a plugin instead of running a command (`clients/<path>`),
+#: copied beside the client: where `ctxd install` points the agent at them.
+CLIENT_FILES = ("opencode/ctxd.js", "pi/ctxd.ts")
 #: The file beside the copied client that names the command running ctxd (one word per line).
 CTXD_COMMAND_FILE = "ctxd-command"
 #: The path under which the daemon's HTTP listener takes hooks (`ctxd.daemon.http.HOOK_PATH`).
@@ -54,6 +54,7 @@ __all__ = [
     "base_interpreter",
     "build_command",
     "client_dir",
+    "client_file_source",
     "client_path",
     "ctxd_command",
     "hook_command",
@@ -76,6 +77,18 @@ def client_path() -> Path:
     """Where this install's own `ctxd_hook.py` is (the source of the copy); `CtxdError` when it
     cannot be found."""
     return _module_source(CLIENT_MODULE)
+
+
+def client_file_source(name: str) -> Path | None:
+    """This install's copy of plugin file `name` (one of `CLIENT_FILES`): beside the client
+    modules (`clients/` in a source tree), else inside the package (a wheel); None if absent."""
+    for candidate in (
+        _module_source("ctxd_wire").parent / name,
+        Path(__file__).parent / Path(name).parent / Path(name).name,
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def client_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -118,11 +131,11 @@ def install_client(env: Mapping[str, str] = os.environ) -> Path:
         for module in CLIENT_MODULES:
             source = _module_source(module)
             written |= _write_if_changed(directory / source.name, source.read_bytes())
-        for plugin in CLIENT_PLUGINS:
-            source = client_path().parent / plugin
-            if source.is_file():
-                (directory / plugin).parent.mkdir(mode=0o700, exist_ok=True)
-                _write_if_changed(directory / plugin, source.read_bytes())
+        for name in CLIENT_FILES:
+            plugin = client_file_source(name)
+            if plugin is not None:
+                (directory / name).parent.mkdir(mode=0o700, exist_ok=True)
+                written |= _write_if_changed(directory / name, plugin.read_bytes())
         command = "".join(f"{word}\n" for word in ctxd_command()).encode()
         _write_if_changed(directory / CTXD_COMMAND_FILE, command)
     except OSError as exc:

@@ -61,7 +61,7 @@ class InstallRequest:
     #: `--transport http`: the URL of the daemon's HTTP hooks for this agent (agents that can
     #: post their hooks); None: command hooks.
     http_url: str | None = None
-    #: Where the hook client's copy is (and the plugins beside it: `hookcmd.CLIENT_PLUGINS`).
+    #: Where the hook client's copy is (and the plugins beside it: `hookcmd.CLIENT_FILES`).
     client_dir: Path | None = None
 
 
@@ -78,6 +78,9 @@ class Installer:
     checks: Callable[[Json], list[Check]] = lambda doc: []
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
+    #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
+    #: alone (they say "skipped" where ctxd is not installed).
+    plugin: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,6 +156,9 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         except CtxdError as exc:
             yield Check(name, False, str(exc), "fix the file by hand")
             continue
+        if spec.installer.plugin:
+            yield from spec.installer.checks(doc)
+            continue
         commands = installed_commands(doc, spec.statusline is not None)
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
         if not events:

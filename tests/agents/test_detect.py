@@ -19,6 +19,7 @@ _DIRS: dict[str, str] = {
     "gemini-cli-0.61.0": "gemini",
     "codex-cli-0.171.0": "codex",
     "qwen-code-0.24.4": "qwen",
+    "pi-0.73.1": "pi",
 }
 SAMPLE_FILES = sorted((path, _DIRS[path.parent.name]) for path in DATA.glob("*/*.jsonl"))
 

@@ -8,6 +8,7 @@ from e2e_fixtures import (
     gemini_bin,
     netns,
     opencode_bin,
+    pi_bin,
     pytest_report_header,
     qwen_bin,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "gemini_bin",
     "netns",
     "opencode_bin",
+    "pi_bin",
     "pytest_report_header",
     "qwen_bin",
 ]

@@ -45,6 +45,11 @@ def opencode_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def pi_bin() -> Path:
+    return _cli("pi")
+
+
+@pytest.fixture(scope="session")
 def netns() -> bool:
     """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
     nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""

@@ -22,12 +22,14 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   CODEX_V="${CTXD_E2E_CODEX:-latest}"
   QWEN_V="${CTXD_E2E_QWEN:-latest}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-latest}"
+  PI_V="${CTXD_E2E_PI:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
   CODEX_V="${CTXD_E2E_CODEX:-0.171.0}"
   QWEN_V="${CTXD_E2E_QWEN:-0.24.4}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-1.18.33}"
+  PI_V="${CTXD_E2E_PI:-0.73.1}"
 fi
 
 log() { echo "[install-agents] $*" >&2; }
@@ -39,7 +41,12 @@ SCRATCH_HOME="$CACHE/home"
 installed_version() {
   local out
   mkdir -p "$SCRATCH_HOME"
-  out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
+  # pi prints its version on stderr
+  if [ "$1" = pi ]; then
+    out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>&1 >/dev/null)" || { echo ""; return 0; }
+  else
+    out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
+  fi
   # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4"; opencode: "1.18.33"
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
 }
@@ -60,6 +67,7 @@ check gemini @google/gemini-cli "$GEMINI_V"
 check codex @openai/codex "$CODEX_V"
 check qwen @qwen-code/qwen-code "$QWEN_V"
 check opencode opencode-ai "$OPENCODE_V"
+check pi @mariozechner/pi-coding-agent "$PI_V"
 
 if [ ${#want[@]} -gt 0 ]; then
   log "npm install ${want[*]} into $NPMDIR"
@@ -77,6 +85,6 @@ fi
   echo "gemini $(installed_version gemini)"
   echo "codex $(installed_version codex)"
   echo "qwen $(installed_version qwen)"
-  echo "opencode $(installed_version opencode)"
+  echo "pi $(installed_version pi)"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

@@ -3,7 +3,7 @@ transformations.
 
 OpenCode 1.18.33 loads the plugins its config's `plugin` list names (npm packages or `file://`
 URLs) besides those in `<config>/plugins/`. ctxd adds one entry, the `file://` URL of its plugin
-as copied beside the hook client (`hookcmd.CLIENT_PLUGINS`), and removes only that entry.
+as copied beside the hook client (`hookcmd.CLIENT_FILES`), and removes only that entry.
 """
 
 from __future__ import annotations
