@@ -1,6 +1,6 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
-    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex | qwen; EVENT: optional hint
+    ctxd-hook AGENT [EVENT]        # AGENT: claude | gemini | codex | qwen | copilot; EVENT: a hint
     ctxd-hook claude statusline    # Claude Code's statusLine command
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the
@@ -203,7 +203,7 @@ def _listening(path: str) -> bool:
 
 #: Names the agents ctxd serves (written out: this client cannot import ctxd's registry;
 #: tests/clients/test_hook_client.py holds it to `ctxd.agents.AGENTS`).
-USAGE = "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen)\n"
+USAGE = "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen, copilot)\n"
 
 
 def main(argv: "list[str] | None" = None) -> int:

@@ -132,6 +132,10 @@ def _no_facts(path: str | None) -> Facts | None:
     return None
 
 
+def _no_implied_transcript(session_id: str, env: Mapping[str, str]) -> str | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     #: The short name used on command lines, in the wire header and in state ("claude").
@@ -168,3 +172,6 @@ class AgentSpec:
     #: Fresh session-digest facts for the transcript at a path, the listener to give its
     #: reader (`ctxd.agents.digest`); None: no digest is kept for it.
     open_facts: Callable[[str | None], Facts | None] = _no_facts
+    #: (session id, environment) -> the transcript a hook that names none is about, where the
+    #: agent's layout puts it by session id (None: the hook alone stands for the session).
+    implied_transcript: Callable[[str, Mapping[str, str]], str | None] = _no_implied_transcript

@@ -54,6 +54,7 @@ class Answers:
         self.sessions = sessions
         self.transcripts = transcripts
         self._settings = settings
+        self._env = env
         #: The agents' own settings files, read with the daemon's environment.
         self.agent_settings = AgentSettings(env)
         #: The session digest's handoff drafts and post-compaction notes.
@@ -171,7 +172,10 @@ class Answers:
 
     def _session_for(self, event: HookEvent, until: float) -> str:
         transcripts = self.transcripts
-        path = usable_transcript(event.transcript_path, transcripts)
+        named = event.transcript_path
+        if named is None:
+            named = agents.spec(event.agent).implied_transcript(event.session_id, self._env)
+        path = usable_transcript(named, transcripts)
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
             if sub is not None:

@@ -21,11 +21,13 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   GEMINI_V="${CTXD_E2E_GEMINI:-latest}"
   CODEX_V="${CTXD_E2E_CODEX:-latest}"
   QWEN_V="${CTXD_E2E_QWEN:-latest}"
+  COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
   CODEX_V="${CTXD_E2E_CODEX:-0.171.0}"
   QWEN_V="${CTXD_E2E_QWEN:-0.24.4}"
+  COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
 fi
 
 log() { echo "[install-agents] $*" >&2; }
@@ -38,8 +40,9 @@ installed_version() {
   local out
   mkdir -p "$SCRATCH_HOME"
   out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
-  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4"
-  echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
+  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4";
+  # copilot: "GitHub Copilot CLI 1.0.102." (the full stop dropped)
+  echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1 | sed 's/\.$//'
 }
 
 want=()
@@ -57,6 +60,7 @@ check claude @anthropic-ai/claude-code "$CLAUDE_V"
 check gemini @google/gemini-cli "$GEMINI_V"
 check codex @openai/codex "$CODEX_V"
 check qwen @qwen-code/qwen-code "$QWEN_V"
+check copilot @github/copilot "$COPILOT_V"
 
 if [ ${#want[@]} -gt 0 ]; then
   log "npm install ${want[*]} into $NPMDIR"
@@ -74,5 +78,6 @@ fi
   echo "gemini $(installed_version gemini)"
   echo "codex $(installed_version codex)"
   echo "qwen $(installed_version qwen)"
+  echo "copilot $(installed_version copilot)"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2
