@@ -44,7 +44,7 @@ def parse_hook(
     session_id = str(data["session_id"])
     source = _text(data.get("source")) or _text(data.get("trigger")) or _text(data.get("reason"))
     agent_id = _text(data.get("agent_id"))
-    tool_use_id = _text(data.get("tool_use_id"))
+    tool_use_id = _token(data.get("tool_use_id"))
     return HookEvent(
         agent=agent,
         name=name,
@@ -119,6 +119,11 @@ def _event_name(named: object, hint: str | None) -> str:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _token(value: object) -> str | None:
+    # An id some agent gives as a number (Copilot CLI's hook timestamps) is its decimal text.
+    return str(value) if type(value) is int else _text(value)
 
 
 def _path(value: object) -> str | None:

@@ -45,6 +45,9 @@ DIALECT = Dialect(
             "sessionId": "session_id",
             "transcriptPath": "transcript_path",
             "stopHookActive": "stop_hook_active",
+            # postToolUse names no call; its `timestamp` (ms) names the hook's own record in
+            # the events file (`hook.start` input), which the reader waits for.
+            "timestamp": "tool_use_id",
         }
     ),
     flat_context=True,

@@ -16,12 +16,18 @@ Every line is one event `{"type", "data", "id", "timestamp", "parentId"}`, appen
   `estimated`; a cancelled or failed one (`success: false`) changes nothing.
 - Other events carry no usage and are not decoded (unless the listener wants records).
 
-Copilot CLI writes each event before it runs the hooks that follow it (the answer before
-preToolUse/postToolUse and agentStop), so `saw_tool_use` and `saw_answer` are always true.
+Copilot CLI queues its writes to the file: a hook can run before the request it follows is on
+disk (seen with 1.0.102 for postToolUse and agentStop: the usage record lands some 10-300 ms
+later). Its postToolUse names no call, but each hook's own `hook.start` event is written before
+the hook runs, with the payload's `timestamp` in its input: `saw_tool_use(id)` answers whether
+the `hook.start` of the postToolUse whose timestamp is `id` is read (everything before it is
+then read too). `saw_answer` answers whether the last answer read made no tool calls (the
+turn's final answer, which agentStop follows).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
@@ -32,6 +38,13 @@ __all__ = ["CopilotReader"]
 
 _USAGE = b'{"type":"session.usage_record"'
 _COMPACTED = b'{"type":"session.compaction_complete"'
+_ANSWER = b'{"type":"assistant.message"'
+_HOOK_START = b'{"type":"hook.start"'
+_TOOL_HOOK = b'"hookType":"postToolUse"'
+#: How many postToolUse hooks' timestamps are remembered (parallel calls run theirs together).
+_KEEP_HOOKS = 64
+#: Events after which the turn's final answer is still to come.
+_TURN_STARTS = (b'{"type":"assistant.turn_start"', b'{"type":"user.message"')
 _AGENT_LOOP = "conversation-agent"
 
 
@@ -42,6 +55,8 @@ class CopilotReader:
         self.facts = facts
         self._lines = LineSplitter()
         self._reported = Changes()
+        self._answered = False  # the last answer read made no tool calls
+        self._tool_hooks: deque[str] = deque(maxlen=_KEEP_HOOKS)
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         updates: list[UsageUpdate] = []
@@ -50,6 +65,14 @@ class CopilotReader:
         for line in self._lines.feed(data):
             if not line:
                 continue
+            if line.startswith(_ANSWER):
+                self._answered = not _made_calls(decode(line))
+            elif line.startswith(_TURN_STARTS):
+                self._answered = False
+            elif line.startswith(_HOOK_START) and _TOOL_HOOK in line:
+                stamp = _hook_stamp(decode(line))
+                if stamp is not None:
+                    self._tool_hooks.append(stamp)
             carries = line.startswith((_USAGE, _COMPACTED))
             record = decode(line) if carries or wants_records else None
             if record is None:
@@ -68,13 +91,29 @@ class CopilotReader:
     def reset(self) -> None:
         self._lines.reset()
         self._reported.reset()
+        self._answered = False
+        self._tool_hooks.clear()
         self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
-        return True
+        """Whether the postToolUse hook with timestamp `tool_use_id` is read (see the module
+        docstring)."""
+        return tool_use_id in self._tool_hooks
 
     def saw_answer(self) -> bool:
-        return True
+        return self._answered
+
+
+def _hook_stamp(record: dict[str, Any] | None) -> str | None:
+    data = record.get("data") if record is not None else None
+    hook_input = data.get("input") if isinstance(data, dict) else None
+    stamp = hook_input.get("timestamp") if isinstance(hook_input, dict) else None
+    return str(stamp) if type(stamp) is int else None
+
+
+def _made_calls(record: dict[str, Any] | None) -> bool:
+    data = record.get("data") if record is not None else None
+    return isinstance(data, dict) and bool(data.get("toolRequests"))
 
 
 def _update(record: dict[str, Any]) -> UsageUpdate | None:
