@@ -19,6 +19,7 @@ _DIRS: dict[str, str] = {
     "gemini-cli-0.61.0": "gemini",
     "codex-cli-0.171.0": "codex",
     "qwen-code-0.24.4": "qwen",
+    "copilot-1.0.102": "copilot",
 }
 SAMPLE_FILES = sorted((path, _DIRS[path.parent.name]) for path in DATA.glob("*/*.jsonl"))
 
