@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from e2e_support import (
     Mock,
     Result,
     RunDir,
+    Tmux,
     base_env,
     marks,
     read_jsonl,
@@ -239,3 +243,32 @@ def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., 
     assert "hook" not in res.stderr.lower(), res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()]) + res.stderr
     assert not os.path.exists(rig.ctxd.env["CTXD_SOCKET"]), "a daemon was spawned"
+
+
+def test_the_ui_shows_ctxds_statusline(make_rig: Callable[..., Rig], tmp_path: Path) -> None:
+    """The interactive UI under tmux runs ctxd's statusLine (`ctxd install copilot` set it: none
+    was set): the line shows the mock's figure against the 64,000 limit, and the statusline's
+    session is the one the hooks and the events file feed."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    rig = make_rig(tool_steps([12_000, 13_500, 33_300]))
+    settings = json.loads(rig.settings.read_text())
+    assert "ctxd_hook" in settings["statusLine"]["command"]
+    env = copilot_env(rig.rd, rig.mock, {**rig.ctxd.env, "COPILOT_ALLOW_ALL": "true"})
+    words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--allow-all-tools"]))
+    tmux = Tmux(tmp_path / "tmux.sock", "copilot")
+    tmux.start(f"cd {shlex.quote(str(rig.rd.work))} && env -i {words} {argv}; sleep 30")
+    try:
+        assert tmux.wait("no usage yet", 60), tmux.pane()  # ctxd's line before any answer
+        time.sleep(1.5)
+        tmux.send("Run the steps")
+        assert tmux.wait("Done.", 60), tmux.pane()
+        # the last answer's prompt (33,300 of 64,000: 52 %), past WARNING: marked "! "
+        assert tmux.wait("! gpt-4.1 ▓▓▓▓▓░░░░░ 52% · 33k/64k", 20), tmux.pane()
+        tmux.send("/exit")
+        time.sleep(2)
+    finally:
+        tmux.kill()
+    row = rig.ctxd.session(rig.session_id())
+    assert row["tokens"] == 33_300 and row["window"] == WINDOW
