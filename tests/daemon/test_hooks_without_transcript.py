@@ -69,3 +69,32 @@ def test_a_hook_before_the_file_exists_opens_the_session_it_later_follows(
     rows = [s for s in centre.sessions if s.session_id == sid and s.ended_at is None]
     assert [s.transcript_path for s in rows] == [str(events)]
     assert rows[0].tokens == 16_500
+
+
+def test_a_tool_call_hook_waits_for_a_file_not_created_yet(tmp_path: Path) -> None:
+    """Copilot CLI creates its events file lazily (seen under load a second into the session):
+    a tool call's hook waits for the file its layout names, then for its own record in it."""
+    post = json.loads(sorted(PAYLOADS.glob("*-postToolUse.json"))[0].read_text())
+    sid = post["sessionId"]
+    centre = _open(tmp_path)
+    answer = centre.answers.handle_hook("copilot", "postToolUse", json.dumps(post).encode())
+    assert not isinstance(answer, bytes), "no file yet: the hook waits"
+    events = tmp_path / ".copilot" / "session-state" / sid / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_bytes(EVENTS.read_bytes())
+
+    async def settle() -> bytes:
+        return await answer  # type: ignore[no-any-return, misc]
+
+    assert anyio.run(settle) == b""
+    state = centre.sessions.get(str(events))
+    assert state is not None and state.tokens == 16_500  # the whole file, read on the way
+
+
+def test_a_hook_that_is_no_tool_call_never_waits_for_the_file(tmp_path: Path) -> None:
+    start = json.loads(sorted(PAYLOADS.glob("*-userPromptSubmitted.json"))[0].read_text())
+    centre = _open(tmp_path)
+    assert (
+        centre.answers.handle_hook("copilot", "userPromptSubmitted", json.dumps(start).encode())
+        == b""
+    )

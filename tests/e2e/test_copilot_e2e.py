@@ -39,6 +39,7 @@ from e2e_support import (
     read_jsonl,
     run,
     shell_command,
+    wait_for,
     write_json,
 )
 
@@ -200,6 +201,8 @@ def test_warnings_escalate_and_the_handoff_blocks_once(make_rig: Callable[..., R
     assert marks(main, HANDOFF, last_turn_text) == [False] * 11 + [True]
     assert res.stdout.strip().endswith("Handoff written."), res.describe()
 
+    # the last answer's record lands after the last hook: the watcher reads it
+    assert wait_for(lambda: rig.ctxd.session(rig.session_id())["tokens"] == 38_700, 10)
     row = rig.ctxd.session(rig.session_id())
     assert row["agent"] == "copilot"
     assert row["tokens"] == rig.reported()[-1] == 38_700  # exactly what the mock reported
@@ -230,6 +233,7 @@ def test_a_real_compaction_resets_the_debounce(make_rig: Callable[..., Rig]) -> 
     # the reset: the first call after the compaction warns again at once (5 calls of debounce)
     assert first_after in warned + critical, (first_after, warned, critical)
 
+    assert wait_for(lambda: rig.ctxd.session(rig.session_id())["tokens"] == 34_200, 10)
     row = rig.ctxd.session(rig.session_id())
     assert row["compactions"] >= 1
     assert row["tokens"] == rig.reported()[-1] == 34_200
