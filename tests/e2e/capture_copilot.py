@@ -51,7 +51,7 @@ EVENTS = (
     "preCompact",
     "notification",
 )
-MODEL = "gpt-4.1"
+MODEL = "gpt-4.1"  # e2e_support.COPILOT_MODEL
 COMPACTION_PROMPT = "The history is being compacted"
 
 
@@ -114,7 +114,7 @@ def run_scenario(copilot: Path, name: str, out: Path) -> Path:
     import shlex
     import time
 
-    from e2e_support import CACHE, Mock, RunDir, Tmux, base_env, run, write_json
+    from e2e_support import Mock, RunDir, Tmux, copilot_env, run, write_json
 
     script = INTERACTIVE if name == "interactive" else SCENARIOS[name]
     root = out / name
@@ -127,20 +127,7 @@ def run_scenario(copilot: Path, name: str, out: Path) -> Path:
     write_json(rd.home / ".copilot" / "settings.json", {"hooks": hooks, "statusLine": status})
     mock = Mock("mock_openai_chat", rd.root, script, netns=True).start()
     try:
-        env = base_env(
-            rd,
-            {
-                "COPILOT_PROVIDER_BASE_URL": f"{mock.url}/v1",
-                "COPILOT_PROVIDER_API_KEY": "sk-dummy-key-0000000000",
-                "COPILOT_MODEL": MODEL,
-                "COPILOT_OFFLINE": "true",
-                "COPILOT_AUTO_UPDATE": "false",
-                "COPILOT_CACHE_HOME": str(CACHE / "home" / ".cache" / "copilot"),
-                "HTTPS_PROXY": mock.url,
-                "HTTP_PROXY": mock.url,
-                "NO_PROXY": "127.0.0.1,localhost",
-            },
-        )
+        env = copilot_env(rd, mock)
         if name == "interactive":
             env["CAPTURE_NO_BLOCK"] = "1"
             env["COPILOT_ALLOW_ALL"] = "true"

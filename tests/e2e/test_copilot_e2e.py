@@ -21,20 +21,22 @@ import os
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from e2e_support import (
+    COPILOT_MODEL,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
     Tmux,
-    base_env,
+    copilot_env,
+    last_turn_text_chat,
     marks,
     read_jsonl,
     run,
@@ -45,41 +47,13 @@ from e2e_support import (
 
 pytestmark = pytest.mark.e2e
 
-MODEL = "gpt-4.1"
+MODEL = COPILOT_MODEL
 WINDOW = 64_000
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 #: The start of Copilot CLI's compaction prompt (1.0.102): answered as an aux request.
 COMPACTION_PROMPT = "The history is being compacted"
-
-
-def copilot_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    return base_env(
-        rd,
-        {
-            "COPILOT_PROVIDER_BASE_URL": f"{mock.url}/v1",
-            "COPILOT_PROVIDER_API_KEY": "sk-dummy-key-0000000000",
-            "COPILOT_MODEL": MODEL,
-            "COPILOT_OFFLINE": "true",
-            "COPILOT_AUTO_UPDATE": "false",
-            # the package it unpacks on first run: the shared scratch cache, not the test's HOME
-            "COPILOT_CACHE_HOME": str(_cache_home()),
-            # besides the namespace: anything not for loopback goes to the mock, which refuses it
-            "HTTPS_PROXY": mock.url,
-            "HTTP_PROXY": mock.url,
-            "NO_PROXY": "127.0.0.1,localhost",
-            **(extra or {}),
-        },
-    )
-
-
-def _cache_home() -> Path:
-    from e2e_support import CACHE
-
-    path = CACHE / "home" / ".cache" / "copilot"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def usage(prompt: int) -> Json:
@@ -104,16 +78,9 @@ def tool_steps(
     return steps
 
 
-def last_turn_text(body: Json) -> str:
-    """What a chat-completions request added since the model last spoke, as JSON text."""
-    msgs = body.get("messages") or []
-    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
-    return json.dumps(msgs[last + 1 :])
-
-
 def at_calls(main: list[Json], needle: str) -> list[int]:
     """The tool calls (0-based) after which `needle` reached the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
+    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text_chat)) if hit]
 
 
 # ------------------------------------------------------------------------------------ the rig
@@ -162,6 +129,11 @@ def make_rig(copilot_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callabl
             rd = RunDir.create(tmp_path)
             settings = rd.home / ".copilot" / "settings.json"
             write_json(settings, {})
+            # as after a first session: the daemon watches the root from its start (a root
+            # made later is watched from the next housekeeping tick, up to 5 s on; a session
+            # ended by then is no longer swept, and Copilot CLI writes its last usage record
+            # after its last hook)
+            (settings.parent / "session-state").mkdir()
             ctxd = Ctxd(rd, config, {})
             ctxd.install("copilot", settings)
             script: Json = {
@@ -198,7 +170,7 @@ def test_warnings_escalate_and_the_handoff_blocks_once(make_rig: Callable[..., R
     assert at_calls(main, WARNING) == [2, 7]
     assert at_calls(main, CRITICAL) == [8]
     # the block's reason is the text of the one turn it started
-    assert marks(main, HANDOFF, last_turn_text) == [False] * 11 + [True]
+    assert marks(main, HANDOFF, last_turn_text_chat) == [False] * 11 + [True]
     assert res.stdout.strip().endswith("Handoff written."), res.describe()
 
     # the last answer's record lands after the last hook: the watcher reads it
