@@ -203,7 +203,9 @@ def _listening(path: str) -> bool:
 
 #: Names the agents ctxd serves (written out: this client cannot import ctxd's registry;
 #: tests/clients/test_hook_client.py holds it to `ctxd.agents.AGENTS`).
-USAGE = "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen, opencode, pi)\n"
+USAGE = (
+    "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot)\n"
+)
 
 
 def main(argv: "list[str] | None" = None) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ctxd.agents import claude, codex, gemini, opencode, pi, qwen
+from ctxd.agents import claude, codex, copilot, gemini, opencode, pi, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
 from ctxd.agents.lines import decode
 from ctxd.agents.spec import AgentSpec
@@ -33,7 +33,18 @@ __all__ = [
 ]
 
 _SPECS: Mapping[str, AgentSpec] = MappingProxyType(
-    {s.name: s for s in (claude.SPEC, gemini.SPEC, codex.SPEC, qwen.SPEC, opencode.SPEC, pi.SPEC)}
+    {
+        s.name: s
+        for s in (
+            claude.SPEC,
+            gemini.SPEC,
+            codex.SPEC,
+            qwen.SPEC,
+            opencode.SPEC,
+            pi.SPEC,
+            copilot.SPEC,
+        )
+    }
 )
 
 #: The agents' names, in the order ctxd lists them.

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ctxd.core.events import EventKind, Reply
 
@@ -23,6 +24,12 @@ class Dialect:
     block_decision: str = "block"
     #: Whether SessionStart with source "compact" follows a real compaction.
     session_start_compact: bool = True
+    #: The agent's own payload keys -> the shared keys they stand for ("sessionId" ->
+    #: "session_id"), for payloads not in the shared shape; a shared key present wins.
+    payload_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: The agent reads `additionalContext` at the top level of the answer, not inside
+    #: `hookSpecificOutput`.
+    flat_context: bool = False
 
     def event_kind(self, name: str, source: str | None) -> EventKind:
         if self.session_start_compact and name == "SessionStart" and source == "compact":
@@ -40,7 +47,11 @@ class Dialect:
             out["decision"] = self.block_decision
             out["reason"] = reply.block_reason
         if reply.context and name in self.context_events:
-            out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": reply.context}
+            if self.flat_context:
+                out["additionalContext"] = reply.context
+            else:
+                context = {"hookEventName": name, "additionalContext": reply.context}
+                out["hookSpecificOutput"] = context
         if reply.user_message and name in self.user_message_events:
             out["systemMessage"] = reply.user_message
         return out or None

@@ -9,6 +9,7 @@ lives here, and each agent package only states its own event names and output en
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import orjson
 
@@ -38,12 +39,12 @@ def parse_hook(
     payload has no `hook_event_name`. Raises `InvalidInput` with a one-line reason when the
     payload is not a JSON object, names no usable event, or lacks a plain-token `session_id`.
     """
-    data = load_payload(payload)
+    data = load_payload(payload, keys=dialect.payload_keys)
     name = _event_name(data.get("hook_event_name"), event_hint)
     session_id = str(data["session_id"])
     source = _text(data.get("source")) or _text(data.get("trigger")) or _text(data.get("reason"))
     agent_id = _text(data.get("agent_id"))
-    tool_use_id = _text(data.get("tool_use_id"))
+    tool_use_id = _token(data.get("tool_use_id"))
     return HookEvent(
         agent=agent,
         name=name,
@@ -80,10 +81,14 @@ def render_reply(dialect: Dialect, event: HookEvent, reply: Reply) -> bytes:
 
 
 def load_payload(
-    payload: bytes, what: str = "hook payload", limit: int = MAX_PAYLOAD_BYTES
+    payload: bytes,
+    what: str = "hook payload",
+    limit: int = MAX_PAYLOAD_BYTES,
+    keys: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
     """A payload's JSON object with a plain-token `session_id`; InvalidInput naming `what`
-    and the reason otherwise."""
+    and the reason otherwise. `keys` maps an agent's own key to the shared one it stands for
+    (`Dialect.payload_keys`); a shared key the payload has wins."""
     if len(payload) > limit:
         raise InvalidInput(f"{what} is larger than {limit} bytes")
     try:
@@ -92,6 +97,9 @@ def load_payload(
         raise InvalidInput(f"{what} is not JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{what} is not a JSON object")
+    for own, shared in (keys or {}).items():
+        if own in data and shared not in data:
+            data[shared] = data[own]
     session_id = data.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         raise InvalidInput(f"{what} has no session_id")
@@ -111,6 +119,11 @@ def _event_name(named: object, hint: str | None) -> str:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _token(value: object) -> str | None:
+    # An id some agent gives as a number (Copilot CLI's hook timestamps) is its decimal text.
+    return str(value) if type(value) is int else _text(value)
 
 
 def _path(value: object) -> str | None:

@@ -140,6 +140,10 @@ def _no_facts(path: str | None) -> Facts | None:
     return None
 
 
+def _no_implied_transcript(session_id: str, env: Mapping[str, str]) -> str | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     #: The short name used on command lines, in the wire header and in state ("claude").
@@ -179,3 +183,6 @@ class AgentSpec:
     #: Where an agent that keeps its sessions in one database has them (its transcript files,
     #: if any, are followed as well); None: one transcript file per session.
     store: SessionStore | None = None
+    #: (session id, environment) -> the transcript a hook that names none is about, where the
+    #: agent's layout puts it by session id (None: the hook alone stands for the session).
+    implied_transcript: Callable[[str, Mapping[str, str]], str | None] = _no_implied_transcript

@@ -126,8 +126,10 @@ def installed_commands(doc: Mapping[str, Any], statusline: bool) -> dict[str, li
     for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
         for group in groups if isinstance(groups, list) else []:
             handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(group, dict) and "bash" in group:
+                handlers = [group]  # a flat list of handlers, the command under "bash"
             for handler in handlers if isinstance(handlers, list) else []:
-                command = handler.get("command") if isinstance(handler, dict) else None
+                command = _command_of(handler)
                 if isinstance(command, str) and is_ctxd_command(command):
                     found.setdefault(command, []).append(event)
     line = doc.get("statusLine")
@@ -135,6 +137,12 @@ def installed_commands(doc: Mapping[str, Any], statusline: bool) -> dict[str, li
     if isinstance(command, str) and is_ctxd_command(command):
         found.setdefault(command, []).append("statusline")
     return found
+
+
+def _command_of(handler: object) -> object:
+    if not isinstance(handler, dict):
+        return None
+    return handler.get("command", handler.get("bash"))
 
 
 def _probe_payload(agent: str, statusline: bool) -> bytes | None:

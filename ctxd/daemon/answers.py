@@ -54,6 +54,7 @@ class Answers:
         self.sessions = sessions
         self.transcripts = transcripts
         self._settings = settings
+        self._env = env
         #: The agents' own settings files, read with the daemon's environment.
         self.agent_settings = AgentSettings(env)
         #: The session digest's handoff drafts and post-compaction notes.
@@ -150,8 +151,16 @@ class Answers:
         """Whether the model turn this hook is judged on is not on disk yet: the one that made
         the tool call (PostToolUse), or the answer that ended the turn (Stop)."""
         tracked = self.transcripts.file(key)
-        if tracked is None or event.agent_id:
+        if event.agent_id:
             return False
+        if tracked is None:
+            # An agent that creates its transcript lazily (Copilot CLI, under load): a tool
+            # call's hook waits for the file its layout names, and then for the turn in it.
+            return (
+                event.kind == "tool_call"
+                and event.tool_use_id is not None
+                and self._implied(event) is not None
+            )
         if event.kind == "tool_call" and event.tool_use_id is not None:
             return not tracked.reader.saw_tool_use(event.tool_use_id)
         if event.kind == "stop" and not event.stop_hook_active:
@@ -162,7 +171,10 @@ class Answers:
         with anyio.move_on_after(TOOL_CALL_WAIT):
             while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
-                self.transcripts.catch_up(key)
+                if self.transcripts.file(key) is None:
+                    key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET))
+                else:
+                    self.transcripts.catch_up(key)
         if self.transcripts.catching_up(key) is not None:
             return self._answer_catching_up(event, key)
         return self._answer(event, key)
@@ -172,7 +184,7 @@ class Answers:
     def _session_for(self, event: HookEvent, until: float) -> str:
         transcripts = self.transcripts
         transcripts.catch_up_store(event.agent, until)
-        path = usable_transcript(event.transcript_path, transcripts)
+        path = usable_transcript(event.transcript_path or self._implied(event), transcripts)
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
             if sub is not None:
@@ -195,6 +207,10 @@ class Answers:
         if known is None:
             known = self.sessions.open(event.agent, event.session_id, None, cwd=event.cwd).key
         return known
+
+    def _implied(self, event: HookEvent) -> str | None:
+        """The transcript the agent's layout names for a hook that names none."""
+        return agents.spec(event.agent).implied_transcript(event.session_id, self._env)
 
     def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
         assert spec.statusline is not None

@@ -25,6 +25,8 @@ SAMPLES: list[tuple[str, str]] = [
     ("codex", "codex-cli-0.171.0/rollout.autocompact.jsonl"),
     ("codex", "codex-cli-0.171.0/rollout.interactive.jsonl"),
     ("codex", "codex-cli-0.171.0/rollout.ctxerror.jsonl"),
+    ("copilot", "copilot-1.0.102/transcript.compact.jsonl"),
+    ("copilot", "copilot-1.0.102/transcript.print.jsonl"),
 ]
 
 

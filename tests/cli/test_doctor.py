@@ -120,3 +120,23 @@ def test_a_missing_daemon_is_a_skip_and_a_broken_config_fails_with_a_fix(world: 
     assert "skip daemon: not running" in out
     assert "FAIL config:" in out and "thresholds.warning must be a number" in out
     assert "keeps the settings it had" in out
+
+
+def test_installed_commands_in_flat_per_event_lists() -> None:
+    """Copilot CLI's hooks are handlers straight in each event's list, the command under
+    `bash`; the user's own are not ctxd's."""
+    from ctxd.cli.doctor import installed_commands
+
+    ours = "python3 -S -I -c 'import ctxd_hook as h;h.main()' copilot"
+    doc = {
+        "hooks": {
+            "postToolUse": [{"type": "command", "bash": "./mine.sh"}, {"bash": f"{ours} post"}],
+            "agentStop": [{"type": "command", "bash": f"{ours} stop"}],
+        },
+        "statusLine": {"type": "command", "command": f"{ours} statusline"},
+    }
+    assert installed_commands(doc, True) == {
+        f"{ours} post": ["postToolUse"],
+        f"{ours} stop": ["agentStop"],
+        f"{ours} statusline": ["statusline"],
+    }

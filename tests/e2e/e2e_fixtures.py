@@ -50,6 +50,11 @@ def pi_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def copilot_bin() -> Path:
+    return _cli("copilot")
+
+
+@pytest.fixture(scope="session")
 def netns() -> bool:
     """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
     nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""

@@ -299,6 +299,13 @@ def last_turn_text_codex(body: Json) -> str:
     return json.dumps(items[last + 1 :])
 
 
+def last_turn_text_chat(body: Json) -> str:
+    """What a chat-completions request added since the model last spoke, as JSON text."""
+    msgs = body.get("messages") or []
+    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
+    return json.dumps(msgs[last + 1 :])
+
+
 def marks(requests: Iterable[Json], needle: str, tail: Callable[[Json], str]) -> list[bool]:
     """For each request: did `needle` arrive with it (in what was added since the model's last
     turn)? Request i+1 carries what the hooks said after tool call i."""
@@ -786,3 +793,30 @@ class Tmux:
 
     def kill(self) -> None:
         self("kill-server")
+
+
+# ------------------------------------------------------------------------------------ Copilot CLI
+COPILOT_MODEL = "gpt-4.1"
+
+
+def copilot_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Copilot CLI offline (`COPILOT_OFFLINE`), its model a bring-your-own provider at the mock;
+    the package it unpacks on first run goes to the shared scratch cache, not the run's HOME."""
+    cache = CACHE / "home" / ".cache" / "copilot"
+    cache.mkdir(parents=True, exist_ok=True)
+    return base_env(
+        rd,
+        {
+            "COPILOT_PROVIDER_BASE_URL": f"{mock.url}/v1",
+            "COPILOT_PROVIDER_API_KEY": "sk-dummy-key-0000000000",
+            "COPILOT_MODEL": COPILOT_MODEL,
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_CACHE_HOME": str(cache),
+            # besides the namespace: anything not for loopback goes to the mock, which refuses it
+            "HTTPS_PROXY": mock.url,
+            "HTTP_PROXY": mock.url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            **(extra or {}),
+        },
+    )

@@ -23,6 +23,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   QWEN_V="${CTXD_E2E_QWEN:-latest}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-latest}"
   PI_V="${CTXD_E2E_PI:-latest}"
+  COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
@@ -30,6 +31,7 @@ else
   QWEN_V="${CTXD_E2E_QWEN:-0.24.4}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-1.18.33}"
   PI_V="${CTXD_E2E_PI:-0.73.1}"
+  COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
 fi
 
 log() { echo "[install-agents] $*" >&2; }
@@ -47,8 +49,9 @@ installed_version() {
   else
     out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
   fi
-  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4"; opencode: "1.18.33"
-  echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1
+  # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4";
+  # opencode: "1.18.33"; copilot: "GitHub Copilot CLI 1.0.102." (the full stop dropped)
+  echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1 | sed 's/\.$//'
 }
 
 want=()
@@ -68,6 +71,7 @@ check codex @openai/codex "$CODEX_V"
 check qwen @qwen-code/qwen-code "$QWEN_V"
 check opencode opencode-ai "$OPENCODE_V"
 check pi @mariozechner/pi-coding-agent "$PI_V"
+check copilot @github/copilot "$COPILOT_V"
 
 if [ ${#want[@]} -gt 0 ]; then
   log "npm install ${want[*]} into $NPMDIR"
@@ -85,6 +89,8 @@ fi
   echo "gemini $(installed_version gemini)"
   echo "codex $(installed_version codex)"
   echo "qwen $(installed_version qwen)"
+  echo "opencode $(installed_version opencode)"
   echo "pi $(installed_version pi)"
+  echo "copilot $(installed_version copilot)"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

@@ -1,0 +1,73 @@
+"""`ctxd install copilot`: ctxd's hooks in Copilot CLI's flat per-event lists, the user's own
+hooks and statusLine kept, reversible."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ctxd.agents.copilot import install
+from ctxd.errors import SettingsFileError
+
+HOOK = "/usr/bin/python3 -S -I -c 'import ctxd_hook as h;h.main()' copilot"
+LINE = f"{HOOK} statusline"
+
+
+def command(event: str | None) -> str:
+    return f"{HOOK} {event}"
+
+
+def test_install_on_an_empty_file() -> None:
+    out, notes = install.install({}, command, LINE, statusline=False)
+    assert list(out["hooks"]) == list(install.EVENTS)
+    for event in install.EVENTS:
+        assert out["hooks"][event] == [
+            {"type": "command", "bash": command(event), "timeoutSec": install.TIMEOUT_S}
+        ]
+    assert out["statusLine"] == {"type": "command", "command": LINE}
+    assert any("statusLine" in n for n in notes)
+
+
+def test_install_is_idempotent_and_keeps_the_users_hooks() -> None:
+    mine = {"type": "command", "bash": "./audit.sh", "timeoutSec": 5}
+    doc = {"hooks": {"postToolUse": [mine], "preToolUse": [mine]}, "statusLine": {"command": "me"}}
+    before = copy.deepcopy(doc)
+    once, notes = install.install(doc, command, LINE, statusline=False)
+    twice, _ = install.install(once, command, LINE, statusline=False)
+    assert once == twice and doc == before
+    assert once["hooks"]["postToolUse"][0] == mine and len(once["hooks"]["postToolUse"]) == 2
+    assert once["hooks"]["preToolUse"] == [mine]
+    assert once["statusLine"] == {"command": "me"}  # a foreign statusline stays
+    assert any("left as is" in n for n in notes)
+    back, _ = install.uninstall(once)
+    assert back == before
+
+
+def test_statusline_replaced_on_request_and_removed_on_uninstall() -> None:
+    out, _ = install.install({"statusLine": {"command": "me"}}, command, LINE, statusline=True)
+    assert out["statusLine"]["command"] == LINE
+    back, _ = install.uninstall(out)
+    assert "statusLine" not in back and "hooks" not in back
+
+
+def test_an_old_ctxd_hook_on_another_event_goes() -> None:
+    doc = {"hooks": {"notification": [{"type": "command", "bash": command("notification")}]}}
+    out, _ = install.install(doc, command, LINE, statusline=False)
+    assert "notification" not in out["hooks"]
+
+
+def test_a_malformed_hooks_section_is_refused() -> None:
+    with pytest.raises(SettingsFileError):
+        install.install({"hooks": []}, command, LINE, statusline=False)
+    with pytest.raises(SettingsFileError):
+        install.install({"hooks": {"postToolUse": {}}}, command, LINE, statusline=False)
+
+
+def test_disabled_hooks_are_noted_and_checked() -> None:
+    _, notes = install.install({"disableAllHooks": True}, command, LINE, statusline=False)
+    assert any("disableAllHooks" in n for n in notes)
+    checks = install.checks({"disableAllHooks": True})
+    assert not checks[0].ok
+    ok = install.checks(install.install({}, command, LINE, statusline=False)[0])
+    assert all(c.ok for c in ok) and "ctxd's line" in ok[1].detail
