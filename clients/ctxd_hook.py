@@ -1,7 +1,7 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
     ctxd-hook AGENT [EVENT]        # EVENT: a hint
-                                   # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot;
+                                 # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot;
     ctxd-hook claude statusline    # Claude Code's statusLine command
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the
