@@ -240,8 +240,11 @@ def replay_row_line(row: Row) -> str:
 
 def replay_final_line(state: SessionState, last: Row) -> str:
     """The last turn's figures again, under REPLAY_HEADER, with the totals after them."""
+    from ctxd.agents import spec
+
     fig = last.figures
     totals = [
+        spec(state.agent).title,
         plural(state.turns, "turn"),
         plural(state.compactions, "compaction"),
         f"window: {fig.window.source}",

@@ -153,7 +153,7 @@ def test_replay_has_a_header_and_its_final_line_reads_like_a_row() -> None:
     assert out[0].split() == header
     last_row, final = out[-2].split(), out[-1].split()
     assert final[0] == "final" and final[1:7] == last_row[1:7]  # same columns, same figures
-    assert "(7 turns, 2 compactions, window: " in out[-1]
+    assert "(Claude Code, 7 turns, 2 compactions, window: " in out[-1]
 
 
 def test_replay_of_a_transcript_without_usage_says_so(tmp_path: Path) -> None:
