@@ -18,7 +18,7 @@ from ctxd.agents.claude.hooks import DIALECT
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
@@ -69,6 +69,9 @@ def _statusline_check(doc: Json) -> list[Check]:
     line = doc.get("statusLine")
     command = line.get("command") if isinstance(line, dict) else None
     ours = is_ctxd_command(command)
+    foreign = unwrap_command(command)
+    if foreign is not None:
+        return [Check("claude statusline", True, f"your own `{foreign}`, run by ctxd's client")]
     # Keeping one's own statusline is a choice, not a fault: ctxd's hooks work without it.
     return [
         Check(
