@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
-from ctxd.core.compaction import CompactionRule, ConfigKey
+from ctxd.core.compaction import CompactionRule, ConfigKey, IdleCompactionRule
 from ctxd.core.events import StatuslineReport
 from ctxd.core.session import Figures
 
@@ -168,3 +168,6 @@ class AgentSpec:
     #: Fresh session-digest facts for the transcript at a path, the listener to give its
     #: reader (`ctxd.agents.digest`); None: no digest is kept for it.
     open_facts: Callable[[str | None], Facts | None] = _no_facts
+    #: A second kind of compaction: when the agent compacts a session left idle, from the
+    #: prompt cache it reports (`ctxd.core.compaction.IdleCompactionRule`); None: it does not.
+    idle_compaction: IdleCompactionRule | None = None

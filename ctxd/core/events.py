@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EventKind", "HookEvent", "Reply", "StatuslineReport", "UsageUpdate"]
+__all__ = ["EventKind", "HookEvent", "PromptCache", "Reply", "StatuslineReport", "UsageUpdate"]
 
 EventKind = Literal[
     "tool_call",
@@ -105,6 +105,18 @@ class UsageUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptCache:
+    """The agent's prompt cache as the agent itself reports it (Claude Code's statusline
+    `prompt_cache`): what decides whether and when it compacts an idle session."""
+
+    #: Seconds the cache lives after the last request (3600 for "1h", 300 for "5m").
+    ttl: int
+    #: When it expires, epoch seconds; None when the agent does not say.
+    expires_at: float | None
+    warm: bool
+
+
+@dataclass(frozen=True, slots=True)
 class StatuslineReport:
     """The figures an agent itself reports about a session (Claude Code's statusline payload);
     authoritative over anything derived from the transcript."""
@@ -122,3 +134,5 @@ class StatuslineReport:
     tokens: int | None
     #: The agent's version ("2.1.332"), when the payload says.
     agent_version: str | None = None
+    #: The prompt cache, when the payload says (after the first request).
+    prompt_cache: PromptCache | None = None

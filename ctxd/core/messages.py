@@ -9,7 +9,7 @@ from __future__ import annotations
 from ctxd.core.compaction import tokens_to_compaction
 from ctxd.core.measure import Basis, Forecast, Severity, Usage, used_pct
 
-__all__ = ["handoff_text", "warning_text"]
+__all__ = ["clock", "handoff_text", "idle_compaction_text", "warning_text"]
 
 _BASIS_PHRASE: dict[Basis, str] = {
     "compaction": "of the room before auto-compaction",
@@ -91,4 +91,21 @@ def handoff_text(usage: Usage, basis: Basis) -> str:
         "Please consider writing a brief handoff note (the goal, the current state, the next "
         "steps and the files involved) so that a fresh session can continue this work. "
         "This is a suggestion and does not override the user's instructions."
+    )
+
+
+def clock(at: float, utc_offset: int = 0) -> str:
+    """A moment as a clock time, "23:41", `utc_offset` seconds east of UTC ("23:41 UTC" at 0:
+    the core knows no time zone, the daemon passes the local one)."""
+    minutes = int((at + utc_offset) // 60) % (24 * 60)
+    text = f"{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{text} UTC" if utc_offset == 0 else text
+
+
+def idle_compaction_text(at: float, utc_offset: int = 0) -> str:
+    """What the user reads when a session stops that the agent compacts if it stays idle."""
+    return (
+        f"ctxd: left idle, this session is compacted at {clock(at, utc_offset)} (before its "
+        "prompt cache "
+        "expires); send a message before then to keep the full context."
     )

@@ -13,9 +13,14 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ctxd.core import policy
-from ctxd.core.compaction import AGENT_VERSION, CompactionRule, tokens_to_compaction
-from ctxd.core.events import HookEvent, Reply, StatuslineReport, UsageUpdate
+from ctxd.core import messages, policy
+from ctxd.core.compaction import (
+    AGENT_VERSION,
+    CompactionRule,
+    IdleCompactionRule,
+    tokens_to_compaction,
+)
+from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Forecast, Severity, Usage, remaining_pct, used_pct
 from ctxd.core.policy import PolicyState
 from ctxd.core.settings import Settings
@@ -67,6 +72,8 @@ class SessionState:
     agent_config: tuple[tuple[str, str], ...] = ()
     #: The agent's version, as its transcript or statusline last said it.
     agent_version: str | None = None
+    #: The agent's prompt cache, as its statusline last said it.
+    prompt_cache: PromptCache | None = None
     turns: int = 0
     last_turn_id: str | None = None
     policy: PolicyState = PolicyState()
@@ -86,6 +93,10 @@ class Grounds:
     rule: CompactionRule
     config: Mapping[str, str] = field(default_factory=lambda: NO_CONFIG)
     learned: Mapping[str, int] = field(default_factory=lambda: NO_LEARNED)
+    #: When the agent compacts an idle session (`AgentSpec.idle_compaction`); None: never.
+    idle_rule: IdleCompactionRule | None = None
+    #: The user's time zone, seconds east of UTC, for clock times in messages.
+    utc_offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,8 @@ class Figures:
     estimated: bool = False
     #: The usage is above the window: the window assumed is almost certainly wrong.
     over_window: bool = False
+    #: When the agent compacts the session if it stays idle (epoch seconds); None: it will not.
+    idle_compaction_at: float | None = None
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -174,6 +187,7 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         statusline_used_pct=report.used_pct,
         cwd=report.cwd or state.cwd,
         agent_version=report.agent_version or state.agent_version,
+        prompt_cache=report.prompt_cache or state.prompt_cache,
         updated_at=now,
     )
 
@@ -258,7 +272,18 @@ def figures(
         auto_compaction=auto,
         estimated=state.estimated,
         over_window=tokens > window.size,
+        idle_compaction_at=idle_compaction_at(state, grounds, agent_config),
     )
+
+
+def idle_compaction_at(
+    state: SessionState, grounds: Grounds, config: Mapping[str, str]
+) -> float | None:
+    """When the agent compacts the session if it stays idle, by its idle rule and the prompt
+    cache it last reported; None without either, or when the rule says it will not."""
+    if grounds.idle_rule is None or state.prompt_cache is None or state.tokens is None:
+        return None
+    return grounds.idle_rule(state.tokens, state.prompt_cache, config)
 
 
 def figures_row(fig: Figures) -> dict[str, Any]:
@@ -275,6 +300,7 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "auto_compaction": fig.auto_compaction,
         "estimated": fig.estimated,
         "window_too_small": fig.over_window,
+        "idle_compaction_at": fig.idle_compaction_at,
     }
 
 
@@ -311,6 +337,10 @@ def on_hook(
             state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
         )
         reply = policy.handoff_reply(text, settings.handoff)
+        if fig.idle_compaction_at is not None and not event.stop_hook_active:
+            idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
+            said = reply.user_message
+            reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
     else:
         react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
         new_policy, warning = react(state.policy, usage, t, now)

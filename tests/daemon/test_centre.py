@@ -10,6 +10,7 @@ process, the watcher, restarts) stays in the subprocess tests beside this one.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -179,3 +180,46 @@ def test_a_hook_writes_no_handoff_draft_outside_the_daemons_environment(
     assert isinstance(out, bytes) and b"handoff" in out.lower()
     drafts = list((world.state_home / "ctxd" / "handoffs").glob("*.md"))
     assert len(drafts) == 1
+
+
+STATUSLINE = "tests/data/payloads/statusline/claude-2.1.332.jsonl"
+
+
+def statusline_payload(world: World, t: Any, tokens: int, ttl: str, expires_at: int) -> bytes:
+    """A real 2.1.332 statusline payload after a reply, naming `t`, at `tokens` context tokens,
+    with its prompt cache's TTL and expiry."""
+    doc = json.loads((world.repo / STATUSLINE).read_text().splitlines()[2])
+    doc.update(session_id=t.session_id, transcript_path=str(t.path), cwd=str(world.work))
+    usage = doc["context_window"]["current_usage"]
+    usage.update(input_tokens=tokens, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    doc["prompt_cache"].update(ttl=ttl, expires_at=expires_at, warm=True)
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    ("tokens", "ttl", "idle"),
+    [(300_000, "1h", True), (150_000, "1h", False), (300_000, "5m", False)],
+)
+def test_idle_compaction_from_statusline_payloads(
+    world: World, clock: FakeClock, tokens: int, ttl: str, idle: bool
+) -> None:
+    """The statusline's prompt cache says when Claude Code compacts the idle session: status
+    gives the time, and the Stop hook tells the user (only when it will happen)."""
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(tokens)
+    expires = int(clock.now) + 3600
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, tokens, ttl, expires)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["tokens"] == tokens and row["window_source"] == "statusline"
+    assert row["idle_compaction_at"] == (expires - 360 if idle else None)
+    answer = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+    assert isinstance(answer, bytes)
+    said = json.loads(answer).get("systemMessage", "") if answer else ""
+    if idle:
+        hhmm = time.strftime("%H:%M", time.localtime(expires - 360))
+        assert f"left idle, this session is compacted at {hhmm}" in said, said
+    else:
+        assert "left idle" not in said

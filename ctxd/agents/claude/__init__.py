@@ -15,6 +15,7 @@ from ctxd.agents.claude.compaction import (
 )
 from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
+from ctxd.agents.claude.idle import idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
@@ -108,4 +109,5 @@ SPEC = AgentSpec(
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
     open_facts=_open_facts,
+    idle_compaction=idle_compaction_at,
 )
