@@ -21,6 +21,9 @@ class Dialect:
     #: Events whose `systemMessage` the agent shows to the user.
     user_message_events: frozenset[str]
     block_decision: str = "block"
+    #: Events where `hookSpecificOutput.permissionDecision: "deny"` refuses what is about to
+    #: happen (with `permissionDecisionReason`).
+    deny_events: frozenset[str] = frozenset()
     #: Whether SessionStart with source "compact" follows a real compaction.
     session_start_compact: bool = True
 
@@ -41,6 +44,12 @@ class Dialect:
             out["reason"] = reply.block_reason
         if reply.context and name in self.context_events:
             out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": reply.context}
+        if reply.deny_reason and name in self.deny_events:
+            out["hookSpecificOutput"] = {
+                "hookEventName": name,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reply.deny_reason,
+            }
         if reply.user_message and name in self.user_message_events:
             out["systemMessage"] = reply.user_message
         return out or None

@@ -20,6 +20,8 @@ EventKind = Literal[
     "session_start",
     "session_end",
     "subagent_stop",
+    "model_switch",  # the user (or the agent) is about to switch the session's model
+    "model_switched",  # ...and has switched it
     "other",
 ]
 
@@ -51,6 +53,10 @@ class HookEvent:
     agent_transcript_path: str | None = None
     #: The tool call a PostToolUse answers (a plain token, or None).
     tool_use_id: str | None = None
+    #: The model a model switch goes to (Claude Code's PreModelSwitch/PostModelSwitch).
+    to_model: str | None = None
+    #: The context tokens the agent itself states (model switches, a resumed SessionStart).
+    context_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,8 @@ class Reply:
     #: Make the agent continue with this reason (Stop / AfterAgent); never sent when the event
     #: has `stop_hook_active`.
     block_reason: str | None = None
+    #: Refuse what the event is about to do, with this reason (a model switch).
+    deny_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ctxd.core.compaction import tokens_to_compaction
 from ctxd.core.measure import Basis, Forecast, Severity, Usage, used_pct
 
-__all__ = ["clock", "handoff_text", "idle_compaction_text", "warning_text"]
+__all__ = ["clock", "handoff_text", "idle_compaction_text", "model_switch_text", "warning_text"]
 
 _BASIS_PHRASE: dict[Basis, str] = {
     "compaction": "of the room before auto-compaction",
@@ -108,4 +108,16 @@ def idle_compaction_text(at: float, utc_offset: int = 0) -> str:
         f"ctxd: left idle, this session is compacted at {clock(at, utc_offset)} (before its "
         "prompt cache "
         "expires); send a message before then to keep the full context."
+    )
+
+
+def model_switch_text(model: str, tokens: int, window: int, compaction_at: int | None) -> str:
+    """What the user reads before a switch to `model` that lands past its limit."""
+    if tokens > window:
+        where = f"more than its {window:,}-token window"
+    else:
+        where = f"past its compaction point ({compaction_at:,} of {window:,} tokens)"
+    return (
+        f"ctxd: this session holds {tokens:,} tokens, {where} on {model}: it would be "
+        "compacted at once (or fail). Compact first (/compact) or keep the current model."
     )

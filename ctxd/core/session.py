@@ -324,7 +324,13 @@ def on_hook(
         ended = (now, event.source or "session end")
         return _answered(state, event, now, state.policy, ended=ended), Reply()
     if event.kind == "session_start":
+        if event.context_tokens is not None:  # a resume or a fork states its size at once
+            state = replace(state, tokens=event.context_tokens, estimated=False)
         return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
+    if event.kind == "model_switch":
+        return _answered(state, event, now, state.policy), _switch_reply(state, event, grounds)
+    if event.kind == "model_switched":
+        return _answered(_switched(state, event), event, now, state.policy), Reply()
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
         return _answered(state, event, now, state.policy), Reply()
     current = state if state.model or not event.model else replace(state, model=event.model)
@@ -346,6 +352,44 @@ def on_hook(
         new_policy, warning = react(state.policy, usage, t, now)
         reply = Reply(context=warning.text) if warning else Reply()
     return _answered(state, event, now, new_policy), reply
+
+
+def _switched(state: SessionState, event: HookEvent) -> SessionState:
+    """The session on `event.to_model`: the old model's reported window no longer holds (the
+    next statusline states the new one), and the switch states the context size."""
+    if not event.to_model:
+        return state
+    tokens = state.tokens if event.context_tokens is None else event.context_tokens
+    return replace(
+        state,
+        model=event.to_model,
+        tokens=tokens,
+        estimated=state.estimated and event.context_tokens is None,
+        statusline_window=None,
+        statusline_used_pct=None,
+        agent_window=None,
+        compacted_from=None,
+    )
+
+
+def _switch_reply(state: SessionState, event: HookEvent, grounds: Grounds) -> Reply:
+    """Before a model switch: when the context is already past the new model's compaction
+    point (or its window), say so to the user, or refuse the switch (`[model_switch]`)."""
+    target = _switched(state, event)
+    if target is state or target.tokens is None:
+        return Reply()
+    # The new model's own window: the old model's tokens say nothing about it (resolved as
+    # for an empty context, so no window is inferred from a usage above it).
+    window = figures(replace(target, tokens=0), grounds, recent=False).window
+    fig = figures(target, grounds, recent=False, window_override=window)
+    tokens = target.tokens
+    if not (fig.over_window or (fig.auto_compaction and tokens >= fig.compaction_at)):
+        return Reply()
+    point = fig.compaction_at if fig.auto_compaction else None
+    text = messages.model_switch_text(str(event.to_model), tokens, fig.window.size, point)
+    if grounds.settings.model_switch.action == "deny":
+        return Reply(deny_reason=text)
+    return Reply(user_message=text)
 
 
 def _answered(

@@ -15,7 +15,14 @@ from ctxd.core.measure import Basis
 from ctxd.core.window import DEFAULT_WINDOW
 from ctxd.errors import InvalidInput
 
-__all__ = ["ContinuitySettings", "HandoffSettings", "SessionSettings", "Settings", "Thresholds"]
+__all__ = [
+    "ContinuitySettings",
+    "HandoffSettings",
+    "ModelSwitchSettings",
+    "SessionSettings",
+    "Settings",
+    "Thresholds",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +89,18 @@ class ContinuitySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSwitchSettings:
+    """What to do when a model switch lands past the new model's compaction point (or its
+    window): "warn" tells the user before the switch; "deny" refuses it."""
+
+    action: Literal["warn", "deny"] = "warn"
+
+    def __post_init__(self) -> None:
+        if self.action not in ("warn", "deny"):
+            raise InvalidInput(f"model_switch.action must be warn or deny, got {self.action!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     thresholds: Thresholds = Thresholds()
     handoff: HandoffSettings = HandoffSettings()
@@ -92,3 +111,4 @@ class Settings:
     compaction: CompactionOverrides = field(default_factory=lambda: MappingProxyType({}))
     sessions: SessionSettings = SessionSettings()
     continuity: ContinuitySettings = ContinuitySettings()
+    model_switch: ModelSwitchSettings = ModelSwitchSettings()

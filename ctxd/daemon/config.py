@@ -57,6 +57,7 @@ from ctxd.core.compaction import CompactionOverrides
 from ctxd.core.settings import (
     ContinuitySettings,
     HandoffSettings,
+    ModelSwitchSettings,
     SessionSettings,
     Settings,
     Thresholds,
@@ -153,6 +154,14 @@ def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
     )
 
 
+def _model_switch(doc: Mapping[str, Any]) -> ModelSwitchSettings:
+    m = _table(doc, "model_switch", {"action"})
+    if "action" not in m:
+        return ModelSwitchSettings()
+    action = _choice(m, "action", "model_switch", ("warn", "deny"))
+    return ModelSwitchSettings(action="deny" if action == "deny" else "warn")
+
+
 def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
     table = _table(doc, "windows", set())
     if len(table) > MAX_WINDOWS:
@@ -234,7 +243,7 @@ def parse_settings(text: str) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}") from exc
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
-    known.add("http")
+    known |= {"http", "model_switch"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
@@ -251,6 +260,7 @@ def parse_settings(text: str) -> Settings:
             compaction=_compaction(doc),
             sessions=_sessions(doc),
             continuity=_continuity(doc),
+            model_switch=_model_switch(doc),
         )
     except InvalidInput as exc:  # the core's own checks, for what the ones above let through
         raise ConfigError(str(exc)) from exc

@@ -223,3 +223,70 @@ def test_idle_compaction_from_statusline_payloads(
         assert f"left idle, this session is compacted at {hhmm}" in said, said
     else:
         assert "left idle" not in said
+
+
+def switch_payload(t: Any, event: str, tokens: int, to_model: str, source: str) -> bytes:
+    """A PreModelSwitch/PostModelSwitch payload with the fields 2.1.332's bundle gives it (its
+    hook input: the common fields, from_model, to_model, requested_model, source,
+    context_tokens, prompt_cache_warm, cache_ttl; not captured from a run)."""
+    doc = t.payload("Stop")
+    doc.pop("stop_hook_active", None)
+    doc.update(
+        hook_event_name=event,
+        from_model="claude-opus-4-8[1m]",
+        to_model=to_model,
+        requested_model=to_model,
+        source=source,
+        context_tokens=tokens,
+        prompt_cache_warm=True,
+        cache_ttl="1h",
+    )
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    ("config", "tokens", "said"),
+    [
+        ("", 300_000, "more than its 200,000-token window on claude-sonnet-4-6"),
+        ("", 180_000, "past its compaction point (167,000 of 200,000 tokens)"),
+        ("", 50_000, None),  # well inside it: quiet
+        ('[model_switch]\naction = "deny"\n', 300_000, "deny"),
+    ],
+)
+def test_a_model_switch_past_the_new_models_compaction_point(
+    world: World, clock: FakeClock, config: str, tokens: int, said: str | None
+) -> None:
+    centre = open_centre(world, clock, config)
+    t = world.claude()
+    t.assistant(tokens)
+    payload = switch_payload(t, "PreModelSwitch", tokens, "claude-sonnet-4-6", "picker")
+    answer = centre.answers.handle_hook("claude", None, payload)
+    assert isinstance(answer, bytes)
+    out = json.loads(answer) if answer else None
+    if said is None:
+        assert out is None
+    elif said != "deny":  # the default: a message the user sees, the switch goes ahead
+        assert set(out) == {"systemMessage"}
+        assert f"holds {tokens:,} tokens, {said}" in out["systemMessage"]
+    else:
+        hso = out["hookSpecificOutput"]
+        assert hso["hookEventName"] == "PreModelSwitch" and hso["permissionDecision"] == "deny"
+        assert "claude-sonnet-4-6" in hso["permissionDecisionReason"]
+
+
+def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(120_000)
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, 120_000, "1h", 0)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["window"] == 1_000_000 and row["window_source"] == "statusline"
+    payload = switch_payload(t, "PostModelSwitch", 125_000, "claude-sonnet-4-6", "auto")
+    assert centre.answers.handle_hook("claude", None, payload) == b""
+    (row,) = centre.status.document()["sessions"]
+    assert row["model"] == "claude-sonnet-4-6" and row["tokens"] == 125_000
+    assert row["window"] == 200_000 and row["window_source"] != "statusline"

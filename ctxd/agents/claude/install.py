@@ -23,6 +23,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreCompact", None),
     ("PostCompact", None),
     ("SessionEnd", None),
+    ("PreModelSwitch", None),
+    ("PostModelSwitch", None),
 )
 
 #: The environment the daemon reads for Claude Code (the spec's `config_env`).
