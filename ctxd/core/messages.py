@@ -71,7 +71,9 @@ def _forecast_sentence(fc: Forecast) -> str:
     )
 
 
-def warning_text(severity: Severity, usage: Usage, basis: Basis, fc: Forecast) -> str:
+def warning_text(
+    severity: Severity, usage: Usage, basis: Basis, fc: Forecast, token_limit: int | None = None
+) -> str:
     """The warning for `severity` (WARNING or CRITICAL), two or three sentences.
 
     Begins with "CONTEXT WARNING:" or "CONTEXT CRITICAL:"; states used and remaining % and on
@@ -79,6 +81,9 @@ def warning_text(severity: Severity, usage: Usage, basis: Basis, fc: Forecast) -
     are known, and advisory advice.
     """
     head = "CONTEXT CRITICAL:" if severity >= Severity.CRITICAL else "CONTEXT WARNING:"
+    if token_limit is not None:
+        which = "critical" if severity >= Severity.CRITICAL else "warning"
+        head += f" past the user's {which} limit of {token_limit:,} tokens."
     return f"{head} {_figures(usage, basis)}{_forecast_sentence(fc)} {_ADVICE}"
 
 

@@ -265,7 +265,7 @@ def figures(
         tokens_to_compaction=tokens_to_compaction(tokens + state.pending, point),
         used_pct=used_pct(usage, "window"),
         basis_used_pct=used_pct(usage, basis),
-        severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds),
+        severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds, tokens),
         forecast=policy.forecast(state.policy.recent, usage, settings.thresholds)
         if recent
         else None,

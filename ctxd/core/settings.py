@@ -34,8 +34,17 @@ class Thresholds:
     critical: float = 25.0
     basis: Basis = "compaction"
     debounce: int = 5
+    #: Absolute limits in context tokens, beside the percentages (None: unset): whichever
+    #: comes first sets the level.
+    warning_tokens: int | None = None
+    critical_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        w, c = self.warning_tokens, self.critical_tokens
+        if (w is not None and w < 1) or (c is not None and c < 1):
+            raise InvalidInput("warning_tokens and critical_tokens must be at least 1")
+        if w is not None and c is not None and c < w:
+            raise InvalidInput(f"critical_tokens ({c}) must not be below warning_tokens ({w})")
         if not 0 <= self.critical <= self.warning <= 100:
             raise InvalidInput(
                 f"thresholds must satisfy 0 <= critical <= warning <= 100, "

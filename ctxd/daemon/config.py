@@ -123,7 +123,11 @@ def _table(doc: Mapping[str, Any], name: str, known: set[str]) -> dict[str, Any]
 
 
 def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
-    t = _table(doc, "thresholds", {"warning", "critical", "basis", "debounce"})
+    t = _table(
+        doc,
+        "thresholds",
+        {"warning", "critical", "basis", "debounce", "warning_tokens", "critical_tokens"},
+    )
     base = Thresholds()
     warning = _number(t, "warning", "thresholds", 0, 100) if "warning" in t else base.warning
     critical = _number(t, "critical", "thresholds", 0, 100) if "critical" in t else base.critical
@@ -137,6 +141,12 @@ def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
         critical=critical,
         basis="window" if basis == "window" else base.basis if basis is None else "compaction",
         debounce=_integer(t, "debounce", "thresholds", 1) if "debounce" in t else base.debounce,
+        warning_tokens=_integer(t, "warning_tokens", "thresholds", 1)
+        if "warning_tokens" in t
+        else None,
+        critical_tokens=_integer(t, "critical_tokens", "thresholds", 1)
+        if "critical_tokens" in t
+        else None,
     )
 
 
