@@ -222,12 +222,13 @@ def start_wrapped(command: str) -> "tuple[int, int] | None":
 
     read_end, write_end = posix.pipe()
     try:
+        env = _uncoerced(posix.environ)
         for shell in ("bash", "sh"):
             try:
                 pid = posix.posix_spawnp(
                     shell,
                     [shell, "-c", command],
-                    posix.environ,
+                    env,
                     file_actions=[(posix.POSIX_SPAWN_DUP2, read_end, 0)],
                     setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ),
                 )
@@ -238,6 +239,19 @@ def start_wrapped(command: str) -> "tuple[int, int] | None":
         posix.close(read_end)
     posix.close(write_end)
     return None
+
+
+#: What Python's start-up writes into LC_CTYPE under a C or POSIX locale (PEP 538).
+_COERCED = (b"C.UTF-8", b"C.utf8", b"UTF-8")
+
+
+def _uncoerced(environ: "Mapping[bytes, bytes]") -> "Mapping[bytes, bytes]":
+    """The environment as the agent passed it: without the LC_CTYPE that Python's locale
+    coercion set at start-up (`-I` ignores PYTHONCOERCECLOCALE), which it does only when
+    neither LC_ALL nor LANG is set."""
+    if environ.get(b"LC_CTYPE") not in _COERCED or b"LC_ALL" in environ or b"LANG" in environ:
+        return environ
+    return {k: v for k, v in environ.items() if k != b"LC_CTYPE"}
 
 
 def wrapped(command: str) -> int:

@@ -8,6 +8,7 @@ import json
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -106,3 +107,28 @@ def test_no_slower_than_the_users_command_plus_the_bare_hook(ctxd: World) -> Non
     wrapped = timed(lambda: ctxd.hook("claude", raw, "statusline", ctxd_hook.WRAP_FLAG, command))
     # 50 ms of slack for a loaded 2-core machine.
     assert wrapped <= alone + bare + 0.05, (alone, bare, wrapped)
+
+
+def test_the_users_command_gets_the_environment_unchanged_under_a_c_locale(world: World) -> None:
+    """Python coerces a C locale by setting LC_CTYPE at start-up; the user's command must not
+    see it (Claude Code under `env -i` gives it no locale at all)."""
+    env = {k: v for k, v in world.env.items() if not k.startswith(("LC_", "LANG"))}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-I",
+            str(world.hook_client),
+            "claude",
+            "statusline",
+            "--wrap",
+            "env",
+        ],
+        input=b"{}",
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    alone = subprocess.run(["bash", "-c", "env"], env=env, capture_output=True, check=False)
+    assert "LC_CTYPE" not in result.stdout.decode()
+    assert sorted(result.stdout.decode().splitlines()) == sorted(alone.stdout.decode().splitlines())
