@@ -2,7 +2,8 @@
 
     ctxd-hook AGENT [EVENT]        # EVENT: a hint
                                  # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot;
-    ctxd-hook claude statusline    # Claude Code's statusLine command
+    ctxd-hook claude statusline    # Claude Code's statusLine command: prints ctxd's line
+    ctxd-hook claude statusline --wrap COMMAND   # the user's own statusline, shown as it is
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the
 daemon's answer verbatim. It runs on every tool call of every agent, so it is built for start-up
@@ -32,13 +33,19 @@ if __name__ == "__main__":  # run as a script under -I, whose directory is not o
 try:
     import ctxd_wire as wire
 except ImportError:  # a broken install must not break the agent: exit 0, say nothing
-    raise SystemExit(0) from None
+    if "--wrap" not in sys.argv:  # ...and a wrapped statusline still runs (see `wrapped`)
+        raise SystemExit(0) from None
+    wire = None  # type: ignore[assignment]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
     from collections.abc import Mapping
 
 DEFAULT_TIMEOUT = 2.0
+#: How long a wrapped statusline waits for the daemon after the user's command has its input:
+#: the daemon answers in a millisecond or two; a hung one must not hold the user's line back.
+WRAP_TIMEOUT = 0.3
+WRAP_FLAG = "--wrap"
 SPAWN_BACKOFF = 5.0
 SPAWN_WAIT = 2.0
 SPAWN_POLL = 0.01
@@ -209,9 +216,101 @@ USAGE = (
 )
 
 
+def start_wrapped(command: str) -> "tuple[int, int] | None":
+    """Start the user's statusline `command` as Claude Code runs it (`bash -c`, else `sh -c`),
+    with this process's environment, stdout and stderr, and signals ignored here (SIGPIPE,
+    SIGXFSZ: Python ignores them) back to their defaults; its stdin a pipe. Returns (pid,
+    the pipe's write end), or None when no shell could be started."""
+    import _signal  # type: ignore[import-not-found]  # built in; `signal` costs start-up
+
+    read_end, write_end = posix.pipe()
+    try:
+        env = _uncoerced(posix.environ)
+        for shell in ("bash", "sh"):
+            try:
+                pid = posix.posix_spawnp(
+                    shell,
+                    [shell, "-c", command],
+                    env,
+                    file_actions=[(posix.POSIX_SPAWN_DUP2, read_end, 0)],
+                    setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ),
+                )
+            except OSError:
+                continue
+            return pid, write_end
+    finally:
+        posix.close(read_end)
+    posix.close(write_end)
+    return None
+
+
+#: What Python's start-up writes into LC_CTYPE under a C or POSIX locale (PEP 538).
+_COERCED = (b"C.UTF-8", b"C.utf8", b"UTF-8")
+
+
+def _uncoerced(environ: "Mapping[bytes, bytes]") -> "Mapping[bytes, bytes]":
+    """The environment as the agent passed it: without the LC_CTYPE that Python's locale
+    coercion set at start-up (`-I` ignores PYTHONCOERCECLOCALE), which it does only when
+    neither LC_ALL nor LANG is set."""
+    if environ.get(b"LC_CTYPE") not in _COERCED or b"LC_ALL" in environ or b"LANG" in environ:
+        return environ
+    return {k: v for k, v in environ.items() if k != b"LC_CTYPE"}
+
+
+def wrapped(command: str) -> int:
+    """A statusline that is the user's own `command` with ctxd beside it: the command gets the
+    payload on stdin and writes straight to Claude Code (same bytes, same exit code), while the
+    payload also goes to the daemon, in parallel and bounded by WRAP_TIMEOUT; a missing daemon
+    is started and not waited for (the next refresh reaches it). Returns the command's exit
+    code (127 when no shell could run it, as a shell says for a missing command)."""
+    try:
+        payload = read_stdin(MAX_WRAPPED_PAYLOAD)
+    except Exception:  # (no contextlib here: start-up cost)
+        payload = b""
+    started = start_wrapped(command)
+    if started is None:
+        return 127
+    pid, write_end = started
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[posix.write(write_end, view) :]
+    except OSError:  # the command exited without reading all of it: its choice
+        pass
+    finally:
+        posix.close(write_end)
+    try:
+        if wire is not None and len(payload) <= wire.MAX_PAYLOAD:
+            env = wire.environ()
+            request = wire.hook_request("claude", "statusline", payload, wire.hook_env())
+            try:
+                exchange(wire.socket_path(env), request, WRAP_TIMEOUT)
+            except OSError:
+                if env.get("CTXD_NO_SPAWN") != "1":
+                    spawn_daemon(env)
+    except Exception:
+        pass  # ctxd's side never changes the user's line
+    while True:
+        try:
+            status = posix.waitpid(pid, 0)[1]
+            break
+        except InterruptedError:
+            continue
+    code = posix.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+#: Read whole before the user's command starts; Claude Code's payloads are a few KB.
+MAX_WRAPPED_PAYLOAD = 8 * 1024 * 1024
+
+
 def main(argv: "list[str] | None" = None) -> int:
-    """Run one hook; always returns 0."""
+    """Run one hook; always returns 0. With `statusline --wrap COMMAND`, exits with COMMAND's
+    exit code instead (SystemExit: the installed command ignores main's return value)."""
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 4 and args[1] == "statusline" and args[2] == WRAP_FLAG:
+        sys.stdout.flush()
+        raise SystemExit(wrapped(args[3]))
     try:
         agent = args[0] if args else ""
         event = args[1] if len(args) > 1 else None

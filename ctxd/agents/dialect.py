@@ -22,6 +22,9 @@ class Dialect:
     #: Events whose `systemMessage` the agent shows to the user.
     user_message_events: frozenset[str]
     block_decision: str = "block"
+    #: Events where `hookSpecificOutput.permissionDecision: "deny"` refuses what is about to
+    #: happen (with `permissionDecisionReason`).
+    deny_events: frozenset[str] = frozenset()
     #: Whether SessionStart with source "compact" follows a real compaction.
     session_start_compact: bool = True
     #: The agent's own payload keys -> the shared keys they stand for ("sessionId" ->
@@ -52,6 +55,12 @@ class Dialect:
             else:
                 context = {"hookEventName": name, "additionalContext": reply.context}
                 out["hookSpecificOutput"] = context
+        if reply.deny_reason and name in self.deny_events:
+            out["hookSpecificOutput"] = {
+                "hookEventName": name,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reply.deny_reason,
+            }
         if reply.user_message and name in self.user_message_events:
             out["systemMessage"] = reply.user_message
         return out or None

@@ -63,7 +63,13 @@ __all__ = [
     "is_ctxd_command",
     "real_interpreter",
     "refresh_client",
+    "unwrap_command",
+    "wrap_command",
 ]
+
+#: The client's flag for a statusline that is the user's own command run by ctxd's client
+#: (`ctxd_hook.WRAP_FLAG`).
+WRAP_FLAG = "--wrap"
 
 
 def _module_source(module: str) -> Path:
@@ -244,3 +250,24 @@ def is_ctxd_command(command: object) -> bool:
         if name in (f"{CLIENT_MODULE}.py", CLIENT_SCRIPT) or f"import {CLIENT_MODULE} " in word:
             return True
     return False
+
+
+def wrap_command(command: str, foreign: str) -> str:
+    """ctxd's statusline `command` running the user's own `foreign` one: the client hands the
+    payload to both and prints only what `foreign` prints (see `ctxd_hook.wrapped`)."""
+    return f"{command} {WRAP_FLAG} {shlex.quote(foreign)}"
+
+
+def unwrap_command(command: object) -> str | None:
+    """The user's own command that a ctxd command made by `wrap_command` runs, exactly as it
+    was; None for any other command."""
+    if not is_ctxd_command(command):
+        return None
+    assert isinstance(command, str)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) >= 2 and words[-2] == WRAP_FLAG:
+        return words[-1]
+    return None

@@ -60,7 +60,16 @@ def parse_hook(
         tool_use_id=tool_use_id
         if tool_use_id is not None and PLAIN_TOKEN.fullmatch(tool_use_id)
         else None,
+        to_model=_text(data.get("to_model")),
+        context_tokens=_count(data.get("context_tokens")),
     )
+
+
+def _count(value: object) -> int | None:
+    # bool is an int in Python; JSON true is not a token count.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def render_reply(dialect: Dialect, event: HookEvent, reply: Reply) -> bytes:
@@ -75,6 +84,7 @@ def render_reply(dialect: Dialect, event: HookEvent, reply: Reply) -> bytes:
         context=_said(reply.context),
         user_message=_said(reply.user_message),
         block_reason=None if event.stop_hook_active else _said(reply.block_reason),
+        deny_reason=_said(reply.deny_reason),
     )
     answer = dialect.render(event.name, wanted)
     return orjson.dumps(answer) if answer else b""

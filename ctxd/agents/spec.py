@@ -17,7 +17,7 @@ from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
 from ctxd.agents.store import SessionStore
-from ctxd.core.compaction import CompactionRule, ConfigKey
+from ctxd.core.compaction import CompactionRule, ConfigKey, IdleCompactionRule
 from ctxd.core.events import StatuslineReport
 
 if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
@@ -186,3 +186,6 @@ class AgentSpec:
     #: (session id, environment) -> the transcript a hook that names none is about, where the
     #: agent's layout puts it by session id (None: the hook alone stands for the session).
     implied_transcript: Callable[[str, Mapping[str, str]], str | None] = _no_implied_transcript
+    #: A second kind of compaction: when the agent compacts a session left idle, from the
+    #: prompt cache it reports (`ctxd.core.compaction.IdleCompactionRule`); None: it does not.
+    idle_compaction: IdleCompactionRule | None = None

@@ -24,6 +24,7 @@ from ctxd.agents.hookcmd import (
     client_dir,
     client_path,
     is_ctxd_command,
+    unwrap_command,
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check
@@ -195,6 +196,9 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
     if payload is None:
         return Check(name, False, "no sample payload to run it with", skipped=True)
     fix = f"`ctxd install {agent}` writes a working command"
+    foreign = unwrap_command(command)
+    if foreign is not None:
+        return _run_wrapped(name, command, foreign, payload, env, fix)
     timings: list[float] = []
     with open_probe() as probe:
         run_env = dict(env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
@@ -255,6 +259,32 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
         f"exit 0, ctxd's answer verbatim, {median:.1f} ms median of {HOOK_RUNS} runs "
         f"(sample {_title(agent)} payload)",
     )
+
+
+def _run_wrapped(
+    name: str, command: str, foreign: str, payload: bytes, env: Mapping[str, str], fix: str
+) -> Check:
+    """A statusline that is the user's own command run by ctxd's client: what it prints and its
+    exit code are the user's; the check is that the payload reaches ctxd."""
+    from ctxd.cli.probe import open_probe
+
+    with open_probe() as probe:
+        run_env = dict(env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
+        try:
+            subprocess.run(
+                command,
+                shell=True,
+                input=payload,
+                env=run_env,
+                capture_output=True,
+                timeout=HOOK_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Check(name, False, f"your statusline `{foreign}` ran over {HOOK_TIMEOUT:g} s")
+        if not probe.exchanges:
+            return Check(name, False, f"`{command}` never reached ctxd", fix)
+    return Check(name, True, f"your own `{foreign}`, run by ctxd's client, which reaches ctxd")
 
 
 def _title(agent: str) -> str:

@@ -122,6 +122,13 @@ def _wrap(parts: list[str], indent: str = INDENT, width: int = WIDTH) -> list[st
     return lines
 
 
+def _idle(at: object) -> list[str]:
+    """When the agent compacts the session if it stays idle, as a local clock time."""
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return []
+    return [f"compacted if idle at {time.strftime('%H:%M', time.localtime(at))}"]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -163,6 +170,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
+            *_idle(s.get("idle_compaction_at")),
             _forecast(s.get("forecast")),
             *_marks(
                 s.get("auto_compaction", True),
@@ -195,6 +203,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
         ("severity", str(row["severity"]).upper()),
         ("compactions", f"{row.get('compactions', 0)}"),
+        ("idle compaction", (_idle(row.get("idle_compaction_at")) or ["-"])[0]),
         ("forecast", _forecast(row.get("forecast"))),
         ("transcript", _short_path(row.get("transcript_path"))),
         ("cwd", _short_path(row.get("cwd"))),

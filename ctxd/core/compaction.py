@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from ctxd.core.events import PromptCache
 from ctxd.errors import InvalidInput
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "CompactionOverrides",
     "CompactionRule",
     "ConfigKey",
+    "IdleCompactionRule",
     "at_least_one",
     "check_window",
     "for_agent",
@@ -89,6 +91,10 @@ CompactionOverrides = Mapping[str, AgentOverrides]
 #: hook reported it) -> the token count at which it compacts, or None when it never
 #: auto-compacts. Raises InvalidInput for a window <= 0.
 CompactionRule = Callable[[int, str | None, CompactionOverrides, Mapping[str, str]], int | None]
+#: A second kind of compaction, while the session is idle: (context tokens, the prompt cache as
+#: the agent reported it, the agent's configuration) -> when the agent compacts the session if
+#: it stays idle (epoch seconds), or None when it will not.
+IdleCompactionRule = Callable[[int, PromptCache, Mapping[str, str]], float | None]
 #: The same, given only that agent's own overrides (see `for_agent`).
 AgentRule = Callable[[int, str | None, AgentOverrides, Mapping[str, str]], int | None]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EventKind", "HookEvent", "Reply", "StatuslineReport", "UsageUpdate"]
+__all__ = ["EventKind", "HookEvent", "PromptCache", "Reply", "StatuslineReport", "UsageUpdate"]
 
 EventKind = Literal[
     "tool_call",
@@ -20,6 +20,8 @@ EventKind = Literal[
     "session_start",
     "session_end",
     "subagent_stop",
+    "model_switch",  # the user (or the agent) is about to switch the session's model
+    "model_switched",  # ...and has switched it
     "other",
 ]
 
@@ -51,6 +53,10 @@ class HookEvent:
     agent_transcript_path: str | None = None
     #: The tool call a PostToolUse answers (a plain token, or None).
     tool_use_id: str | None = None
+    #: The model a model switch goes to (Claude Code's PreModelSwitch/PostModelSwitch).
+    to_model: str | None = None
+    #: The context tokens the agent itself states (model switches, a resumed SessionStart).
+    context_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,8 @@ class Reply:
     #: Make the agent continue with this reason (Stop / AfterAgent); never sent when the event
     #: has `stop_hook_active`.
     block_reason: str | None = None
+    #: Refuse what the event is about to do, with this reason (a model switch).
+    deny_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,18 @@ class UsageUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptCache:
+    """The agent's prompt cache as the agent itself reports it (Claude Code's statusline
+    `prompt_cache`): what decides whether and when it compacts an idle session."""
+
+    #: Seconds the cache lives after the last request (3600 for "1h", 300 for "5m").
+    ttl: int
+    #: When it expires, epoch seconds; None when the agent does not say.
+    expires_at: float | None
+    warm: bool
+
+
+@dataclass(frozen=True, slots=True)
 class StatuslineReport:
     """The figures an agent itself reports about a session (Claude Code's statusline payload);
     authoritative over anything derived from the transcript."""
@@ -122,3 +142,5 @@ class StatuslineReport:
     tokens: int | None
     #: The agent's version ("2.1.332"), when the payload says.
     agent_version: str | None = None
+    #: The prompt cache, when the payload says (after the first request).
+    prompt_cache: PromptCache | None = None

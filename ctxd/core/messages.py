@@ -9,7 +9,7 @@ from __future__ import annotations
 from ctxd.core.compaction import tokens_to_compaction
 from ctxd.core.measure import Basis, Forecast, Severity, Usage, used_pct
 
-__all__ = ["handoff_text", "warning_text"]
+__all__ = ["clock", "handoff_text", "idle_compaction_text", "model_switch_text", "warning_text"]
 
 _BASIS_PHRASE: dict[Basis, str] = {
     "compaction": "of the room before auto-compaction",
@@ -71,7 +71,9 @@ def _forecast_sentence(fc: Forecast) -> str:
     )
 
 
-def warning_text(severity: Severity, usage: Usage, basis: Basis, fc: Forecast) -> str:
+def warning_text(
+    severity: Severity, usage: Usage, basis: Basis, fc: Forecast, token_limit: int | None = None
+) -> str:
     """The warning for `severity` (WARNING or CRITICAL), two or three sentences.
 
     Begins with "CONTEXT WARNING:" or "CONTEXT CRITICAL:"; states used and remaining % and on
@@ -79,6 +81,9 @@ def warning_text(severity: Severity, usage: Usage, basis: Basis, fc: Forecast) -
     are known, and advisory advice.
     """
     head = "CONTEXT CRITICAL:" if severity >= Severity.CRITICAL else "CONTEXT WARNING:"
+    if token_limit is not None:
+        which = "critical" if severity >= Severity.CRITICAL else "warning"
+        head += f" past the user's {which} limit of {token_limit:,} tokens."
     return f"{head} {_figures(usage, basis)}{_forecast_sentence(fc)} {_ADVICE}"
 
 
@@ -91,4 +96,33 @@ def handoff_text(usage: Usage, basis: Basis) -> str:
         "Please consider writing a brief handoff note (the goal, the current state, the next "
         "steps and the files involved) so that a fresh session can continue this work. "
         "This is a suggestion and does not override the user's instructions."
+    )
+
+
+def clock(at: float, utc_offset: int = 0) -> str:
+    """A moment as a clock time, "23:41", `utc_offset` seconds east of UTC ("23:41 UTC" at 0:
+    the core knows no time zone, the daemon passes the local one)."""
+    minutes = int((at + utc_offset) // 60) % (24 * 60)
+    text = f"{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{text} UTC" if utc_offset == 0 else text
+
+
+def idle_compaction_text(at: float, utc_offset: int = 0) -> str:
+    """What the user reads when a session stops that the agent compacts if it stays idle."""
+    return (
+        f"ctxd: left idle, this session is compacted at {clock(at, utc_offset)} (before its "
+        "prompt cache "
+        "expires); send a message before then to keep the full context."
+    )
+
+
+def model_switch_text(model: str, tokens: int, window: int, compaction_at: int | None) -> str:
+    """What the user reads before a switch to `model` that lands past its limit."""
+    if tokens > window:
+        where = f"more than its {window:,}-token window"
+    else:
+        where = f"past its compaction point ({compaction_at:,} of {window:,} tokens)"
+    return (
+        f"ctxd: this session holds {tokens:,} tokens, {where} on {model}: it would be "
+        "compacted at once (or fail). Compact first (/compact) or keep the current model."
     )

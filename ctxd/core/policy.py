@@ -26,19 +26,40 @@ __all__ = [
     "on_stop",
     "on_tool_call",
     "severity_for",
+    "tokens_severity",
 ]
 
 #: How many tool calls of token history the forecast looks at.
 RECENT_CALLS = 8
 
 
-def severity_for(remaining: float, t: Thresholds) -> Severity:
-    """CRITICAL if remaining <= t.critical, WARNING if remaining <= t.warning, else OK."""
+def severity_for(remaining: float, t: Thresholds, tokens: int | None = None) -> Severity:
+    """CRITICAL if remaining <= t.critical, WARNING if remaining <= t.warning, else OK; or the
+    level of the token limits `tokens` reached (`t.critical_tokens`, `t.warning_tokens`), if
+    higher: whichever limit comes first."""
+    by_tokens = Severity.OK if tokens is None else tokens_severity(tokens, t)
     if remaining <= t.critical:
         return Severity.CRITICAL
     if remaining <= t.warning:
+        return max(Severity.WARNING, by_tokens)
+    return by_tokens
+
+
+def tokens_severity(tokens: int, t: Thresholds) -> Severity:
+    """The level the absolute token limits alone give `tokens` (OK when none is set)."""
+    if t.critical_tokens is not None and tokens >= t.critical_tokens:
+        return Severity.CRITICAL
+    if t.warning_tokens is not None and tokens >= t.warning_tokens:
         return Severity.WARNING
     return Severity.OK
+
+
+def _token_limit(level: Severity, usage: Usage, t: Thresholds) -> int | None:
+    """The token limit that set `level`, when it was one (and the percentage alone would not)."""
+    by_pct = severity_for(remaining_pct(usage, t.basis), t)
+    if tokens_severity(usage.tokens, t) < level or by_pct >= level:
+        return None
+    return t.critical_tokens if level >= Severity.CRITICAL else t.warning_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +139,7 @@ def on_tool_call(
     """
     recent = (*state.recent, usage.tokens)[-RECENT_CALLS:]
     state = replace(state, recent=recent)
-    level = severity_for(remaining_pct(usage, t.basis), t)
+    level = severity_for(remaining_pct(usage, t.basis), t, usage.tokens)
     if level == Severity.OK:
         return state, None
     calls = state.calls_since_warning + 1
@@ -127,7 +148,9 @@ def on_tool_call(
     if not (first or escalated or calls >= t.debounce):
         return replace(state, calls_since_warning=calls), None
 
-    text = warning_text(level, usage, t.basis, forecast(recent, usage, t))
+    text = warning_text(
+        level, usage, t.basis, forecast(recent, usage, t), _token_limit(level, usage, t)
+    )
     new_state = replace(state, warned=level, calls_since_warning=0, warned_at=now)
     return new_state, ContextWarning(level, text)
 
@@ -137,7 +160,7 @@ def on_prompt(
 ) -> tuple[PolicyState, ContextWarning | None]:
     """A new prompt is no tool call: it speaks only when the level rose since the last warning
     (which the debounce would let through at once anyway), and then counts as one."""
-    if severity_for(remaining_pct(usage, t.basis), t) <= state.warned:
+    if severity_for(remaining_pct(usage, t.basis), t, usage.tokens) <= state.warned:
         return state, None
     return on_tool_call(state, usage, t, now)
 

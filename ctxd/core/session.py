@@ -13,9 +13,14 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ctxd.core import policy
-from ctxd.core.compaction import AGENT_VERSION, CompactionRule, tokens_to_compaction
-from ctxd.core.events import HookEvent, Reply, StatuslineReport, UsageUpdate
+from ctxd.core import messages, policy
+from ctxd.core.compaction import (
+    AGENT_VERSION,
+    CompactionRule,
+    IdleCompactionRule,
+    tokens_to_compaction,
+)
+from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Forecast, Severity, Usage, remaining_pct, used_pct
 from ctxd.core.policy import PolicyState
 from ctxd.core.settings import Settings
@@ -67,6 +72,8 @@ class SessionState:
     agent_config: tuple[tuple[str, str], ...] = ()
     #: The agent's version, as its transcript or statusline last said it.
     agent_version: str | None = None
+    #: The agent's prompt cache, as its statusline last said it.
+    prompt_cache: PromptCache | None = None
     turns: int = 0
     last_turn_id: str | None = None
     policy: PolicyState = PolicyState()
@@ -86,6 +93,10 @@ class Grounds:
     rule: CompactionRule
     config: Mapping[str, str] = field(default_factory=lambda: NO_CONFIG)
     learned: Mapping[str, int] = field(default_factory=lambda: NO_LEARNED)
+    #: When the agent compacts an idle session (`AgentSpec.idle_compaction`); None: never.
+    idle_rule: IdleCompactionRule | None = None
+    #: The user's time zone, seconds east of UTC, for clock times in messages.
+    utc_offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,8 @@ class Figures:
     estimated: bool = False
     #: The usage is above the window: the window assumed is almost certainly wrong.
     over_window: bool = False
+    #: When the agent compacts the session if it stays idle (epoch seconds); None: it will not.
+    idle_compaction_at: float | None = None
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -174,6 +187,7 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         statusline_used_pct=report.used_pct,
         cwd=report.cwd or state.cwd,
         agent_version=report.agent_version or state.agent_version,
+        prompt_cache=report.prompt_cache or state.prompt_cache,
         updated_at=now,
     )
 
@@ -251,14 +265,25 @@ def figures(
         tokens_to_compaction=tokens_to_compaction(tokens + state.pending, point),
         used_pct=used_pct(usage, "window"),
         basis_used_pct=used_pct(usage, basis),
-        severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds),
+        severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds, tokens),
         forecast=policy.forecast(state.policy.recent, usage, settings.thresholds)
         if recent
         else None,
         auto_compaction=auto,
         estimated=state.estimated,
         over_window=tokens > window.size,
+        idle_compaction_at=idle_compaction_at(state, grounds, agent_config),
     )
+
+
+def idle_compaction_at(
+    state: SessionState, grounds: Grounds, config: Mapping[str, str]
+) -> float | None:
+    """When the agent compacts the session if it stays idle, by its idle rule and the prompt
+    cache it last reported; None without either, or when the rule says it will not."""
+    if grounds.idle_rule is None or state.prompt_cache is None or state.tokens is None:
+        return None
+    return grounds.idle_rule(state.tokens, state.prompt_cache, config)
 
 
 def figures_row(fig: Figures) -> dict[str, Any]:
@@ -275,6 +300,7 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "auto_compaction": fig.auto_compaction,
         "estimated": fig.estimated,
         "window_too_small": fig.over_window,
+        "idle_compaction_at": fig.idle_compaction_at,
     }
 
 
@@ -298,7 +324,13 @@ def on_hook(
         ended = (now, event.source or "session end")
         return _answered(state, event, now, state.policy, ended=ended), Reply()
     if event.kind == "session_start":
+        if event.context_tokens is not None:  # a resume or a fork states its size at once
+            state = replace(state, tokens=event.context_tokens, estimated=False)
         return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
+    if event.kind == "model_switch":
+        return _answered(state, event, now, state.policy), _switch_reply(state, event, grounds)
+    if event.kind == "model_switched":
+        return _answered(_switched(state, event), event, now, state.policy), Reply()
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
         return _answered(state, event, now, state.policy), Reply()
     current = state if state.model or not event.model else replace(state, model=event.model)
@@ -311,11 +343,53 @@ def on_hook(
             state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
         )
         reply = policy.handoff_reply(text, settings.handoff)
+        if fig.idle_compaction_at is not None and not event.stop_hook_active:
+            idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
+            said = reply.user_message
+            reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
     else:
         react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
         new_policy, warning = react(state.policy, usage, t, now)
         reply = Reply(context=warning.text) if warning else Reply()
     return _answered(state, event, now, new_policy), reply
+
+
+def _switched(state: SessionState, event: HookEvent) -> SessionState:
+    """The session on `event.to_model`: the old model's reported window no longer holds (the
+    next statusline states the new one), and the switch states the context size."""
+    if not event.to_model:
+        return state
+    tokens = state.tokens if event.context_tokens is None else event.context_tokens
+    return replace(
+        state,
+        model=event.to_model,
+        tokens=tokens,
+        estimated=state.estimated and event.context_tokens is None,
+        statusline_window=None,
+        statusline_used_pct=None,
+        agent_window=None,
+        compacted_from=None,
+    )
+
+
+def _switch_reply(state: SessionState, event: HookEvent, grounds: Grounds) -> Reply:
+    """Before a model switch: when the context is already past the new model's compaction
+    point (or its window), say so to the user, or refuse the switch (`[model_switch]`)."""
+    target = _switched(state, event)
+    if target is state or target.tokens is None:
+        return Reply()
+    # The new model's own window: the old model's tokens say nothing about it (resolved as
+    # for an empty context, so no window is inferred from a usage above it).
+    window = figures(replace(target, tokens=0), grounds, recent=False).window
+    fig = figures(target, grounds, recent=False, window_override=window)
+    tokens = target.tokens
+    if not (fig.over_window or (fig.auto_compaction and tokens >= fig.compaction_at)):
+        return Reply()
+    point = fig.compaction_at if fig.auto_compaction else None
+    text = messages.model_switch_text(str(event.to_model), tokens, fig.window.size, point)
+    if grounds.settings.model_switch.action == "deny":
+        return Reply(deny_reason=text)
+    return Reply(user_message=text)
 
 
 def _answered(

@@ -15,7 +15,14 @@ from ctxd.core.measure import Basis
 from ctxd.core.window import DEFAULT_WINDOW
 from ctxd.errors import InvalidInput
 
-__all__ = ["ContinuitySettings", "HandoffSettings", "SessionSettings", "Settings", "Thresholds"]
+__all__ = [
+    "ContinuitySettings",
+    "HandoffSettings",
+    "ModelSwitchSettings",
+    "SessionSettings",
+    "Settings",
+    "Thresholds",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +34,17 @@ class Thresholds:
     critical: float = 25.0
     basis: Basis = "compaction"
     debounce: int = 5
+    #: Absolute limits in context tokens, beside the percentages (None: unset): whichever
+    #: comes first sets the level.
+    warning_tokens: int | None = None
+    critical_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        w, c = self.warning_tokens, self.critical_tokens
+        if (w is not None and w < 1) or (c is not None and c < 1):
+            raise InvalidInput("warning_tokens and critical_tokens must be at least 1")
+        if w is not None and c is not None and c < w:
+            raise InvalidInput(f"critical_tokens ({c}) must not be below warning_tokens ({w})")
         if not 0 <= self.critical <= self.warning <= 100:
             raise InvalidInput(
                 f"thresholds must satisfy 0 <= critical <= warning <= 100, "
@@ -82,6 +98,18 @@ class ContinuitySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSwitchSettings:
+    """What to do when a model switch lands past the new model's compaction point (or its
+    window): "warn" tells the user before the switch; "deny" refuses it."""
+
+    action: Literal["warn", "deny"] = "warn"
+
+    def __post_init__(self) -> None:
+        if self.action not in ("warn", "deny"):
+            raise InvalidInput(f"model_switch.action must be warn or deny, got {self.action!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     thresholds: Thresholds = Thresholds()
     handoff: HandoffSettings = HandoffSettings()
@@ -92,3 +120,4 @@ class Settings:
     compaction: CompactionOverrides = field(default_factory=lambda: MappingProxyType({}))
     sessions: SessionSettings = SessionSettings()
     continuity: ContinuitySettings = ContinuitySettings()
+    model_switch: ModelSwitchSettings = ModelSwitchSettings()

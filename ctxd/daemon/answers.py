@@ -14,6 +14,7 @@ figure, one call late. Such a hook gets an awaitable answer instead, which waits
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -76,6 +77,8 @@ class Answers:
             agents.spec(state.agent).compaction,
             self.agent_settings.config(state),
             self.sessions.learned,
+            agents.spec(state.agent).idle_compaction,
+            time.localtime().tm_gmtoff,
         )
 
     def handle_hook(

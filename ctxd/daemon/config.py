@@ -57,6 +57,7 @@ from ctxd.core.compaction import CompactionOverrides
 from ctxd.core.settings import (
     ContinuitySettings,
     HandoffSettings,
+    ModelSwitchSettings,
     SessionSettings,
     Settings,
     Thresholds,
@@ -122,7 +123,11 @@ def _table(doc: Mapping[str, Any], name: str, known: set[str]) -> dict[str, Any]
 
 
 def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
-    t = _table(doc, "thresholds", {"warning", "critical", "basis", "debounce"})
+    t = _table(
+        doc,
+        "thresholds",
+        {"warning", "critical", "basis", "debounce", "warning_tokens", "critical_tokens"},
+    )
     base = Thresholds()
     warning = _number(t, "warning", "thresholds", 0, 100) if "warning" in t else base.warning
     critical = _number(t, "critical", "thresholds", 0, 100) if "critical" in t else base.critical
@@ -136,6 +141,12 @@ def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
         critical=critical,
         basis="window" if basis == "window" else base.basis if basis is None else "compaction",
         debounce=_integer(t, "debounce", "thresholds", 1) if "debounce" in t else base.debounce,
+        warning_tokens=_integer(t, "warning_tokens", "thresholds", 1)
+        if "warning_tokens" in t
+        else None,
+        critical_tokens=_integer(t, "critical_tokens", "thresholds", 1)
+        if "critical_tokens" in t
+        else None,
     )
 
 
@@ -151,6 +162,14 @@ def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
         at=_number(h, "at", "handoff", 0, 100) if "at" in h else base.at,
         action="block" if action == "block" else "message" if action else base.action,
     )
+
+
+def _model_switch(doc: Mapping[str, Any]) -> ModelSwitchSettings:
+    m = _table(doc, "model_switch", {"action"})
+    if "action" not in m:
+        return ModelSwitchSettings()
+    action = _choice(m, "action", "model_switch", ("warn", "deny"))
+    return ModelSwitchSettings(action="deny" if action == "deny" else "warn")
 
 
 def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
@@ -234,7 +253,7 @@ def parse_settings(text: str) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}") from exc
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
-    known.add("http")
+    known |= {"http", "model_switch"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
@@ -251,6 +270,7 @@ def parse_settings(text: str) -> Settings:
             compaction=_compaction(doc),
             sessions=_sessions(doc),
             continuity=_continuity(doc),
+            model_switch=_model_switch(doc),
         )
     except InvalidInput as exc:  # the core's own checks, for what the ones above let through
         raise ConfigError(str(exc)) from exc

@@ -10,6 +10,7 @@ process, the watcher, restarts) stays in the subprocess tests beside this one.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -219,3 +220,115 @@ def test_a_row_that_cannot_be_computed_says_so_and_hides_no_other(
     rows = {row["transcript_path"]: row for row in centre.status.document()["sessions"]}
     assert rows[str(fine.path)]["tokens"] == 100_000
     assert rows[str(broken.path)]["error"] == "cannot compute this session's figures: ValueError"
+
+
+STATUSLINE = "tests/data/payloads/statusline/claude-2.1.332.jsonl"
+
+
+def statusline_payload(world: World, t: Any, tokens: int, ttl: str, expires_at: int) -> bytes:
+    """A real 2.1.332 statusline payload after a reply, naming `t`, at `tokens` context tokens,
+    with its prompt cache's TTL and expiry."""
+    doc = json.loads((world.repo / STATUSLINE).read_text().splitlines()[2])
+    doc.update(session_id=t.session_id, transcript_path=str(t.path), cwd=str(world.work))
+    usage = doc["context_window"]["current_usage"]
+    usage.update(input_tokens=tokens, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    doc["prompt_cache"].update(ttl=ttl, expires_at=expires_at, warm=True)
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    ("tokens", "ttl", "idle"),
+    [(300_000, "1h", True), (150_000, "1h", False), (300_000, "5m", False)],
+)
+def test_idle_compaction_from_statusline_payloads(
+    world: World, clock: FakeClock, tokens: int, ttl: str, idle: bool
+) -> None:
+    """The statusline's prompt cache says when Claude Code compacts the idle session: status
+    gives the time, and the Stop hook tells the user (only when it will happen)."""
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(tokens)
+    expires = int(clock.now) + 3600
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, tokens, ttl, expires)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["tokens"] == tokens and row["window_source"] == "statusline"
+    assert row["idle_compaction_at"] == (expires - 360 if idle else None)
+    answer = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+    assert isinstance(answer, bytes)
+    said = json.loads(answer).get("systemMessage", "") if answer else ""
+    if idle:
+        hhmm = time.strftime("%H:%M", time.localtime(expires - 360))
+        assert f"left idle, this session is compacted at {hhmm}" in said, said
+    else:
+        assert "left idle" not in said
+
+
+def switch_payload(t: Any, event: str, tokens: int, to_model: str, source: str) -> bytes:
+    """A PreModelSwitch/PostModelSwitch payload with the fields 2.1.332's bundle gives it (its
+    hook input: the common fields, from_model, to_model, requested_model, source,
+    context_tokens, prompt_cache_warm, cache_ttl; not captured from a run)."""
+    doc = t.payload("Stop")
+    doc.pop("stop_hook_active", None)
+    doc.update(
+        hook_event_name=event,
+        from_model="claude-opus-4-8[1m]",
+        to_model=to_model,
+        requested_model=to_model,
+        source=source,
+        context_tokens=tokens,
+        prompt_cache_warm=True,
+        cache_ttl="1h",
+    )
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    ("config", "tokens", "said"),
+    [
+        ("", 300_000, "more than its 200,000-token window on claude-sonnet-4-6"),
+        ("", 180_000, "past its compaction point (167,000 of 200,000 tokens)"),
+        ("", 50_000, None),  # well inside it: quiet
+        ('[model_switch]\naction = "deny"\n', 300_000, "deny"),
+    ],
+)
+def test_a_model_switch_past_the_new_models_compaction_point(
+    world: World, clock: FakeClock, config: str, tokens: int, said: str | None
+) -> None:
+    centre = open_centre(world, clock, config)
+    t = world.claude()
+    t.assistant(tokens)
+    payload = switch_payload(t, "PreModelSwitch", tokens, "claude-sonnet-4-6", "picker")
+    answer = centre.answers.handle_hook("claude", None, payload)
+    assert isinstance(answer, bytes)
+    out = json.loads(answer) if answer else None
+    if said is None:
+        assert out is None
+        return
+    assert out is not None
+    if said != "deny":  # the default: a message the user sees, the switch goes ahead
+        assert set(out) == {"systemMessage"}
+        assert f"holds {tokens:,} tokens, {said}" in out["systemMessage"]
+    else:
+        hso = out["hookSpecificOutput"]
+        assert hso["hookEventName"] == "PreModelSwitch" and hso["permissionDecision"] == "deny"
+        assert "claude-sonnet-4-6" in hso["permissionDecisionReason"]
+
+
+def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(120_000)
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, 120_000, "1h", 0)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["window"] == 1_000_000 and row["window_source"] == "statusline"
+    payload = switch_payload(t, "PostModelSwitch", 125_000, "claude-sonnet-4-6", "auto")
+    assert centre.answers.handle_hook("claude", None, payload) == b""
+    (row,) = centre.status.document()["sessions"]
+    assert row["model"] == "claude-sonnet-4-6" and row["tokens"] == 125_000
+    assert row["window"] == 200_000 and row["window_source"] != "statusline"

@@ -333,7 +333,7 @@ def test_install_transport_http(world: World, tmp_path: Path) -> None:
     # back to commands: the HTTP hooks are replaced, not doubled; uninstall removes them all
     assert world.cli("install", "claude", "--settings", str(settings)).returncode == 0
     text = settings.read_text()
-    assert '"type": "http"' not in text and text.count("ctxd_hook") == 8  # 7 + statusLine
+    assert '"type": "http"' not in text and text.count("ctxd_hook") == 10  # 9 + statusLine
     assert (
         world.cli(
             "install", "claude", "--settings", str(settings), "--transport", "http"

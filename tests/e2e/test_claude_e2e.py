@@ -382,6 +382,70 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         tmux.kill()
 
 
+def test_interactive_foreign_statusline_unchanged_and_ctxd_learns_the_window(
+    make_rig: Callable[..., Rig], tmp_path: Path
+) -> None:
+    """The user's own statusLine installed first: after `ctxd install claude` Claude Code's UI
+    (tmux) shows the user's line exactly as the user's command prints it, from the payload
+    Claude Code sent, while the daemon takes the window from that same payload."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    config = WINDOW_BASIS + "[window]\ndefault = 200000\n"
+    rig = make_rig(claude_tool_steps(1, [95_000, 295_000], TOOL_SECONDS), config)
+    seen = tmp_path / "seen.jsonl"
+    script = tmp_path / "my-line.py"
+    script.write_text(
+        "import json, sys\n"
+        "raw = sys.stdin.read()\n"
+        f"open({str(seen)!r}, 'a').write(raw.strip() + '\\n')\n"
+        "cw = json.loads(raw).get('context_window') or {}\n"
+        "print(f\"MY-OWN-LINE size={cw.get('context_window_size')} "
+        "pct={cw.get('used_percentage')}\")\n"
+    )
+    mine = {"type": "command", "command": f"{shlex.quote(sys.executable)} {script}", "padding": 0}
+    doc = json.loads(rig.settings.read_text())
+    doc["hooks"] = {}  # the rig's own ctxd hooks go; install puts them back
+    doc.update(permissions={"allow": ["Bash"]}, statusLine=mine)
+    rig.settings.write_text(json.dumps(doc))
+    res = rig.ctxd.install("claude", rig.settings)
+    assert "still draws the line" in res.stdout, res.describe()
+    line = json.loads(rig.settings.read_text())["statusLine"]
+    assert line["padding"] == 0 and line["command"] != mine["command"]
+
+    tmux = Tmux(tmp_path / "tmux.sock", "cc")
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
+    cmd = (
+        f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
+        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
+    )
+    tmux.start(cmd)
+    try:
+        assert tmux.wait("MY-OWN-LINE size=1000000", 40), tmux.pane()
+        tmux.send("Run the step")
+        assert wait_for(lambda: len(rig.main()) >= 2, 60), tmux.pane()
+
+        def learned() -> bool:
+            rows = [s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000]
+            return bool(rows) and rows[0]["window_source"] == "statusline"
+
+        assert wait_for(learned, 30), (tmux.pane(), rig.ctxd.status())
+        row = next(s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000)
+        assert row["window"] == 1_000_000
+        assert tmux.wait("MY-OWN-LINE size=1000000 pct=30", 20), tmux.pane()
+        pane = tmux.pane()
+        assert "no usage yet" not in pane and "to compact" not in pane, pane  # not ctxd's line
+        tmux.send("/exit")
+        tmux.wait("CLAUDE-EXITED", 30)
+    finally:
+        tmux.kill()
+    # the user's command got Claude Code's own payload on stdin
+    payloads = [json.loads(x) for x in seen.read_text().splitlines()]
+    assert payloads and all("session_id" in p and "context_window" in p for p in payloads)
+    # uninstall gives the user's setting back as it was
+    rig.ctxd.ctl("uninstall", "claude", "--settings", str(rig.settings))
+    assert json.loads(rig.settings.read_text())["statusLine"] == mine
+
+
 # ------------------------------------------------------------------- the real compaction point
 #: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, settings.json keys, the point the measured
 #: rule gives)

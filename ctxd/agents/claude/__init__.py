@@ -15,10 +15,11 @@ from ctxd.agents.claude.compaction import (
 )
 from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
+from ctxd.agents.claude.idle import idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
@@ -69,6 +70,9 @@ def _statusline_check(doc: Json) -> list[Check]:
     line = doc.get("statusLine")
     command = line.get("command") if isinstance(line, dict) else None
     ours = is_ctxd_command(command)
+    foreign = unwrap_command(command)
+    if foreign is not None:
+        return [Check("claude statusline", True, f"your own `{foreign}`, run by ctxd's client")]
     # Keeping one's own statusline is a choice, not a fault: ctxd's hooks work without it.
     return [
         Check(
@@ -105,4 +109,5 @@ SPEC = AgentSpec(
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
     open_facts=_open_facts,
+    idle_compaction=idle_compaction_at,
 )

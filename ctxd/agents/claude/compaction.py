@@ -62,7 +62,9 @@ __all__ = [
     "claude_compaction_point",
     "compaction_point",
     "config_from",
+    "parse_js_int",
     "settings_config",
+    "settings_json",
 ]
 
 #: At most this many of the model's output tokens are kept free for the summary (measured).
@@ -82,7 +84,14 @@ _DISABLE_ENVS = ("DISABLE_AUTO_COMPACT", "DISABLE_COMPACT")
 VERSION_KEY = AGENT_VERSION
 
 #: The environment variables the rule reads; the hook client passes them (`ctxd_wire.HOOK_ENV`).
-CONFIG_ENV: tuple[str, ...] = (_MAX_OUTPUT_ENV, _PCT_ENV, _WINDOW_ENV, *_DISABLE_ENVS)
+#: CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS is the idle compaction's (`ctxd.agents.claude.idle`).
+CONFIG_ENV: tuple[str, ...] = (
+    _MAX_OUTPUT_ENV,
+    _PCT_ENV,
+    _WINDOW_ENV,
+    *_DISABLE_ENVS,
+    "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS",
+)
 
 #: ctxd's own setting for this rule (`[compaction.claude]`): compact at window - reserve instead
 #: of Claude Code's measured rule.
@@ -90,6 +99,7 @@ RESERVE = ConfigKey("reserve", int, low=0, default=None, alias="claude_reserve")
 CONFIG_KEYS = (RESERVE,)
 
 _WINDOW_KEY = "autoCompactWindow"
+_IDLE_KEY = "idleCompaction"  # read by `ctxd.agents.claude.idle`
 _ENABLED_KEY = "autoCompactEnabled"
 _MODEL_SETTINGS = "modelSettings"
 
@@ -233,10 +243,11 @@ def config_from(config: Mapping[str, str], model: str | None = None) -> ClaudeCo
 
 
 def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:
-    """The keys of a parsed settings.json the rule reads, flattened: `autoCompactWindow`,
-    `autoCompactEnabled` and `modelSettings.<id>.autoCompactWindow`, each value as JSON text."""
+    """The keys of a parsed settings.json the rules read, flattened: `autoCompactWindow`,
+    `autoCompactEnabled`, `idleCompaction` and `modelSettings.<id>.autoCompactWindow`, each
+    value as JSON text."""
     out: dict[str, str] = {}
-    for key in (_WINDOW_KEY, _ENABLED_KEY):
+    for key in (_WINDOW_KEY, _ENABLED_KEY, _IDLE_KEY):
         if key in doc:
             out[key] = orjson.dumps(doc[key]).decode()
     per_model = doc.get(_MODEL_SETTINGS)
@@ -342,3 +353,13 @@ def _measured_point(
     return claude_compaction_point(
         window, model, config_from(config, model), version=config.get(VERSION_KEY)
     )
+
+
+def parse_js_int(text: str | None) -> int | None:
+    """A value as the CLI's JavaScript parseInt reads it (None when it reads none)."""
+    return _parse_int(text)
+
+
+def settings_json(config: Mapping[str, str], key: str) -> object:
+    """A settings.json key's value from the flat configuration (None when absent or broken)."""
+    return _json(config.get(key))

@@ -26,8 +26,14 @@ DIALECT = Dialect(
             "SessionStart": "session_start",
             "SessionEnd": "session_end",
             "SubagentStop": "subagent_stop",
+            # 2.1.332 (its bundle's hook schema): from_model, to_model, source
+            # (command/picker/sdk/auto/resume), context_tokens, cache_ttl.
+            "PreModelSwitch": "model_switch",
+            "PostModelSwitch": "model_switched",
         }
     ),
+    # PreModelSwitch takes PreToolUse's `permissionDecision` (allow/deny/ask).
+    deny_events=frozenset({"PreModelSwitch"}),
     # Events whose `hookSpecificOutput.additionalContext` reaches the model.
     context_events=frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"}),
     # Events where `{"decision": "block", "reason": ...}` makes the agent keep going.
@@ -44,6 +50,7 @@ DIALECT = Dialect(
             "PreCompact",
             "PostCompact",
             "Notification",
+            "PreModelSwitch",
         }
     ),
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.claude.compaction import CONFIG_ENV
-from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
 from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks, specs_for
 
 AGENT = "claude"
@@ -23,6 +23,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreCompact", None),
     ("PostCompact", None),
     ("SessionEnd", None),
+    ("PreModelSwitch", None),
+    ("PostModelSwitch", None),
 )
 
 #: The environment the daemon reads for Claude Code (the spec's `config_env`).
@@ -83,8 +85,9 @@ def install(
 ) -> tuple[Json, tuple[str, ...]]:
     """`doc` with ctxd's hooks, and ctxd's statusLine where allowed; plus notes for the user.
 
-    The statusLine is set when none is set (with a note saying so), or when `statusline` is
-    true; a foreign one is otherwise left alone, with a note saying how to switch.
+    The statusLine is ctxd's when none is set (with a note saying so), or when `statusline` is
+    true; the user's own command is otherwise kept on screen, run by ctxd's client so that the
+    daemon sees the payload too (`wrap_command`; a note says so and how to switch).
     """
     out = add_hooks(doc, hook_specs(command, http_url), is_ctxd_command)
     notes: list[str] = []
@@ -98,16 +101,44 @@ def install(
         )
     current = out.get("statusLine")
     wanted = {"type": "command", "command": statusline_command}
+    foreign = unwrap_command(current.get("command")) if isinstance(current, dict) else None
     if current is None:
         out["statusLine"] = wanted
         notes.append(
             "statusLine: none was set, so ctxd's line is now Claude Code's statusline "
             "(`ctxd uninstall claude --statusline` removes it and keeps the hooks)"
         )
+    elif (
+        statusline
+        and isinstance(current, dict)
+        and (foreign is not None or not is_ctxd_command(current.get("command")))
+    ):
+        out["statusLine"] = wanted
+        old = f"`{foreign}`" if foreign is not None else _describe(current)
+        notes.append(
+            f"statusLine {old} replaced by ctxd's; uninstalling ctxd removes ctxd's line and "
+            "does not bring the old one back (it is in the backup)"
+        )
+    elif foreign is not None:  # ctxd already runs the user's line: refresh ctxd's part
+        updated = copy.deepcopy(current)
+        updated["command"] = wrap_command(statusline_command, foreign)
+        out["statusLine"] = updated
     elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
         updated = copy.deepcopy(current)
         updated.update(wanted)
         out["statusLine"] = updated
+    elif isinstance(current, dict) and isinstance(current.get("command"), str):
+        updated = copy.deepcopy(current)
+        updated["command"] = wrap_command(statusline_command, current["command"])
+        out["statusLine"] = updated
+        notes.append(
+            f"statusLine: your own `{current['command']}` still draws the line, run by ctxd's "
+            "client, which also hands its payload to ctxd (the exact window); its output and "
+            "exit code are unchanged, and `ctxd uninstall claude` puts the command back as it "
+            "was. To show ctxd's line instead: `ctxd install claude --statusline`; to show "
+            "ctxd's segment inside your line (ccstatusline's custom command widget, or your "
+            f"script), run `{statusline_command}` with the payload on stdin"
+        )
     elif statusline:
         out["statusLine"] = wanted
         notes.append(
@@ -123,9 +154,15 @@ def install(
 
 
 def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
-    """`doc` without ctxd's hooks and without ctxd's own statusLine (a foreign one stays)."""
+    """`doc` without ctxd's hooks and without ctxd's own statusLine (a foreign one stays; one
+    that ctxd's client runs gets its own command back)."""
     out = remove_hooks(doc, is_ctxd_command)
     current: Any = out.get("statusLine")
-    if isinstance(current, dict) and is_ctxd_command(current.get("command")):
+    foreign = unwrap_command(current.get("command")) if isinstance(current, dict) else None
+    if foreign is not None:
+        restored = copy.deepcopy(current)
+        restored["command"] = foreign
+        out["statusLine"] = restored
+    elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
         del out["statusLine"]
     return out, ()

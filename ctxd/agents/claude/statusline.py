@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ctxd.agents.claude.idle import TTLS
 from ctxd.agents.claude.transcript import context_tokens
 from ctxd.agents.hooks import load_payload
-from ctxd.core.events import StatuslineReport
+from ctxd.core.events import PromptCache, StatuslineReport
 
 if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
     from ctxd.core.session import Figures
@@ -55,6 +57,9 @@ class StatusView:
     auto_compaction: bool = True
     #: `tokens` is an estimate (after a compaction whose record gave no size): shown with "~".
     estimated: bool = False
+    #: When Claude Code compacts the session if it stays idle (epoch seconds): shown as a
+    #: local clock time.
+    idle_compaction_at: float | None = None
 
 
 def parse_statusline(payload: bytes) -> StatuslineReport:
@@ -75,6 +80,23 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
         used_pct=_percent(context.get("used_percentage")),
         tokens=context_tokens(usage),
         agent_version=_text(data.get("version")),
+        prompt_cache=_prompt_cache(data.get("prompt_cache")),
+    )
+
+
+def _prompt_cache(value: object) -> PromptCache | None:
+    cache = _object(value)
+    ttl = cache.get("ttl")
+    seconds = TTLS.get(ttl) if isinstance(ttl, str) else None
+    if seconds is None:
+        return None
+    expires = cache.get("expires_at")
+    usable = isinstance(expires, int | float) and not isinstance(expires, bool)
+    at = float(expires) if usable else None  # type: ignore[arg-type]
+    return PromptCache(
+        ttl=seconds,
+        expires_at=at if at is not None and math.isfinite(at) else None,
+        warm=cache.get("warm") is True,
     )
 
 
@@ -91,6 +113,7 @@ def render_figures(model: str | None, fig: Figures) -> bytes:
             severity=fig.severity.label,
             auto_compaction=fig.auto_compaction,
             estimated=fig.estimated,
+            idle_compaction_at=fig.idle_compaction_at,
         )
     )
 
@@ -126,6 +149,9 @@ def render_statusline(view: StatusView, width: int = 10) -> bytes:
             parts.append("compaction due" if left <= 0 else f"{_human(left)} to compact")
         elif not view.auto_compaction:
             parts.append("no auto-compaction")
+        if view.idle_compaction_at is not None:
+            at = time.strftime("%H:%M", time.localtime(view.idle_compaction_at))
+            parts.append(f"idle compact {at}")
     line = _MARKERS.get(view.severity, "") + _SEP.join(parts)
     return line.encode() + b"\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxd.agents.hookcmd import hook_command, is_ctxd_command
+from ctxd.agents.hookcmd import hook_command, is_ctxd_command, unwrap_command, wrap_command
 from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
 
 DATA = Path(__file__).parents[2] / "data" / "settings"
@@ -50,18 +50,65 @@ def test_statusline_is_set_when_none_is_set(env: dict[str, str]) -> None:
     }
 
 
-def test_foreign_statusline_is_never_replaced_silently(env: dict[str, str]) -> None:
+def test_foreign_statusline_stays_on_screen_run_by_ctxd(env: dict[str, str]) -> None:
+    """The user's own statusLine keeps drawing the line: only its command is wrapped by ctxd's
+    client (its other keys untouched), the note says what changed, and uninstalling gives the
+    setting back exactly."""
     path = place("claude-foreign.json", env)
+    original = load(path)
     plan = plan_install("claude", env=env)
     apply_plan(plan)
     assert load(path)["statusLine"] == {
         "type": "command",
-        "command": FOREIGN_STATUSLINE,
+        "command": wrap_command(hook_command("claude", "statusline", env), FOREIGN_STATUSLINE),
         "padding": 0,
     }
     (note,) = plan.notes
-    assert "statusLine left as is" in note and FOREIGN_STATUSLINE in note
-    assert "--statusline" in note
+    assert FOREIGN_STATUSLINE in note and "still draws the line" in note
+    assert "`ctxd uninstall claude`" in note and "--statusline" in note
+    # a second install changes nothing; uninstall gives the file back as it was
+    assert not plan_install("claude", env=env).changed
+    apply_plan(plan_uninstall("claude", env=env))
+    assert load(path) == original
+
+
+def test_uninstall_statusline_alone_unwraps_and_keeps_the_hooks(env: dict[str, str]) -> None:
+    path = place("claude-foreign.json", env)
+    original = load(path)
+    apply_plan(plan_install("claude", env=env))
+    apply_plan(plan_uninstall("claude", env=env, statusline=True))
+    after = load(path)
+    assert after["statusLine"] == original["statusLine"]
+    assert "hooks" in after
+
+
+def test_a_wrapped_statusline_follows_ctxd_when_it_moves(env: dict[str, str]) -> None:
+    path = settings_path("claude", env)
+    path.parent.mkdir(parents=True)
+    old = wrap_command("/gone/bin/python -S -I /gone/ctxd_hook.py claude statusline", "x 'y'")
+    path.write_text(json.dumps({"statusLine": {"type": "command", "command": old}}))
+    apply_plan(plan_install("claude", env=env))
+    command = load(path)["statusLine"]["command"]  # type: ignore[index]
+    assert command == wrap_command(hook_command("claude", "statusline", env), "x 'y'")
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        FOREIGN_STATUSLINE,
+        "bunx -y ccstatusline@latest",
+        'echo "$(jq -r .model.display_name)" | tr a-z A-Z; exit 0',
+        "printf '%s\\n' it\\'s",
+        "--wrap",
+        "",
+    ],
+)
+def test_unwrap_gives_back_the_command_exactly(foreign: str) -> None:
+    wrapped = wrap_command(hook_command("claude", "statusline"), foreign)
+    assert is_ctxd_command(wrapped)
+    assert unwrap_command(wrapped) == foreign
+    assert unwrap_command(hook_command("claude", "statusline")) is None
+    assert unwrap_command(foreign) is None
 
 
 def test_statusline_flag_replaces_a_foreign_one_and_says_so(env: dict[str, str]) -> None:
@@ -81,10 +128,11 @@ def test_statusline_flag_replaces_a_foreign_one_and_says_so(env: dict[str, str])
     assert after == {k: v for k, v in original.items() if k != "statusLine"}
 
 
-def test_uninstall_keeps_a_foreign_statusline(env: dict[str, str]) -> None:
+def test_uninstall_gives_back_a_foreign_statusline(env: dict[str, str]) -> None:
     path = place("claude-harness-2.1.332.json", env)
     original = load(path)
     apply_plan(plan_install("claude", env=env))
+    assert unwrap_command(load(path)["statusLine"]["command"])  # type: ignore[index]
     apply_plan(plan_uninstall("claude", env=env))
     assert load(path)["statusLine"] == original["statusLine"]
 

@@ -1,0 +1,72 @@
+"""`[thresholds] warning_tokens` / `critical_tokens`: absolute limits beside the percentages,
+whichever comes first, for every agent; the warning says which limit was passed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ctxd import agents
+from ctxd.core.events import HookEvent
+from ctxd.core.measure import Severity
+from ctxd.core.policy import severity_for, tokens_severity
+from ctxd.core.session import Grounds, figures, new_session, on_hook
+from ctxd.core.settings import Settings, Thresholds
+from ctxd.errors import InvalidInput
+
+LIMITS = Thresholds(warning_tokens=150_000, critical_tokens=250_000)
+
+
+@pytest.mark.parametrize(
+    ("remaining", "tokens", "expected"),
+    [
+        (90.0, 149_999, Severity.OK),
+        (90.0, 150_000, Severity.WARNING),  # the token limit comes first
+        (90.0, 250_000, Severity.CRITICAL),
+        (30.0, 100_000, Severity.WARNING),  # the percentage comes first
+        (20.0, 160_000, Severity.CRITICAL),
+        (30.0, 260_000, Severity.CRITICAL),  # the higher of the two
+        (90.0, None, Severity.OK),
+    ],
+)
+def test_whichever_comes_first(remaining: float, tokens: int | None, expected: Severity) -> None:
+    assert severity_for(remaining, LIMITS, tokens) == expected
+
+
+def test_unset_by_default_and_checked() -> None:
+    assert tokens_severity(10**9, Thresholds()) == Severity.OK
+    with pytest.raises(InvalidInput):
+        Thresholds(warning_tokens=200_000, critical_tokens=100_000)
+    with pytest.raises(InvalidInput):
+        Thresholds(warning_tokens=0)
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_every_agent_warns_at_the_token_limit_and_says_so(agent: str) -> None:
+    spec = agents.spec(agent)
+    settings = Settings(thresholds=LIMITS, default_window=1_000_000)
+    grounds = Grounds(settings, spec.compaction)
+    state = replace(new_session(agent, "s1", None, 0.0), tokens=160_000)
+    assert figures(state, grounds).severity == Severity.WARNING
+    event = HookEvent(agent, "PostToolUse", "tool_call", "s1", None, None)
+    _, reply = on_hook(state, event, grounds, 1.0)
+    assert reply.context is not None
+    assert reply.context.startswith(
+        "CONTEXT WARNING: past the user's warning limit of 150,000 tokens."
+    )
+    _, reply = on_hook(replace(state, tokens=260_000), event, grounds, 2.0)
+    assert reply.context is not None and "critical limit of 250,000 tokens" in reply.context
+
+
+def test_the_config_file_takes_the_keys() -> None:
+    from ctxd.daemon.config import parse_settings
+    from ctxd.errors import ConfigError
+
+    t = parse_settings("[thresholds]\nwarning_tokens = 150000\ncritical_tokens = 200000\n")
+    assert (t.thresholds.warning_tokens, t.thresholds.critical_tokens) == (150_000, 200_000)
+    assert parse_settings("").thresholds.warning_tokens is None
+    with pytest.raises(ConfigError):
+        parse_settings("[thresholds]\nwarning_tokens = 300000\ncritical_tokens = 200000\n")
+    with pytest.raises(ConfigError):
+        parse_settings('[thresholds]\nwarning_tokens = "150k"\n')
