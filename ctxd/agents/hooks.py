@@ -77,13 +77,26 @@ def render_reply(dialect: Dialect, event: HookEvent, reply: Reply) -> bytes:
 
     Context goes only to events whose context that agent feeds to the model; a block only to
     Stop (Claude Code, Codex CLI) or AfterAgent (Gemini CLI), and never when
-    `event.stop_hook_active`; the user message only where that agent shows it. Every envelope
-    names the event it answers.
+    `event.stop_hook_active`; the user message only where that agent shows it (where it shows
+    none on a Stop it can block, the message is the block's reason). Every envelope names the
+    event it answers.
     """
+    user_message = _said(reply.user_message)
+    block_reason = None if event.stop_hook_active else _said(reply.block_reason)
+    if (
+        user_message
+        and block_reason is None
+        and not event.stop_hook_active
+        and event.name in dialect.block_events
+        and event.name not in dialect.user_message_events
+    ):
+        # The agent shows this event's messages to no one but lets it be blocked: the model
+        # is the only reader there is, so the message (the handoff request) goes as the reason.
+        block_reason, user_message = user_message, None
     wanted = Reply(
         context=_said(reply.context),
-        user_message=_said(reply.user_message),
-        block_reason=None if event.stop_hook_active else _said(reply.block_reason),
+        user_message=user_message,
+        block_reason=block_reason,
         deny_reason=_said(reply.deny_reason),
     )
     answer = dialect.render(event.name, wanted)

@@ -10,8 +10,8 @@ used), CRITICAL from 38,360 (75 %), the handoff from 35,800 (70 %).
 
 Only agentStop names the transcript; the other hooks give the session id, from which ctxd finds
 the events file (`session-state/<id>/events.jsonl`), whose usage records carry the mock's
-figures exactly. Nothing a hook prints reaches the user, so the handoff runs as a block
-(`[handoff] action = "block"`): its reason starts a new turn.
+figures exactly. Nothing a hook prints reaches the user, so the handoff runs as a block even
+with the default `[handoff] action = "message"`: its reason starts a new turn.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_warnings_escalate_and_the_handoff_blocks_once(make_rig: Callable[..., R
     # 8(C: escalation) 9      final answer (agentStop: 60 % used -> handoff, a block)
     prompts += [38_400, 38_500, 38_600]
     steps = [*tool_steps(prompts), {"text": "Handoff written.", "usage": usage(38_700)}]
-    rig = make_rig(steps, '[handoff]\naction = "block"\n')
+    rig = make_rig(steps)  # the default config: a handoff message, which only a block delivers
     res = rig.copilot("Run the steps")
 
     main = rig.main()

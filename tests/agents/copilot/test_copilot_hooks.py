@@ -63,8 +63,17 @@ def test_the_handoff_block_and_no_user_message() -> None:
     stop = _event("agentStop")
     out = agents.render(stop, Reply(block_reason="CONTEXT HANDOFF: x"))  # type: ignore[arg-type]
     assert orjson.loads(out) == {"decision": "block", "reason": "CONTEXT HANDOFF: x"}
-    # nothing a hook prints reaches the user
-    assert agents.render(stop, Reply(user_message="x")) == b""  # type: ignore[arg-type]
+    # Nothing a hook prints reaches the user: the default handoff (a message) is asked of the
+    # model instead, through the block, and nowhere else a message goes.
+    out = agents.render(stop, Reply(user_message="CONTEXT HANDOFF: x"))  # type: ignore[arg-type]
+    assert orjson.loads(out) == {"decision": "block", "reason": "CONTEXT HANDOFF: x"}
+    assert agents.render(_event("postToolUse"), Reply(user_message="x")) == b""  # type: ignore[arg-type]
+
+
+def test_a_message_after_a_block_is_not_turned_into_another() -> None:
+    _, second = sorted(PAYLOADS.glob("print/*-agentStop.json"))
+    again = agents.parse("copilot", second.read_bytes(), "agentStop")
+    assert agents.render(again, Reply(user_message="CONTEXT HANDOFF: x")) == b""
 
 
 def test_the_implied_transcript() -> None:
