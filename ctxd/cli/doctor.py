@@ -205,15 +205,7 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
         for run in range(HOOK_RUNS):
             start = time.perf_counter()
             try:
-                done = subprocess.run(
-                    command,
-                    shell=True,
-                    input=payload,
-                    env=run_env,
-                    capture_output=True,
-                    timeout=HOOK_TIMEOUT,
-                    check=False,
-                )
+                done = _run_command(command, payload, run_env)
             except subprocess.TimeoutExpired:
                 return Check(name, False, f"`{command}` ran over {HOOK_TIMEOUT:g} s", fix)
             timings.append((time.perf_counter() - start) * 1000)
@@ -271,20 +263,28 @@ def _run_wrapped(
     with open_probe() as probe:
         run_env = dict(env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
         try:
-            subprocess.run(
-                command,
-                shell=True,
-                input=payload,
-                env=run_env,
-                capture_output=True,
-                timeout=HOOK_TIMEOUT,
-                check=False,
-            )
+            _run_command(command, payload, run_env)
         except subprocess.TimeoutExpired:
             return Check(name, False, f"your statusline `{foreign}` ran over {HOOK_TIMEOUT:g} s")
         if not probe.exchanges:
             return Check(name, False, f"`{command}` never reached ctxd", fix)
     return Check(name, True, f"your own `{foreign}`, run by ctxd's client, which reaches ctxd")
+
+
+def _run_command(
+    command: str, payload: bytes, env: Mapping[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    """The installed command run as the agent runs it (a shell, the payload on stdin), bounded
+    by HOOK_TIMEOUT (subprocess.TimeoutExpired past it)."""
+    return subprocess.run(
+        command,
+        shell=True,
+        input=payload,
+        env=env,
+        capture_output=True,
+        timeout=HOOK_TIMEOUT,
+        check=False,
+    )
 
 
 def _title(agent: str) -> str:
