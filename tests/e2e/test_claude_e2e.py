@@ -336,6 +336,29 @@ def test_instant_tools_are_warned_at_their_own_call(make_rig: Callable[..., Rig]
     assert at_calls(rig.main(), CRITICAL) == [8]
 
 
+def start_interactive(rig: Rig, tmp_path: Path) -> Tmux:
+    """The real CLI's interactive UI in a tmux session of its own, in the rig's environment."""
+    tmux = Tmux(tmp_path / "tmux.sock", "cc")
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
+    tmux.start(
+        f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
+        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
+    )
+    return tmux
+
+
+def assert_window_from_the_statusline(rig: Rig, tmux: Tmux, tokens: int, window: int) -> None:
+    """`ctxd status` shows the session at `tokens`, its window taken from the statusline."""
+
+    def learned() -> bool:
+        rows = [s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == tokens]
+        return bool(rows) and rows[0]["window_source"] == "statusline"
+
+    assert wait_for(learned, 30), (tmux.pane(), rig.ctxd.status())
+    row = next(s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == tokens)
+    assert row["window"] == window
+
+
 # ------------------------------------------------------------------------------------ tmux
 def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     make_rig: Callable[..., Rig], tmp_path: Path
@@ -354,26 +377,14 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
     rig.ctxd.install("claude", rig.settings, "--statusline")
     assert "statusline" in json.loads(rig.settings.read_text())["statusLine"]["command"]
 
-    tmux = Tmux(tmp_path / "tmux.sock", "cc")
-    env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
-    cmd = (
-        f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
-        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
-    )
-    tmux.start(cmd)
+    tmux = start_interactive(rig, tmp_path)
     try:
         # ctxd's line before the first reply: the model and the window Claude Code reported
         assert tmux.wait("no usage yet · window 1M", 40), tmux.pane()
         tmux.send("Run the step")
         assert wait_for(lambda: len(rig.main()) >= 2, 60), tmux.pane()
 
-        def learned() -> bool:
-            rows = [s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000]
-            return bool(rows) and rows[0]["window_source"] == "statusline"
-
-        assert wait_for(learned, 30), (tmux.pane(), rig.ctxd.status())
-        row = next(s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000)
-        assert row["window"] == 1_000_000
+        assert_window_from_the_statusline(rig, tmux, 300_000, 1_000_000)
         # ...and after it: 300k of that 1M window (no "?": not a guessed default)
         assert tmux.wait("30% · 300k/1M", 20), tmux.pane()
         tmux.send("/exit")
@@ -412,25 +423,13 @@ def test_interactive_foreign_statusline_unchanged_and_ctxd_learns_the_window(
     line = json.loads(rig.settings.read_text())["statusLine"]
     assert line["padding"] == 0 and line["command"] != mine["command"]
 
-    tmux = Tmux(tmp_path / "tmux.sock", "cc")
-    env = " ".join(shlex.quote(f"{k}={v}") for k, v in rig.env().items())
-    cmd = (
-        f"cd {shlex.quote(str(rig.rd.work))} && env -i {env} {shlex.quote(str(rig.bin))} "
-        "--permission-mode default; echo CLAUDE-EXITED; sleep 30"
-    )
-    tmux.start(cmd)
+    tmux = start_interactive(rig, tmp_path)
     try:
         assert tmux.wait("MY-OWN-LINE size=1000000", 40), tmux.pane()
         tmux.send("Run the step")
         assert wait_for(lambda: len(rig.main()) >= 2, 60), tmux.pane()
 
-        def learned() -> bool:
-            rows = [s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000]
-            return bool(rows) and rows[0]["window_source"] == "statusline"
-
-        assert wait_for(learned, 30), (tmux.pane(), rig.ctxd.status())
-        row = next(s for s in rig.ctxd.status()["sessions"] if s.get("tokens") == 300_000)
-        assert row["window"] == 1_000_000
+        assert_window_from_the_statusline(rig, tmux, 300_000, 1_000_000)
         assert tmux.wait("MY-OWN-LINE size=1000000 pct=30", 20), tmux.pane()
         pane = tmux.pane()
         assert "no usage yet" not in pane and "to compact" not in pane, pane  # not ctxd's line
