@@ -6,7 +6,10 @@ It makes ONE pass over the lines for two listeners: it returns a `UsageUpdate` w
 session's context usage changes, and it hands every record it decodes to its `FactListener`
 (the session digest, `ctxd.agents.digest`). A listener that wants no records (`NO_FACTS`, what
 `ctxd replay` passes) lets the reader skip lines that cannot carry usage without decoding them;
-one that wants them has every line decoded once, for both.
+one that wants them has every line decoded once, for both. A caller that wants the listener's
+facts alone (`ctxd handoff`, which reads a whole file for its digest) opens the reader with
+`usage=False`: a reader that keeps a digest then does no usage work at all (its `feed` returns
+no updates), and only the listener's.
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ class TranscriptReader(Protocol):
 
 class OpenReader(Protocol):
     """An agent's reader factory: a fresh reader for the transcript at `path` (None: path
-    unknown), reporting its facts to `facts`."""
+    unknown), reporting its facts to `facts`. With `usage=False` the caller wants only the
+    facts: the reader may skip its usage work, and what its `feed` returns is not looked at (a
+    reader that keeps no digest has no other work, and ignores it)."""
 
-    def __call__(self, path: str | None, facts: FactListener = NO_FACTS, /) -> TranscriptReader: ...
+    def __call__(
+        self, path: str | None, facts: FactListener = NO_FACTS, /, *, usage: bool = True
+    ) -> TranscriptReader: ...

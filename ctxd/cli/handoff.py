@@ -28,7 +28,7 @@ def digest_of(agent: str, path: str) -> Digest:
     facts = spec.open_facts(path)
     if facts is None:
         raise InvalidInput(f"ctxd keeps no digest for this {spec.title} transcript")
-    reader = spec.open_reader(path, facts)
+    reader = spec.open_reader(path, facts, usage=False)  # the digest alone: no usage work
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:

@@ -24,6 +24,12 @@ SAMPLES = [
 SAMPLES += [("codex", p) for p in sorted(DATA.glob("codex-cli-*/*.jsonl"))]
 SAMPLES += [("gemini", p) for p in sorted(DATA.glob("gemini-cli-*/*.jsonl"))]
 HOLDS_NO_FACT = {"transcript.compress.2.jsonl"}
+PUBLIC = DATA.parent / "public"
+PUBLIC_SAMPLES = [
+    (agent, p)
+    for agent in ("claude", "codex", "gemini")
+    for p in sorted(PUBLIC.glob(f"{agent}/**/*.jsonl"))
+]
 
 
 def _with_facts(agent: str, path: Path) -> tuple[TranscriptReader, Facts]:
@@ -59,6 +65,24 @@ def test_the_digest_does_not_depend_on_where_the_bytes_were_split(
     # Every sample holds facts (the comparison is not of two empty digests), but the file
     # Gemini CLI starts after a compression, which holds only its context and the summary.
     assert (whole_facts.digest == Digest()) == (path.name in HOLDS_NO_FACT)
+
+
+@pytest.mark.parametrize(
+    ("agent", "path"), SAMPLES + PUBLIC_SAMPLES, ids=lambda v: getattr(v, "name", v)
+)
+def test_a_reader_told_to_do_no_usage_work_keeps_the_same_digest(agent: str, path: Path) -> None:
+    """What `ctxd handoff` reads (the facts alone) is the digest the daemon keeps as it reads
+    usage, fed whole or in pieces; and the reader reports no usage then."""
+    data = path.read_bytes()
+    riding, riding_facts = _with_facts(agent, path)
+    riding.feed(data)
+    agent_spec = spec(agent)
+    for step in (len(data), 4096):
+        facts = agent_spec.open_facts(str(path))
+        assert facts is not None
+        alone = agent_spec.open_reader(str(path), facts, usage=False)
+        assert [u for i in range(0, len(data), step) for u in alone.feed(data[i : i + step])] == []
+        assert facts.digest == riding_facts.digest
 
 
 def _turn(message_id: str, call_ids: list[str]) -> bytes:

@@ -31,8 +31,10 @@ __all__ = ["SPEC"]
 NAME = "claude"
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> ClaudeReader:
-    return ClaudeReader(path is not None and files.is_subagent_path(path), facts)
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> ClaudeReader:
+    return ClaudeReader(path is not None and files.is_subagent_path(path), facts, usage)
 
 
 def _open_facts(path: str | None) -> ClaudeFacts:

@@ -32,7 +32,8 @@ that wants records, every other line is decoded once and each record of the read
 handed to it after its usage is read. Without one (`ctxd replay`), only the lines a substring
 test says may carry usage are decoded: `"usage"` with its quotes can only occur as a real key,
 since quotes inside JSON strings are escaped; the lines that merely contain one of the words are
-decoded and then dropped.
+decoded and then dropped. Opened for the facts alone (`usage=False`, `ctxd handoff`), it hands
+the records over and reads none for usage (nor the tool call ids `saw_tool_use` answers from).
 
 `saw_tool_use` answers from the ids of the recent tool calls (`RecentCalls`): all of the newest
 model turn's and the last `RECENT_CALLS` overall. That is enough: Claude Code runs a
@@ -106,10 +107,14 @@ class RecentCalls(dict[str, None]):
 class ClaudeReader:
     """Incremental reader for Claude Code transcripts; see the module docstring."""
 
-    def __init__(self, subagent: bool = False, facts: FactListener = NO_FACTS) -> None:
+    def __init__(
+        self, subagent: bool = False, facts: FactListener = NO_FACTS, usage: bool = True
+    ) -> None:
         self._keep_sidechain = subagent
         #: The listener told every record of this reader's chain (the session digest).
         self.facts = facts
+        #: False: only the listener's facts are wanted (`ctxd handoff`), no usage work is done.
+        self.usage = usage
         self._lines = LineSplitter()
         self._final_id: str | None = None
         self._reported = Changes()
@@ -125,6 +130,7 @@ class ClaudeReader:
         every = facts.wants_records
         take = facts.take
         keep_sidechain = self._keep_sidechain
+        usage = self.usage
         for line in self._lines.feed(data):
             if _holds_nothing(line, keep_sidechain):  # measured: it pays, with or without facts
                 continue
@@ -137,7 +143,7 @@ class ClaudeReader:
             record = decode(line)
             if record is None or (record.get("isSidechain") is True and not keep_sidechain):
                 continue
-            update = self._on_record(record)
+            update = self._on_record(record) if usage else None
             take(record)
             if update is not None:
                 updates.append(update)

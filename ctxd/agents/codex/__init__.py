@@ -31,8 +31,10 @@ def _open_facts(path: str | None) -> CodexFacts:
     return CodexFacts()
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> CodexReader:
-    return CodexReader(facts)
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> CodexReader:
+    return CodexReader(facts, usage)
 
 
 def _read_config(path: Path) -> Json | None:

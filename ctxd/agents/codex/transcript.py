@@ -32,7 +32,8 @@ comes from `turn_context` lines.
 The reader makes one pass for usage and for its `FactListener` (the session digest,
 `digest.py`): given a listener that wants records, it decodes every line once and hands each
 record over; without one (`ctxd replay`), it decodes only the lines whose kind, read from their
-first bytes, may carry usage or the model.
+first bytes, may carry usage or the model. Opened for the facts alone (`usage=False`, `ctxd
+handoff`), it hands every record over and reads none for usage.
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ _CHARS_PER_TOKEN = 4
 class CodexReader:
     """Incremental reader for Codex CLI rollouts; see the module docstring."""
 
-    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+    def __init__(self, facts: FactListener = NO_FACTS, usage: bool = True) -> None:
         #: Told every record decoded (the session digest), or NO_FACTS.
         self.facts = facts
+        #: False: only the listener's facts are wanted (`ctxd handoff`), no usage work is done.
+        self.usage = usage
         self._lines = LineSplitter()
         self._model: str | None = None
         self._window: int | None = None
@@ -92,6 +95,7 @@ class CodexReader:
         facts = self.facts
         every_line = facts.wants_records
         take = facts.take
+        usage = self.usage
         updates: list[UsageUpdate] = []
         for line in self._lines.feed(data):
             if not every_line and not _wanted(line):
@@ -99,13 +103,14 @@ class CodexReader:
             record = decode(line)
             if record is None:
                 continue
-            kind = record.get("type")
-            if kind in _USAGE_KINDS:
-                payload = record.get("payload")
-                if isinstance(payload, dict):
-                    update = self._on_record(kind, payload, record)
-                    if update is not None:
-                        updates.append(update)
+            if usage:
+                kind = record.get("type")
+                if kind in _USAGE_KINDS:
+                    payload = record.get("payload")
+                    if isinstance(payload, dict):
+                        update = self._on_record(kind, payload, record)
+                        if update is not None:
+                            updates.append(update)
             take(record)
         facts.flush()
         return updates

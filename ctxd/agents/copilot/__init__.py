@@ -24,8 +24,10 @@ __all__ = ["SPEC"]
 NAME = "copilot"
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> CopilotReader:
-    return CopilotReader(facts)
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> CopilotReader:
+    return CopilotReader(facts)  # it keeps no digest: usage is all it does
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:

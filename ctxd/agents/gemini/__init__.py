@@ -28,11 +28,11 @@ def _is_legacy(path: str | None) -> bool:
 
 
 def _open_reader(
-    path: str | None, facts: FactListener = NO_FACTS
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
 ) -> GeminiReader | GeminiJsonReader:
     if _is_legacy(path):
         return GeminiJsonReader()  # keeps no digest: it has no facts to tell
-    return GeminiReader(facts)
+    return GeminiReader(facts, usage)
 
 
 def _open_facts(path: str | None) -> GeminiFacts | None:

@@ -20,6 +20,8 @@ What a recording (0.61.0) says, record by record:
   session's new file holds the conversation so far: its facts are taken), and after a
   compression, whose new `<state_snapshot>` summary (or the CLI's fixed acknowledgement of one)
   counts as a compaction. A summary already seen (a resume repeats it) does not count again.
+Requests and what the model said wait for the end of the feed (`flush`): only the session's
+first request, the newest `Limits.asks` and the newest reply can show, and only they are read.
 The legacy single-object `.json` recordings keep no digest (`open_facts` gives None for them).
 """
 
@@ -47,7 +49,7 @@ class GeminiFacts(Facts):
     """A Gemini CLI recording's digest, from the records its reader decodes; see the module
     docstring."""
 
-    __slots__ = ("_begun", "_seen")
+    __slots__ = ("_asks", "_begun", "_replies", "_seen")
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,11 +57,18 @@ class GeminiFacts(Facts):
         self._seen: dict[str, None] = {}
         #: A message was seen: a `$set` of messages is no longer the file's start.
         self._begun = False
+        #: The user messages of the current feed, of which `flush` folds the requests that
+        #: can show (the session's first, the newest few).
+        self._asks: list[dict[str, Any]] = []
+        #: What the model said in the current feed, of which `flush` folds the newest.
+        self._replies: list[str] = []
 
     def reset(self) -> None:
         super().reset()
         self._seen.clear()
         self._begun = False
+        self._asks.clear()
+        self._replies.clear()
 
     def take(self, record: dict[str, Any]) -> None:
         """One decoded record: a message, a rewrite of the list, or something saying nothing."""
@@ -68,6 +77,20 @@ class GeminiFacts(Facts):
         elif isinstance(record.get("id"), str) and "$rewindTo" not in record:
             self._begun = True
             self._message(record)
+
+    def flush(self) -> None:
+        """Fold in the requests and the reply taken since the last flush: only the session's
+        first request, the newest `Limits.asks` and the newest reply can show, so only those
+        are read and clipped."""
+        if self._asks:
+            asks, self._asks = self._asks, []
+            self.fold_requests(asks, _asks_of)
+        if self._replies:
+            replies, self._replies = self._replies, []
+            for text in reversed(replies):
+                if text.strip():
+                    self.book.reply(text)
+                    break
 
     def _first_time(self, key: str) -> bool:
         seen = self._seen
@@ -104,9 +127,7 @@ class GeminiFacts(Facts):
                 first = content[0]
                 if isinstance(first, dict) and "functionResponse" in first:
                     return  # tool results
-            text = _ask_in(message_texts(message))
-            if text is not None:
-                self.book.ask(text)
+            self._asks.append(message)
         elif kind == "gemini":
             calls = message.get("toolCalls")
             if isinstance(calls, list):
@@ -118,7 +139,7 @@ class GeminiFacts(Facts):
                             self._call(call, call_id)
             content = message.get("content")
             if isinstance(content, str) and content:
-                self.book.reply(content)  # a blank one is not a reply
+                self._replies.append(content)  # a blank one is no reply: `flush` passes it
 
     def _call(self, call: dict[str, Any], call_id: str) -> None:
         """One tool call, with its result, folded in."""
@@ -162,6 +183,12 @@ class GeminiFacts(Facts):
         if failed:
             where = f" {path}" if path else ""
             book.result(None, True, None, f"{name}{where}: {_reason(error or output)}")
+
+
+def _asks_of(message: dict[str, Any]) -> list[str]:
+    """The request a user message makes, as a list (none, or one)."""
+    text = _ask_in(message_texts(message))
+    return [] if text is None else [text]
 
 
 def _ask_in(texts: list[str]) -> str | None:

@@ -29,7 +29,8 @@ neither usage nor facts: a byte test skips them. Given a listener that wants rec
 session digest, `digest.py`), every other line is decoded once, read for usage and handed over.
 Without one (`ctxd replay`), a message line is decoded only when its head, in Gemini CLI's own
 key order, does not show its id and usage (`_gemini_line`: a gemini message line is 2-14 KB in
-real recordings, thoughts, tool calls and their results, for a few fields).
+real recordings, thoughts, tool calls and their results, for a few fields). Opened for the
+facts alone (`usage=False`, `ctxd handoff`), it hands the records over and keeps no message list.
 
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
@@ -75,9 +76,11 @@ _Figure = tuple[int, object, str | None]
 class GeminiReader:
     """Incremental reader for Gemini CLI chat recordings; see the module docstring."""
 
-    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+    def __init__(self, facts: FactListener = NO_FACTS, usage: bool = True) -> None:
         #: Told every record decoded (the session digest), if it wants them.
         self.facts = facts
+        #: False: only the listener's facts are wanted (`ctxd handoff`), no usage work is done.
+        self.usage = usage
         self._lines = LineSplitter()
         #: The message list: id -> its usage figure (None: none), in the list's order.
         self._messages: dict[str, _Figure | None] = {}
@@ -91,6 +94,7 @@ class GeminiReader:
         facts = self.facts
         take = facts.take if facts.wants_records else None
         on_record = self._on_record
+        usage = self.usage
         loads = orjson.loads
         for line in self._lines.feed(data):
             if not line or (line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line):
@@ -107,6 +111,8 @@ class GeminiReader:
                 if type(record) is not dict:
                     continue
                 take(record)
+                if not usage:
+                    continue
                 compaction = on_record(record)
             if compaction is not None:
                 self._changed = False

@@ -36,7 +36,9 @@ class _NoTranscript:
         return True
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> _NoTranscript:
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> _NoTranscript:
     return _NoTranscript()
 
 

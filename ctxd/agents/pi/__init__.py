@@ -20,8 +20,10 @@ __all__ = ["SPEC"]
 NAME = "pi"
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> PiReader:
-    return PiReader(facts)
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> PiReader:
+    return PiReader(facts)  # its usage work is done either way
 
 
 def _open_facts(path: str | None) -> PiFacts:

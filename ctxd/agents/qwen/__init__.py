@@ -20,8 +20,10 @@ __all__ = ["SPEC"]
 NAME = "qwen"
 
 
-def _open_reader(path: str | None, facts: FactListener = NO_FACTS) -> QwenReader:
-    return QwenReader(facts)
+def _open_reader(
+    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
+) -> QwenReader:
+    return QwenReader(facts)  # it keeps no digest: usage is all it does
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
