@@ -145,7 +145,12 @@ def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:
     for item in items:
         if not isinstance(item, dict):
             continue
-        text = next((item[k] for k in text_keys if isinstance(item.get(k), str)), "")
+        text = ""
+        for k in text_keys:  # the first that is a string
+            value = item.get(k)
+            if isinstance(value, str):
+                text = value
+                break
         if text:
             key = item.get("id")
             out.append(

@@ -76,7 +76,11 @@ class GeminiFacts(Facts):
             self._rewrite(record["$set"])
         elif isinstance(record.get("id"), str) and "$rewindTo" not in record:
             self._begun = True
-            self._message(record)
+            kind = record.get("type")
+            if kind == "gemini":
+                self._gemini(record)
+            elif kind == "user":
+                self._user(record)
 
     def flush(self) -> None:
         """Fold in the requests and the reply taken since the last flush: only the session's
@@ -115,50 +119,48 @@ class GeminiFacts(Facts):
                 # a summary and its acknowledgement come in pairs: one compaction per rewrite
                 compressed |= self._first_time(f"summary:{message.get('id')}") and not at_start
             elif at_start:
-                self._message(message)
+                kind = message.get("type")
+                if kind == "gemini":
+                    self._gemini(message)
+                elif kind == "user":
+                    self._user(message)
         if compressed:
             self.book.compaction()
 
-    def _message(self, message: dict[str, Any]) -> None:
-        kind = message.get("type")
-        if kind == "user":
-            content = message.get("content")
-            if isinstance(content, list) and content:
-                first = content[0]
-                if isinstance(first, dict) and "functionResponse" in first:
-                    return  # tool results
-            self._asks.append(message)
-        elif kind == "gemini":
-            calls = message.get("toolCalls")
-            if isinstance(calls, list):
-                first_time = self._first_time
-                for call in calls:
-                    if isinstance(call, dict):
-                        call_id = call.get("id")
-                        if isinstance(call_id, str) and first_time(call_id):
-                            self._call(call, call_id)
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                self._replies.append(content)  # a blank one is no reply: `flush` passes it
+    def _user(self, message: dict[str, Any]) -> None:
+        content = message.get("content")
+        if isinstance(content, list) and content:
+            first = content[0]
+            if isinstance(first, dict) and "functionResponse" in first:
+                return  # tool results
+        self._asks.append(message)
+
+    def _gemini(self, message: dict[str, Any]) -> None:
+        calls = message.get("toolCalls")
+        if isinstance(calls, list):
+            first_time = self._first_time
+            for call in calls:
+                if isinstance(call, dict):
+                    call_id = call.get("id")
+                    if isinstance(call_id, str) and first_time(call_id):
+                        self._call(call, call_id)
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            self._replies.append(content)  # a blank one is no reply: `flush` passes it
 
     def _call(self, call: dict[str, Any], call_id: str) -> None:
         """One tool call, with its result, folded in."""
-        book = self.book
-        name = str(call.get("name") or "")
+        name = call.get("name")
+        if not isinstance(name, str):
+            name = str(name or "")
         data = call.get("args")
         args: dict[str, Any] = data if isinstance(data, dict) else {}
-        output, error = _response(call)
-        failed = call.get("status") == "error" or bool(error)
+        output, error = _response(call.get("result"))
+        failed = bool(error) or call.get("status") == "error"
         if name == _SHELL:
-            # Only a command's output ends in `Exit Code: N` (a file read may hold those words).
-            found = _EXIT.search(output or error)
-            exit_code = int(found[1]) if found else None
-            failed = failed or bool(exit_code)
-            if exit_code is None and not failed:
-                exit_code = 0
-            reason = _reason(error or output) if failed else ""
-            book.ran(str(args.get("command") or ""), call_id, failed, exit_code, reason)
+            self._command(args.get("command"), call_id, failed, output, error)
             return
+        book = self.book
         path = args.get("file_path") or args.get("absolute_path") or args.get("path")
         path = path if isinstance(path, str) else ""
         kind = _FILE_TOOLS.get(name)
@@ -184,6 +186,20 @@ class GeminiFacts(Facts):
             where = f" {path}" if path else ""
             book.result(None, True, None, f"{name}{where}: {_reason(error or output)}")
 
+    def _command(
+        self, command: object, call_id: str, failed: bool, output: str, error: str
+    ) -> None:
+        """A shell command: its exit code, from what it printed, and why it failed."""
+        # Only a command's output ends in `Exit Code: N` (a file read may hold those words).
+        found = _EXIT.search(output or error)
+        exit_code = int(found[1]) if found else None
+        failed = failed or bool(exit_code)
+        if exit_code is None and not failed:
+            exit_code = 0
+        reason = _reason(error or output) if failed else ""
+        text = command if isinstance(command, str) else str(command or "")
+        self.book.ran(text, call_id, failed, exit_code, reason)
+
 
 def _asks_of(message: dict[str, Any]) -> list[str]:
     """The request a user message makes, as a list (none, or one)."""
@@ -201,9 +217,8 @@ def _ask_in(texts: list[str]) -> str | None:
     return None
 
 
-def _response(call: dict[str, Any]) -> tuple[str, str]:
-    """(output, error) of a tool call's functionResponse."""
-    result = call.get("result")
+def _response(result: object) -> tuple[str, str]:
+    """(output, error) of a tool call's `result`: its functionResponse's."""
     for part in result if isinstance(result, list) else ():
         response = part.get("functionResponse") if isinstance(part, dict) else None
         response = response.get("response") if isinstance(response, dict) else None
