@@ -5,7 +5,8 @@ of the same real interpreter (the venv's python, never a `python3` found on PATH
 a pyenv shim), started with posix_spawn and reaped with wait4, back to back:
 
   (a) `<python> -m ctxd handoff --agent AGENT --transcript FILE`, stdout to /dev/null: start-up,
-      imports, the digest reader over the whole file in 1 MiB reads, the note rendered;
+      imports, the agent's reader over the whole file in 1 MiB reads, opened for the digest's
+      facts alone (`usage=False`: no usage work), the note rendered;
   (b) the reference: `<python> -c REFERENCE FILE`, a tiny script that reads the file in 1 MiB
       reads, splits the lines and `orjson.loads` every non-empty one (nothing else).
 
@@ -24,7 +25,9 @@ Files, per agent (--source):
             the public Gemini CLI recording replay_bench.py uses), ids made unique per round.
 They are written once to bench/out/handoff_budget/ (gitignored) and reused while their sources
 and size stay the same. Every process runs in a throw-away sandbox (HOME, XDG_*, CTXD_CONFIG,
-CLAUDE_CONFIG_DIR, CODEX_HOME): nothing of the user's is read.
+CLAUDE_CONFIG_DIR, CODEX_HOME): nothing of the user's is read. ctxd's bytecode is compiled
+first: a shell with PYTHONDONTWRITEBYTECODE=1 would otherwise have every handoff process compile
+the modules changed since their .pyc was written (+0.05 s a process, measured).
 
     .venv/bin/python bench/handoff_budget.py                      # 100 MB, 5 rounds, both sources
     .venv/bin/python bench/handoff_budget.py --mb 10 --rounds 3 --agent claude --replay
@@ -33,6 +36,7 @@ CLAUDE_CONFIG_DIR, CODEX_HOME): nothing of the user's is read.
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
 import json
 import os
@@ -173,6 +177,15 @@ def bench_file(agent: str, source: str, mb: int) -> BenchFile:
 
 
 # --------------------------------------------------------------------------- the processes
+
+
+def compile_sources() -> None:
+    """Write the bytecode of ctxd (and of the client module it imports) now, once, so that no
+    timed process compiles a source changed since its .pyc (`py_compile` writes it whatever
+    PYTHONDONTWRITEBYTECODE says)."""
+    for folder in ("ctxd", "clients"):
+        if not compileall.compile_dir(str(c.REPO / folder), quiet=1):
+            raise SystemExit(f"{folder}/ does not compile")
 
 
 def real_python() -> str:
@@ -350,6 +363,7 @@ def main() -> int:
         parser.error("--rounds and --mb must be at least 1")
 
     python = real_python()
+    compile_sources()
     c.header(
         "Handoff budget", " ".join([".venv/bin/python bench/handoff_budget.py", *sys.argv[1:]])
     )
