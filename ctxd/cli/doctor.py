@@ -361,6 +361,47 @@ def _roots(env: Mapping[str, str]) -> Check:
     )
 
 
+def _watches(env: Mapping[str, str], running: bool) -> Check:
+    """Whether every folder under the agents' roots can be watched (the inotify cap): as the
+    daemon measured it when one answers, else the folders there against the cap."""
+    from ctxd.daemon import watcher, watches
+
+    if running:
+        from ctxd.cli.client import request_json
+
+        try:
+            watching = request_json("ping", env=env).get("watching")
+        except CtxdError:
+            watching = None
+        if isinstance(watching, dict) and watching.get("measured"):
+            unwatched = watching.get("unwatched") or 0
+            detail = (
+                f"the daemon watches {watching.get('watched', 0):,} of "
+                f"{watching.get('folders', 0):,} folders under the agents' roots "
+                f"({watching.get('limit_text')})"
+            )
+            if unwatched:
+                detail += (
+                    f": inotify limit reached, the other {unwatched:,} are polled every "
+                    f"{watching.get('poll_interval_s')} s"
+                )
+            fix = None if not unwatched else str(watching.get("fix"))
+            return Check("inotify watches", not unwatched, detail, fix)
+    roots = [root for root in agents.transcript_roots(env).values() if root.is_dir()]
+    limit = watches.watch_limit()
+    if not roots or limit is None:
+        return Check("inotify watches", True, "nothing to watch or no limit known", skipped=True)
+    folders = len(watcher.find_folders(roots))
+    ok = folders < limit.value
+    return Check(
+        "inotify watches",
+        ok,
+        f"{folders:,} folders under the agents' roots, {limit.describe()} (shared with every "
+        "program that watches files)",
+        None if ok else watches.raise_command(limit, folders),
+    )
+
+
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     daemon, running = _daemon(env)
     checks: list[Check] = [daemon]
@@ -370,5 +411,6 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     hooks = list(_hooks(env))
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
+    checks.append(_watches(env, running))
     checks += http_hook_checks(env)
     return checks

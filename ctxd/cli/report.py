@@ -129,6 +129,19 @@ def _idle(at: object) -> list[str]:
     return [f"compacted if idle at {time.strftime('%H:%M', time.localtime(at))}"]
 
 
+def watching_lines(watching: object) -> list[str]:
+    """What the daemon cannot watch (past the inotify limit), and how to fix it; nothing when
+    it watches every folder."""
+    if not isinstance(watching, dict) or not watching.get("unwatched"):
+        return []
+    return [
+        f"inotify limit reached ({watching.get('limit_text')}): watching "
+        f"{watching.get('watched', 0):,} of {watching.get('folders', 0):,} folders; the other "
+        f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s",
+        f"{INDENT}to watch them all: {watching.get('fix')}",
+    ]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -141,6 +154,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{plural(len(sessions), 'session')} · "
             f"{plural(daemon.get('requests', 0), 'request')} served"
         )
+    lines += watching_lines(daemon.get("watching"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "

@@ -43,6 +43,9 @@ class DaemonStatistics:
     evicted: int
     accept_errors: int
     catching_up: int
+    #: The folders under the agents' roots against those watched, the inotify limit, and the
+    #: command that raises it when some are not watched (`Poller.statistics`).
+    watching: dict[str, object] | None = None
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)

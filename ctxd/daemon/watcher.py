@@ -3,6 +3,13 @@
 `RootsWatcher` runs one recursive watchfiles watcher over the agents' transcript roots and
 reports changed transcript paths; `find_transcripts` scans for them. The daemon's periodic sweep
 catches what events miss.
+
+The kernel caps the inotify watches a user holds (`fs.inotify.max_user_watches`, shared with
+every other watching program), and watchfiles, told to skip folders it cannot watch, skips the
+ones past the cap without a word. So the watcher measures what it got (`WatchCoverage`: the
+folders under the roots against those the kernel really watches, `daemon/watches.py`) and names
+the others, which the daemon then polls (`daemon/poller.py`). The folders that can hold a live
+session are asked for first, so that the cap, when it bites, leaves out history.
 """
 
 from __future__ import annotations
@@ -10,7 +17,9 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -19,7 +28,19 @@ from anyio.abc import TaskStatus
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify  # the documented Rust backend that awatch wraps
 
-__all__ = ["RootsWatcher", "find_transcripts", "open_notify"]
+from ctxd.daemon import watches
+from ctxd.daemon.watches import WatchLimit
+
+__all__ = [
+    "Folder",
+    "RootsWatcher",
+    "WatchCoverage",
+    "find_folders",
+    "find_transcripts",
+    "open_notify",
+    "wait_released",
+    "wanted",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +60,10 @@ IDLE_STEP_MS = 1000
 QUIET_AFTER_MS = 30_000
 RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
 RETRY_UNWATCHED = 300.0  # seconds before trying again to set up watches that failed
+RELEASE_WAIT = 0.5  # seconds a new watcher waits for the one before to give its watches back
+# Folders modified this recently (a transcript created or removed in them) are asked to be
+# watched first, with those of the sessions followed: the default idle window.
+RECENT_FOLDER = 6 * 3600.0
 
 
 def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
@@ -59,6 +84,106 @@ def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
                 continue
 
 
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder under the roots as the walk found it: its identity and modification time."""
+
+    dev: int
+    ino: int
+    mtime_ns: int
+
+
+def find_folders(roots: Iterable[Path]) -> dict[str, Folder]:
+    """Every folder under `roots` (the roots included, symbolic links not followed)."""
+    found: dict[str, Folder] = {}
+    stack = [str(root) for root in roots]
+    while stack:
+        path = stack.pop()
+        try:
+            info = os.stat(path, follow_symlinks=False)
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        found[path] = Folder(info.st_dev, info.st_ino, info.st_mtime_ns)
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCoverage:
+    """How much of the roots a watcher covers: the folders under them, how many the kernel
+    really watches, and the others (newest first), which must be polled.
+
+    `measured` is false where the kernel does not say (no /proc): nothing is claimed then.
+    """
+
+    folders: int = 0
+    watched: int = 0
+    unwatched: tuple[str, ...] = ()
+    limit: WatchLimit | None = None
+    measured: bool = False
+    #: Every folder seen under the roots, watched or not (a poll tells a new one by it).
+    known: frozenset[str] = frozenset()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "folders": self.folders,
+            "watched": self.watched,
+            "unwatched": len(self.unwatched),
+            "measured": self.measured,
+            "limit": None if self.limit is None else self.limit.value,
+            "limit_sysctl": watches.SYSCTL,
+            "limit_text": None if self.limit is None else self.limit.describe(),
+        }
+
+
+def measure(folders: Mapping[str, Folder]) -> WatchCoverage:
+    """What the kernel watches of `folders`, by inode (the watches of this process)."""
+    held = watches.watched_inodes()
+    limit = watches.watch_limit()
+    if held is None:
+        return WatchCoverage(len(folders), len(folders), (), limit, False, frozenset(folders))
+    unwatched = [path for path, f in folders.items() if (f.dev, f.ino) not in held]
+    unwatched.sort(key=lambda path: -folders[path].mtime_ns)
+    return WatchCoverage(
+        len(folders),
+        len(folders) - len(unwatched),
+        tuple(unwatched),
+        limit,
+        True,
+        frozenset(folders),
+    )
+
+
+def watch_order(
+    roots: Iterable[Path], folders: Mapping[str, Folder], live: Iterable[str], now: float
+) -> list[str]:
+    """The paths to give the recursive watcher, in the order the kernel is asked: the folders of
+    live sessions, then those modified lately (newest first), then the roots. Each is watched
+    with its subtree; one met again later costs no second watch, so when the cap is reached it
+    is reached on history."""
+    root_paths = [str(root) for root in roots]
+    recent_ns = (now - RECENT_FOLDER) * 1e9
+    first = [path for path in dict.fromkeys(live) if path in folders]
+    lately = sorted(
+        (path for path, f in folders.items() if f.mtime_ns >= recent_ns),
+        key=lambda path: -folders[path].mtime_ns,
+    )
+    skip = set(root_paths)
+    return [*dict.fromkeys(p for p in [*first, *lately] if p not in skip), *root_paths]
+
+
+def wanted(path: str) -> bool:
+    """Whether a file found at `path` is one the watcher would report (a transcript, a
+    session store)."""
+    return _transcript_filter(Change.added, path)
+
+
 def _transcript_filter(change: Change, path: str) -> bool:
     # New directories too: files created in one before inotify watches it raise no event of
     # their own (a first session in a new project, Codex's new day folder), so it is scanned.
@@ -69,6 +194,7 @@ def _transcript_filter(change: Change, path: str) -> bool:
 
 
 OnChanges = Callable[[list[tuple[str, bool]]], Awaitable[None]]
+OnCoverage = Callable[[WatchCoverage], None]
 
 
 class RootsWatcher:
@@ -79,15 +205,28 @@ class RootsWatcher:
     without any, and fast again from the first change. The pace is only the step of each wait;
     the inotify watches stay in place, so no change is lost between waits (a watcher restarted
     to change pace would miss what happened while it was down).
+
+    Once its watches are in place it knows what they cover (`coverage`, given to
+    `on_coverage` then and whenever a new folder could not be watched); the folders of
+    `live()` are asked for first.
     """
 
     def __init__(
-        self, roots: Iterable[Path], on_changes: OnChanges, quiet_after_ms: int | None = None
+        self,
+        roots: Iterable[Path],
+        on_changes: OnChanges,
+        quiet_after_ms: int | None = None,
+        *,
+        live: Callable[[], Iterable[str]] = tuple,
+        on_coverage: OnCoverage | None = None,
     ) -> None:
         self.roots = list(roots)
         self.on_changes = on_changes
         self.quiet_after_ms = QUIET_AFTER_MS if quiet_after_ms is None else quiet_after_ms
         self.quiet = False
+        self.coverage = WatchCoverage()
+        self._live = live
+        self._on_coverage = on_coverage
         self._stop = anyio.Event()
 
     def stop(self) -> None:
@@ -98,6 +237,7 @@ class RootsWatcher:
         """Watch until `stop` or cancellation. Reports started (`TaskGroup.start`) once the
         watches are in place: a scan made after that misses nothing. Returns on its own after a
         failure, for the owner to scan and start a new one."""
+        await wait_released()
         notify = self._open()
         if notify is None:  # no roots yet, or no watches to be had
             self.quiet = True
@@ -133,12 +273,14 @@ class RootsWatcher:
                     batch = _transcript_batch(raw)
                     if batch:
                         await self.on_changes(batch)
+                        self._check_new_folders(batch)
 
     def _open(self) -> RustNotify | None:
         if not self.roots:
             return None
+        folders = find_folders(self.roots)
         try:
-            notify = open_notify(self.roots)
+            notify = open_notify(watch_order(self.roots, folders, self._live(), time.time()))
         except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
             logger.error(
                 "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
@@ -148,15 +290,62 @@ class RootsWatcher:
                 RETRY_UNWATCHED,
             )
             return None
-        logger.debug("watching %s", self._names())
+        self._report(measure(folders))
+        logger.debug(
+            "watching %s: %d of %d folders", self._names(), self.coverage.watched, len(folders)
+        )
         return notify
+
+    def _check_new_folders(self, batch: list[tuple[str, bool]]) -> None:
+        """A folder created under a watched one is watched by watchfiles itself, unless the cap
+        is reached: then it joins the unwatched (with any folder of its own)."""
+        if not self.coverage.measured:
+            return
+        new = [path for path, deleted in batch if not deleted and path not in self.coverage.known]
+        new = [path for path in new if os.path.isdir(path)]
+        if not new:
+            return
+        folders = find_folders(Path(path) for path in new)
+        held = watches.watched_inodes() or set()
+        missed = [path for path, f in folders.items() if (f.dev, f.ino) not in held]
+        c = self.coverage
+        self._report(
+            WatchCoverage(
+                c.folders + len(folders),
+                c.watched + len(folders) - len(missed),
+                (*missed, *c.unwatched),
+                c.limit,
+                True,
+                c.known | frozenset(folders),
+            )
+        )
+
+    def _report(self, coverage: WatchCoverage) -> None:
+        self.coverage = coverage
+        if self._on_coverage is not None:
+            self._on_coverage(coverage)
 
     def _names(self) -> str:
         return ", ".join(str(root) for root in self.roots)
 
 
-def open_notify(roots: Iterable[Path]) -> RustNotify:
+async def wait_released() -> None:
+    """Wait (RELEASE_WAIT at most) until the inotify watches of a watcher closed just before
+    are given back: watchfiles closes its descriptor in its own thread, a few milliseconds after
+    `close`, and until then they count against the cap and would be taken for the new one's."""
+    with anyio.move_on_after(RELEASE_WAIT):
+        # Polled: the kernel tells no one when a descriptor closes.
+        while watches.watched_inodes():  # noqa: ASYNC110
+            await anyio.sleep(0.005)
+
+
+def open_notify(roots: Iterable[Path | str]) -> RustNotify:
     """watchfiles' Rust watcher over `roots`, recursive, skipping unreadable directories.
+
+    It skips silently whatever it cannot watch, the folders past the inotify cap included
+    (watchfiles 1.3: `ignore_permission_denied` ignores every error of adding a watch, not only
+    EACCES; without it the first folder past the cap fails the whole watcher); `measure` says
+    what it got.
 
     `RustNotify` is watchfiles' private backend (what `awatch` wraps); its signature is pinned by
     the versions in pyproject.toml and checked by a test, so an upgrade that changes it fails

@@ -1,0 +1,119 @@
+"""Past the inotify watch limit nothing goes stale: a real daemon in a user namespace whose own
+limit leaves most folders unwatched keeps every session current, lists a new session there,
+and says so in `ctxd status` and `ctxd doctor`.
+
+The limit is the user namespace's own (`/proc/sys/user/max_inotify_watches`, writable by the
+namespace's root), so the test changes nothing outside it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import ClaudeTranscript, World
+
+pytestmark = pytest.mark.slow
+
+#: Watches the daemon may hold: far fewer than the folders below.
+LIMIT = 12
+PROJECTS = 30
+
+
+def _namespace_limit_works() -> bool:
+    probe = f"echo {LIMIT} > /proc/sys/user/max_inotify_watches"
+    try:
+        done = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "sh", "-c", probe],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _serve_under_limit(world: World) -> subprocess.Popen[bytes]:
+    """`ctxd serve` in a new user namespace (the test's uid mapped to its root) limited to LIMIT
+    watches; the process is the daemon itself (`unshare` and `sh` exec it)."""
+    log = (world.root / "daemon-1.log").open("wb")
+    world._logs = 1
+    script = f'echo {LIMIT} > /proc/sys/user/max_inotify_watches && exec "$@"'
+    command = [sys.executable, "-m", "ctxd", "serve", "--log-level", "debug"]
+    try:
+        return subprocess.Popen(
+            ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *command],
+            env=world.env,
+            cwd=world.root,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    finally:
+        log.close()
+
+
+def _watching(world: World) -> dict[str, Any]:
+    daemon = world.status()["daemon"]
+    watching: dict[str, Any] = daemon["watching"]
+    return watching
+
+
+def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
+    world: World,
+) -> None:
+    if not _namespace_limit_works():
+        pytest.skip("no user namespaces here (unshare --user --map-root-user)")
+    sessions: list[ClaudeTranscript] = []
+    for i in range(PROJECTS):
+        t = world.claude(slug=f"-work-p{i:02d}")
+        t.assistant(10_000)
+        sessions.append(t)
+    world.proc = _serve_under_limit(world)
+    world.wait_ready(world.proc)
+    for t in sessions:
+        world.wait_row(t, lambda row: row["tokens"] == 10_000)
+
+    watching = _watching(world)
+    assert watching["measured"]
+    assert watching["unwatched"] > PROJECTS // 2, watching
+    assert watching["folders"] >= PROJECTS + 3  # the projects and the three agents' roots
+    assert watching["limit"] == LIMIT
+    assert "inotify watch limit is reached" in world.log()
+
+    # Every session, watched folder or not, shows what its transcript says within seconds.
+    for t in sessions:
+        t.assistant(250_000)
+    for t in sessions:
+        world.wait_row(t, lambda row: row["tokens"] == 250_000, timeout=10.0)
+
+    # A new session in every folder (most of them unwatched) is listed.
+    fresh = [world.claude(slug=f"-work-p{i:02d}") for i in range(PROJECTS)]
+    for t in fresh:
+        t.assistant(40_000)
+    # ...and one in a project that did not exist: a folder the kernel can no longer watch.
+    new_project = world.claude(slug="-work-new-project")
+    new_project.assistant(60_000)
+    for t in fresh:
+        world.wait_row(t, lambda row: row["tokens"] == 40_000, timeout=10.0)
+    world.wait_row(new_project, lambda row: row["tokens"] == 60_000, timeout=10.0)
+    new_project.assistant(70_000)
+    world.wait_row(new_project, lambda row: row["tokens"] == 70_000, timeout=10.0)
+
+    status = world.cli("status")
+    assert status.returncode == 0, status.stderr
+    assert "inotify limit reached" in status.stdout
+    assert "fs.inotify.max_user_watches" in status.stdout
+
+    doctor = world.cli("doctor")
+    lines = [line for line in doctor.stdout.splitlines() if "inotify watches" in line]
+    assert lines, doctor.stdout
+    assert "FAIL" in lines[0], doctor.stdout
+    assert "user.max_inotify_watches = 12" in doctor.stdout
+    assert "sudo sysctl -w fs.inotify.max_user_watches=" in doctor.stdout
+    assert doctor.returncode != 0
