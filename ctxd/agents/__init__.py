@@ -63,7 +63,10 @@ def spec(name: str) -> AgentSpec:
     """The agent called `name`; InvalidInput naming the known ones otherwise."""
     found = _SPECS.get(name)
     if found is None:
-        raise InvalidInput(f"unknown agent {name!r}; expected one of {', '.join(AGENTS)}")
+        # The name comes from a request: a refusal that echoed all of a huge one would flood
+        # the log and the answer.
+        shown = repr(name) if len(name) <= 64 else f"{name[:64]!r}... ({len(name):,} characters)"
+        raise InvalidInput(f"unknown agent {shown}; expected one of {', '.join(AGENTS)}")
     return found
 
 
