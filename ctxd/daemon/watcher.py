@@ -281,13 +281,18 @@ class RootsWatcher:
         folders = find_folders(self.roots)
         try:
             notify = open_notify(watch_order(self.roots, folders, self._live(), time.time()))
-        except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit
+        except (OSError, RuntimeError) as exc:  # e.g. no inotify instance left
             logger.error(
-                "cannot watch %s (%s); transcripts are still read on every hook, and a rescan "
-                "every %g s finds new ones until watching works again",
+                "cannot watch %s (%s); every folder is polled instead, and watching is tried "
+                "again every %g s",
                 self._names(),
                 exc,
                 RETRY_UNWATCHED,
+            )
+            by_age = sorted(folders, key=lambda path: -folders[path].mtime_ns)
+            limit = watches.watch_limit()
+            self._report(
+                WatchCoverage(len(folders), 0, tuple(by_age), limit, True, frozenset(folders))
             )
             return None
         self._report(measure(folders))
