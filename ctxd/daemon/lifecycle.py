@@ -375,8 +375,11 @@ class Daemon:
     async def _housekeeping(self) -> None:
         ticks = _Ticks(time.monotonic())
         while True:
-            quiet = self._watcher.quiet and not self.poller.active
-            await anyio.sleep(QUIET_TICK if quiet else TICK)
+            if not self._watcher.quiet:
+                tick = TICK
+            else:  # unwatched folders are polled on their own interval, even in a lull
+                tick = poller.POLL_INTERVAL if self.poller.active else QUIET_TICK
+            await anyio.sleep(tick)
             try:
                 self._housekeep(ticks)
             except Exception:  # one bad tick must not end the daemon; the next one retries
@@ -393,7 +396,8 @@ class Daemon:
             elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
                 self.centre.transcripts.sweep(everything=False)
             ticks.sweep = time.monotonic()
-        if self.poller.active and time.monotonic() - ticks.poll >= poller.POLL_INTERVAL:
+        # (A tick slept for the interval itself may wake a hair early on a coarse clock.)
+        if self.poller.active and time.monotonic() - ticks.poll >= poller.POLL_INTERVAL - 0.1:
             self.poller.poll()
             ticks.poll = time.monotonic()
         if self.poller.active and time.monotonic() - ticks.rewatch >= watcher.RETRY_UNWATCHED:
