@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 import time
 from typing import Any
 
@@ -134,11 +135,17 @@ def watching_lines(watching: object) -> list[str]:
     it watches every folder."""
     if not isinstance(watching, dict) or not watching.get("unwatched"):
         return []
-    return [
+    said = (
         f"inotify limit reached ({watching.get('limit_text')}): watching "
         f"{watching.get('watched', 0):,} of {watching.get('folders', 0):,} folders; the other "
-        f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s",
-        f"{INDENT}to watch them all: {watching.get('fix')}",
+        f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
+    )
+    fix = f"to watch them all: {watching.get('fix')}"
+    return [
+        *textwrap.wrap(said, WIDTH, subsequent_indent=INDENT, break_on_hyphens=False),
+        *textwrap.wrap(
+            fix, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT, break_on_hyphens=False
+        ),
     ]
 
 

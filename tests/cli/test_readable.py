@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxd.cli.report import WIDTH, pct_text, short_ids, status_lines
+from ctxd.cli.report import WIDTH, pct_text, short_ids, status_lines, watching_lines
 
 if TYPE_CHECKING:
     from conftest import World
@@ -80,6 +80,29 @@ def test_a_session_the_daemon_could_not_figure_is_shown_with_why_and_the_rest_st
         line.split()[:2] == ["claude", "0badbeef"] and "ValueError" in line for line in lines
     )
     assert any("1,234,567 / 2,000,000" in line for line in lines)
+
+
+def test_folders_past_the_inotify_limit_are_said_with_the_fix_within_100_columns() -> None:
+    watching = {
+        "folders": 790,
+        "watched": 512,
+        "unwatched": 278,
+        "measured": True,
+        "limit": 8192,
+        "limit_text": "fs.inotify.max_user_watches = 8,192",
+        "poll_interval_s": 2.0,
+        "fix": "sudo sysctl -w fs.inotify.max_user_watches=524288 (and put "
+        "`fs.inotify.max_user_watches = 524288` in /etc/sysctl.d/90-inotify.conf to keep it)",
+    }
+    doc = {"daemon": {"version": "0.1.0", "pid": 7, "requests": 1, "watching": watching}}
+    lines = status_lines({**doc, "sessions": []})
+    text = " ".join(line.strip() for line in lines)
+    assert "inotify limit reached (fs.inotify.max_user_watches = 8,192)" in text
+    assert "watching 512 of 790 folders; the other 278 are polled every 2.0 s" in text
+    assert "sudo sysctl -w fs.inotify.max_user_watches=524288" in text
+    assert all(len(line) <= WIDTH for line in lines), lines
+    assert watching_lines({**watching, "unwatched": 0}) == []  # all watched: nothing to say
+    assert watching_lines(None) == []  # an older daemon
 
 
 def test_grammar_of_counts() -> None:

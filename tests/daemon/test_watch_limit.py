@@ -38,16 +38,20 @@ def _namespace_limit_works() -> bool:
     return done.returncode == 0
 
 
+def _under_limit(*command: str) -> list[str]:
+    """`command` in a new user namespace (the test's uid mapped to its root) limited to LIMIT
+    watches; the process is the command itself (`unshare` and `sh` exec it)."""
+    script = f'echo {LIMIT} > /proc/sys/user/max_inotify_watches && exec "$@"'
+    return ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *command]
+
+
 def _serve_under_limit(world: World) -> subprocess.Popen[bytes]:
-    """`ctxd serve` in a new user namespace (the test's uid mapped to its root) limited to LIMIT
-    watches; the process is the daemon itself (`unshare` and `sh` exec it)."""
     log = (world.root / "daemon-1.log").open("wb")
     world._logs = 1
-    script = f'echo {LIMIT} > /proc/sys/user/max_inotify_watches && exec "$@"'
     command = [sys.executable, "-m", "ctxd", "serve", "--log-level", "debug"]
     try:
         return subprocess.Popen(
-            ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *command],
+            _under_limit(*command),
             env=world.env,
             cwd=world.root,
             stdin=subprocess.DEVNULL,
@@ -84,7 +88,7 @@ def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
     assert watching["unwatched"] > PROJECTS // 2, watching
     assert watching["folders"] >= PROJECTS + 3  # the projects and the three agents' roots
     assert watching["limit"] == LIMIT
-    assert "inotify watch limit is reached" in world.log()
+    assert world.log().count("inotify watch limit is reached") == 1
 
     # Every session, watched folder or not, shows what its transcript says within seconds.
     for t in sessions:
@@ -117,3 +121,19 @@ def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
     assert "user.max_inotify_watches = 12" in doctor.stdout
     assert "sudo sysctl -w fs.inotify.max_user_watches=" in doctor.stdout
     assert doctor.returncode != 0
+    assert world.log().count("inotify watch limit is reached") == 1, "said once"
+
+    # With no daemon running, doctor compares the folders there with the limit itself.
+    world.stop()
+    alone = subprocess.run(
+        _under_limit(sys.executable, "-m", "ctxd", "doctor"),
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    (line,) = [line for line in alone.stdout.splitlines() if "inotify watches" in line]
+    assert line.startswith("FAIL"), alone.stdout
+    assert f"{watching['folders'] + 1} folders under the agents' roots" in line  # + the new one
+    assert "user.max_inotify_watches = 12" in line
