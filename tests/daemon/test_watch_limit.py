@@ -8,8 +8,12 @@ namespace's root), so the test changes nothing outside it.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -137,3 +141,40 @@ def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
     assert line.startswith("FAIL"), alone.stdout
     assert f"{watching['folders'] + 1} folders under the agents' roots" in line  # + the new one
     assert "user.max_inotify_watches = 12" in line
+
+
+WATCH_ORDER_PROBE = """
+import json, sys, time
+from pathlib import Path
+from ctxd.daemon import watcher
+root = Path(sys.argv[1])
+folders = watcher.find_folders([root])
+live = [str(root / name) for name in sys.argv[2:]]
+with watcher.open_notify(watcher.watch_order([root], folders, live, time.time())):
+    coverage = watcher.measure(folders)
+print(json.dumps({"watched": coverage.watched, "unwatched": list(coverage.unwatched)}))
+"""
+
+
+def test_past_the_limit_the_live_folders_are_the_ones_watched(tmp_path: Path) -> None:
+    # The folders of live sessions are asked for first: the limit, when it bites, bites on
+    # history. (watchfiles itself walks in no useful order.)
+    if not _namespace_limit_works():
+        pytest.skip("no user namespaces here (unshare --user --map-root-user)")
+    root = tmp_path / "projects"
+    month_ago = time.time() - 30 * 86_400
+    for i in range(40):
+        folder = root / f"-old-{i:02d}"
+        folder.mkdir(parents=True)
+        os.utime(folder, (month_ago, month_ago))
+    live = ["-old-07", "-old-23", "-old-31"]
+    done = subprocess.run(
+        _under_limit(sys.executable, "-c", WATCH_ORDER_PROBE, str(root), *live),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    got = json.loads(done.stdout)
+    assert got["watched"] == LIMIT
+    assert not {str(root / name) for name in live} & set(got["unwatched"])
