@@ -76,7 +76,7 @@ def make_history(home: Path, folders: int, transcripts: int, live: int) -> list[
 
 def in_process(home: Path, live: int, polls: int) -> None:
     sys.path.insert(0, str(REPO))
-    from ctxd.daemon import watcher
+    from ctxd.daemon import watches
     from ctxd.daemon.centre import Centre
     from ctxd.daemon.config import parse_settings
     from ctxd.daemon.poller import FULL_POLL_EVERY, Poller
@@ -85,13 +85,13 @@ def in_process(home: Path, live: int, polls: int) -> None:
     env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state")}
     centre = Centre.open(env, {"claude": root}, time.time, settings=parse_settings(""))
     started = time.perf_counter()
-    folders = watcher.find_folders([root])
+    folders = watches.find_folders([root])
     walk = time.perf_counter() - started
     centre.transcripts.discover([root], until=time.monotonic() + 60)
     assert len(centre.sessions) == live, len(centre.sessions)
     poller = Poller(centre.transcripts, centre.sessions, lambda: 6 * 3600.0)
     by_age = tuple(sorted(folders, key=lambda p: -folders[p].mtime_ns))
-    poller.cover(watcher.WatchCoverage(len(folders), 0, by_age, None, True, frozenset(folders)))
+    poller.cover(watches.WatchCoverage(len(folders), 0, by_age, None, True, frozenset(folders)))
     poller.poll()  # the first poll lists every folder once
     usual: list[float] = []
     full: list[float] = []

@@ -364,7 +364,7 @@ def _roots(env: Mapping[str, str]) -> Check:
 def _watches(env: Mapping[str, str], running: bool) -> Check:
     """Whether every folder under the agents' roots can be watched (the inotify cap): as the
     daemon measured it when one answers, else the folders there against the cap."""
-    from ctxd.daemon import watcher, watches
+    from ctxd.daemon import watches
 
     if running:
         from ctxd.cli.client import request_json
@@ -391,7 +391,7 @@ def _watches(env: Mapping[str, str], running: bool) -> Check:
     limit = watches.watch_limit()
     if not roots or limit is None:
         return Check("inotify watches", True, "nothing to watch or no limit known", skipped=True)
-    folders = len(watcher.find_folders(roots))
+    folders = len(watches.find_folders(roots))
     ok = folders < limit.value
     return Check(
         "inotify watches",

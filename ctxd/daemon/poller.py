@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ctxd.daemon import watcher, watches
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
-from ctxd.daemon.watcher import WatchCoverage
+from ctxd.daemon.watches import WatchCoverage
 
 __all__ = ["FULL_POLL_EVERY", "POLL_INTERVAL", "Poller", "live_folders"]
 

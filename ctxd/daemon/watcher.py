@@ -6,9 +6,9 @@ catches what events miss.
 
 The kernel caps the inotify watches a user holds (`fs.inotify.max_user_watches`, shared with
 every other watching program), and watchfiles, told to skip folders it cannot watch, skips the
-ones past the cap without a word. So the watcher measures what it got (`WatchCoverage`: the
-folders under the roots against those the kernel really watches, `daemon/watches.py`) and names
-the others, which the daemon then polls (`daemon/poller.py`). The folders that can hold a live
+ones past the cap without a word. So the watcher measures what it got (`watches.WatchCoverage`:
+the folders under the roots against those the kernel really watches) and names the others, which
+the daemon then polls (`daemon/poller.py`). The folders that can hold a live
 session are asked for first, so that the cap, when it bites, leaves out history.
 """
 
@@ -18,8 +18,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -29,18 +28,9 @@ from watchfiles import Change
 from watchfiles._rust_notify import RustNotify  # the documented Rust backend that awatch wraps
 
 from ctxd.daemon import watches
-from ctxd.daemon.watches import WatchLimit
+from ctxd.daemon.watches import WatchCoverage, find_folders, measure, watch_order
 
-__all__ = [
-    "Folder",
-    "RootsWatcher",
-    "WatchCoverage",
-    "find_folders",
-    "find_transcripts",
-    "open_notify",
-    "wait_released",
-    "wanted",
-]
+__all__ = ["RootsWatcher", "find_transcripts", "open_notify", "wait_released", "wanted"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +51,6 @@ QUIET_AFTER_MS = 30_000
 RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
 RETRY_UNWATCHED = 300.0  # seconds before trying again to set up watches that failed
 RELEASE_WAIT = 0.5  # seconds a new watcher waits for the one before to give its watches back
-# Folders modified this recently (a transcript created or removed in them) are asked to be
-# watched first, with those of the sessions followed: the default idle window.
-RECENT_FOLDER = 6 * 3600.0
 
 
 def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
@@ -82,100 +69,6 @@ def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
                     yield entry.path
             except OSError:
                 continue
-
-
-@dataclass(frozen=True, slots=True)
-class Folder:
-    """A folder under the roots as the walk found it: its identity and modification time."""
-
-    dev: int
-    ino: int
-    mtime_ns: int
-
-
-def find_folders(roots: Iterable[Path]) -> dict[str, Folder]:
-    """Every folder under `roots` (the roots included, symbolic links not followed)."""
-    found: dict[str, Folder] = {}
-    stack = [str(root) for root in roots]
-    while stack:
-        path = stack.pop()
-        try:
-            info = os.stat(path, follow_symlinks=False)
-            entries = list(os.scandir(path))
-        except OSError:
-            continue
-        found[path] = Folder(info.st_dev, info.st_ino, info.st_mtime_ns)
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-            except OSError:
-                continue
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class WatchCoverage:
-    """How much of the roots a watcher covers: the folders under them, how many the kernel
-    really watches, and the others (newest first), which must be polled.
-
-    `measured` is false where the kernel does not say (no /proc): nothing is claimed then.
-    """
-
-    folders: int = 0
-    watched: int = 0
-    unwatched: tuple[str, ...] = ()
-    limit: WatchLimit | None = None
-    measured: bool = False
-    #: Every folder seen under the roots, watched or not (a poll tells a new one by it).
-    known: frozenset[str] = frozenset()
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "folders": self.folders,
-            "watched": self.watched,
-            "unwatched": len(self.unwatched),
-            "measured": self.measured,
-            "limit": None if self.limit is None else self.limit.value,
-            "limit_sysctl": watches.SYSCTL,
-            "limit_text": None if self.limit is None else self.limit.describe(),
-        }
-
-
-def measure(folders: Mapping[str, Folder]) -> WatchCoverage:
-    """What the kernel watches of `folders`, by inode (the watches of this process)."""
-    held = watches.watched_inodes()
-    limit = watches.watch_limit()
-    if held is None:
-        return WatchCoverage(len(folders), len(folders), (), limit, False, frozenset(folders))
-    unwatched = [path for path, f in folders.items() if (f.dev, f.ino) not in held]
-    unwatched.sort(key=lambda path: -folders[path].mtime_ns)
-    return WatchCoverage(
-        len(folders),
-        len(folders) - len(unwatched),
-        tuple(unwatched),
-        limit,
-        True,
-        frozenset(folders),
-    )
-
-
-def watch_order(
-    roots: Iterable[Path], folders: Mapping[str, Folder], live: Iterable[str], now: float
-) -> list[str]:
-    """The paths to give the recursive watcher, in the order the kernel is asked: the folders of
-    live sessions, then those modified lately (newest first), then the roots. Each is watched
-    with its subtree; one met again later costs no second watch, so when the cap is reached it
-    is reached on history."""
-    root_paths = [str(root) for root in roots]
-    recent_ns = (now - RECENT_FOLDER) * 1e9
-    first = [path for path in dict.fromkeys(live) if path in folders]
-    lately = sorted(
-        (path for path, f in folders.items() if f.mtime_ns >= recent_ns),
-        key=lambda path: -folders[path].mtime_ns,
-    )
-    skip = set(root_paths)
-    return [*dict.fromkeys(p for p in [*first, *lately] if p not in skip), *root_paths]
 
 
 def wanted(path: str) -> bool:

@@ -1,19 +1,32 @@
-"""The inotify watches this process holds, and how many a user may hold: read from Linux's /proc.
+"""The inotify watches: which the kernel holds for this process, how many a user may hold (both
+read from Linux's /proc), and what of the folders under the agents' roots they cover.
 
 watchfiles says nothing when the kernel refuses a watch (the watch limit reached): the watcher
 opens and some folders are simply not watched. What the kernel really holds is listed per
 inotify descriptor in /proc/self/fdinfo, one line per watch with the watched inode, so the
-folders left out can be named. Elsewhere than Linux (no /proc) nothing is known and nothing is
-claimed.
+folders left out can be named (`measure`). Elsewhere than Linux (no /proc) nothing is known and
+nothing is claimed. `watch_order` is the order to ask for watches in, live folders first.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SYSCTL", "WatchLimit", "raise_command", "watch_limit", "watched_inodes"]
+__all__ = [
+    "SYSCTL",
+    "Folder",
+    "WatchCoverage",
+    "WatchLimit",
+    "find_folders",
+    "measure",
+    "raise_command",
+    "watch_limit",
+    "watch_order",
+    "watched_inodes",
+]
 
 #: The sysctl that sets how many inotify watches each user may hold.
 SYSCTL = "fs.inotify.max_user_watches"
@@ -24,6 +37,9 @@ _NAMESPACE_FILE = Path("/proc/sys/user/max_inotify_watches")
 _INOTIFY = "anon_inode:inotify"
 # What to suggest: the value distributions and IDEs commonly recommend, or twice what is needed.
 SUGGESTED_WATCHES = 524_288
+# Folders modified this recently (a transcript created or removed in them) are asked to be
+# watched first, with those of the sessions followed: the default idle window.
+RECENT_FOLDER = 6 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +116,97 @@ def _read_int(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder under the roots as the walk found it: its identity and modification time."""
+
+    dev: int
+    ino: int
+    mtime_ns: int
+
+
+def find_folders(roots: Iterable[Path]) -> dict[str, Folder]:
+    """Every folder under `roots` (the roots included, symbolic links not followed)."""
+    found: dict[str, Folder] = {}
+    stack = [str(root) for root in roots]
+    while stack:
+        path = stack.pop()
+        try:
+            info = os.stat(path, follow_symlinks=False)
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        found[path] = Folder(info.st_dev, info.st_ino, info.st_mtime_ns)
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCoverage:
+    """How much of the roots a watcher covers: the folders under them, how many the kernel
+    really watches, and the others (newest first), which must be polled.
+
+    `measured` is false where the kernel does not say (no /proc): nothing is claimed then.
+    """
+
+    folders: int = 0
+    watched: int = 0
+    unwatched: tuple[str, ...] = ()
+    limit: WatchLimit | None = None
+    measured: bool = False
+    #: Every folder seen under the roots, watched or not (a poll tells a new one by it).
+    known: frozenset[str] = frozenset()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "folders": self.folders,
+            "watched": self.watched,
+            "unwatched": len(self.unwatched),
+            "measured": self.measured,
+            "limit": None if self.limit is None else self.limit.value,
+            "limit_sysctl": SYSCTL,
+            "limit_text": None if self.limit is None else self.limit.describe(),
+        }
+
+
+def measure(folders: Mapping[str, Folder]) -> WatchCoverage:
+    """What the kernel watches of `folders`, by inode (the watches of this process)."""
+    held = watched_inodes()
+    limit = watch_limit()
+    if held is None:
+        return WatchCoverage(len(folders), len(folders), (), limit, False, frozenset(folders))
+    unwatched = [path for path, f in folders.items() if (f.dev, f.ino) not in held]
+    unwatched.sort(key=lambda path: -folders[path].mtime_ns)
+    return WatchCoverage(
+        len(folders),
+        len(folders) - len(unwatched),
+        tuple(unwatched),
+        limit,
+        True,
+        frozenset(folders),
+    )
+
+
+def watch_order(
+    roots: Iterable[Path], folders: Mapping[str, Folder], live: Iterable[str], now: float
+) -> list[str]:
+    """The paths to give the recursive watcher, in the order the kernel is asked: the folders of
+    live sessions, then those modified lately (newest first), then the roots. Each is watched
+    with its subtree; one met again later costs no second watch, so when the cap is reached it
+    is reached on history."""
+    root_paths = [str(root) for root in roots]
+    recent_ns = (now - RECENT_FOLDER) * 1e9
+    first = [path for path in dict.fromkeys(live) if path in folders]
+    lately = sorted(
+        (path for path, f in folders.items() if f.mtime_ns >= recent_ns),
+        key=lambda path: -folders[path].mtime_ns,
+    )
+    skip = set(root_paths)
+    return [*dict.fromkeys(p for p in [*first, *lately] if p not in skip), *root_paths]

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ctxd.daemon import poller, watcher
+from ctxd.daemon import poller, watches
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
 from ctxd.daemon.poller import FULL_POLL_EVERY, Poller
@@ -38,10 +38,10 @@ def _assistant(path: Path, tokens: int) -> None:
 
 def _unwatched(root: Path, centre: Centre) -> Poller:
     """A poller told that nothing under `root` could be watched."""
-    folders = watcher.find_folders([root])
+    folders = watches.find_folders([root])
     polls = Poller(centre.transcripts, centre.sessions, lambda: 6 * 3600.0)
     by_age = tuple(sorted(folders, key=lambda path: -folders[path].mtime_ns))
-    polls.cover(watcher.WatchCoverage(len(folders), 0, by_age, None, True, frozenset(folders)))
+    polls.cover(watches.WatchCoverage(len(folders), 0, by_age, None, True, frozenset(folders)))
     return polls
 
 
@@ -107,8 +107,8 @@ def test_the_watcher_asks_for_live_folders_first_then_recent_ones_then_the_roots
     # When the cap bites, it bites on what was asked for last: history.
     now = 1_800_000_000.0
 
-    def folder(age_s: float) -> watcher.Folder:
-        return watcher.Folder(0, 0, int((now - age_s) * 1e9))
+    def folder(age_s: float) -> watches.Folder:
+        return watches.Folder(0, 0, int((now - age_s) * 1e9))
 
     folders = {
         "/r": folder(10),
@@ -118,7 +118,7 @@ def test_the_watcher_asks_for_live_folders_first_then_recent_ones_then_the_roots
         "/r/newest": folder(5),
         "/s": folder(40 * DAY),
     }
-    order = watcher.watch_order(
+    order = watches.watch_order(
         [Path("/r"), Path("/s")], folders, ["/r/live-but-old", "/gone"], now
     )
     assert order == ["/r/live-but-old", "/r/newest", "/r/recent", "/r", "/s"]

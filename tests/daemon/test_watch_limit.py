@@ -146,12 +146,12 @@ def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
 WATCH_ORDER_PROBE = """
 import json, sys, time
 from pathlib import Path
-from ctxd.daemon import watcher
+from ctxd.daemon import watcher, watches
 root = Path(sys.argv[1])
-folders = watcher.find_folders([root])
+folders = watches.find_folders([root])
 live = [str(root / name) for name in sys.argv[2:]]
-with watcher.open_notify(watcher.watch_order([root], folders, live, time.time())):
-    coverage = watcher.measure(folders)
+with watcher.open_notify(watches.watch_order([root], folders, live, time.time())):
+    coverage = watches.measure(folders)
 print(json.dumps({"watched": coverage.watched, "unwatched": list(coverage.unwatched)}))
 """
 

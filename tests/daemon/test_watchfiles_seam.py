@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 from watchfiles._rust_notify import RustNotify
 
-from ctxd.daemon import watcher
+from ctxd.daemon import watcher, watches
 
 
 def test_rust_notify_takes_the_arguments_ctxd_passes() -> None:
@@ -40,11 +40,11 @@ def test_what_the_seam_watches_is_measured(tmp_path: Path) -> None:
     # folder under the roots is one of them.
     for name in ("a", "b/c", "b/d/e"):
         (tmp_path / name).mkdir(parents=True)
-    folders = watcher.find_folders([tmp_path])
+    folders = watches.find_folders([tmp_path])
     assert len(folders) == 6
     with watcher.open_notify([tmp_path]):
-        coverage = watcher.measure(folders)
+        coverage = watches.measure(folders)
     assert coverage.measured
     assert (coverage.folders, coverage.watched, coverage.unwatched) == (6, 6, ())
     anyio.run(watcher.wait_released)
-    assert watcher.measure(folders).watched == 0, "once closed, nothing is watched"
+    assert watches.measure(folders).watched == 0, "once closed, nothing is watched"
