@@ -131,7 +131,11 @@ class RootsWatcher:
         watches are in place: a scan made after that misses nothing. Returns on its own after a
         failure, for the owner to scan and start a new one."""
         await wait_released()
-        notify = self._open()
+        live = list(self._live())
+        # Both walks (ours and watchfiles') take milliseconds per thousand folders: off the loop.
+        notify, coverage = await anyio.to_thread.run_sync(self._open, live)
+        if coverage is not None:
+            self._report(coverage)
         if notify is None:  # no roots yet, or no watches to be had
             self.quiet = True
             task_status.started()
@@ -168,12 +172,14 @@ class RootsWatcher:
                         await self.on_changes(batch)
                         self._check_new_folders(batch)
 
-    def _open(self) -> RustNotify | None:
+    def _open(self, live: list[str]) -> tuple[RustNotify | None, WatchCoverage | None]:
+        """The watcher, the folders of `live` asked for first, and what it covers (in a worker
+        thread: it touches no state of the event loop's)."""
         if not self.roots:
-            return None
+            return None, None
         folders = find_folders(self.roots)
         try:
-            notify = open_notify(watch_order(self.roots, folders, self._live(), time.time()))
+            notify = open_notify(watch_order(self.roots, folders, live, time.time()))
         except (OSError, RuntimeError) as exc:  # e.g. no inotify instance left
             logger.error(
                 "cannot watch %s (%s); every folder is polled instead, and watching is tried "
@@ -184,15 +190,12 @@ class RootsWatcher:
             )
             by_age = sorted(folders, key=lambda path: -folders[path].mtime_ns)
             limit = watches.watch_limit()
-            self._report(
-                WatchCoverage(len(folders), 0, tuple(by_age), limit, True, frozenset(folders))
+            return None, WatchCoverage(
+                len(folders), 0, tuple(by_age), limit, True, frozenset(folders)
             )
-            return None
-        self._report(measure(folders))
-        logger.debug(
-            "watching %s: %d of %d folders", self._names(), self.coverage.watched, len(folders)
-        )
-        return notify
+        coverage = measure(folders)
+        logger.debug("watching %s: %d of %d folders", self._names(), coverage.watched, len(folders))
+        return notify, coverage
 
     def _check_new_folders(self, batch: list[tuple[str, bool]]) -> None:
         """A folder created under a watched one is watched by watchfiles itself, unless the cap
