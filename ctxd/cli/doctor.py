@@ -380,7 +380,12 @@ def _watches(env: Mapping[str, str], running: bool) -> Check:
                 f"{watching.get('folders', 0):,} folders under the agents' roots "
                 f"({watching.get('limit_text')})"
             )
-            if unwatched:
+            if watching.get("error"):
+                detail = (
+                    f"the daemon cannot watch the agents' roots ({watching['error']}): all "
+                    f"{unwatched:,} folders are polled every {watching.get('poll_interval_s')} s"
+                )
+            elif unwatched:
                 detail += (
                     f": inotify limit reached, the other {unwatched:,} are polled every "
                     f"{watching.get('poll_interval_s')} s"

@@ -135,11 +135,17 @@ def watching_lines(watching: object) -> list[str]:
     it watches every folder."""
     if not isinstance(watching, dict) or not watching.get("unwatched"):
         return []
-    said = (
-        f"inotify limit reached ({watching.get('limit_text')}): watching "
-        f"{watching.get('watched', 0):,} of {watching.get('folders', 0):,} folders; the other "
-        f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
-    )
+    if watching.get("error"):
+        said = (
+            f"cannot watch the agents' folders ({watching['error']}): all "
+            f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
+        )
+    else:
+        said = (
+            f"inotify limit reached ({watching.get('limit_text')}): watching "
+            f"{watching.get('watched', 0):,} of {watching.get('folders', 0):,} folders; the "
+            f"other {watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
+        )
     fix = f"to watch them all: {watching.get('fix')}"
     return [
         *textwrap.wrap(said, WIDTH, subsequent_indent=INDENT, break_on_hyphens=False),

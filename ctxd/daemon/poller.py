@@ -65,7 +65,17 @@ class Poller:
         self._known |= coverage.known
         old = self._folders
         self._folders = {path: old.get(path, 0) for path in coverage.unwatched}
-        if self._folders and not self._said:
+        if self._folders and not self._said and coverage.error is not None:
+            self._said = True
+            logger.warning(
+                "no watcher could be opened (%s): the %d folders under the agents' roots are "
+                "polled every %g s. If it says too many open files: %s",
+                coverage.error,
+                len(self._folders),
+                POLL_INTERVAL,
+                watches.instances_command(),
+            )
+        elif self._folders and not self._said:
             self._said = True
             logger.warning(
                 "the inotify watch limit is reached (%s): %d of the %d folders under the agents' "
@@ -82,7 +92,10 @@ class Poller:
             logger.info("every folder under the agents' roots is watched again")
 
     def fix(self) -> str:
-        """The command that raises the cap enough."""
+        """The command that raises the cap enough (or the number of watchers, when none could
+        be opened)."""
+        if self.coverage.error is not None:
+            return f"{watches.instances_command()} (if the error says too many open files)"
         return watches.raise_command(
             self.coverage.limit, self.coverage.watched + len(self._folders)
         )

@@ -191,7 +191,7 @@ class RootsWatcher:
             by_age = sorted(folders, key=lambda path: -folders[path].mtime_ns)
             limit = watches.watch_limit()
             return None, WatchCoverage(
-                len(folders), 0, tuple(by_age), limit, True, frozenset(folders)
+                len(folders), 0, tuple(by_age), limit, True, frozenset(folders), str(exc)
             )
         coverage = measure(folders)
         logger.debug("watching %s: %d of %d folders", self._names(), coverage.watched, len(folders))

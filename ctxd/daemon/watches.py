@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "INSTANCES_SYSCTL",
     "SYSCTL",
     "Folder",
     "WatchCoverage",
     "WatchLimit",
     "find_folders",
+    "instances_command",
     "measure",
     "raise_command",
     "watch_limit",
@@ -30,6 +32,8 @@ __all__ = [
 
 #: The sysctl that sets how many inotify watches each user may hold.
 SYSCTL = "fs.inotify.max_user_watches"
+#: The one that sets how many inotify instances (watchers) each user may hold.
+INSTANCES_SYSCTL = "fs.inotify.max_user_instances"
 _SYSCTL_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
 # A user namespace has its own limit besides the system's; the lower one is the one that bites.
 _NAMESPACE_FILE = Path("/proc/sys/user/max_inotify_watches")
@@ -65,6 +69,11 @@ def raise_command(limit: WatchLimit | None, folders: int) -> str:
         f"sudo sysctl -w {SYSCTL}={value} (and put `{SYSCTL} = {value}` in "
         "/etc/sysctl.d/90-inotify.conf to keep it)"
     )
+
+
+def instances_command() -> str:
+    """The command that raises the inotify instances a user may hold (a watcher is one)."""
+    return f"sudo sysctl -w {INSTANCES_SYSCTL}=1024"
 
 
 def watch_limit() -> WatchLimit | None:
@@ -163,6 +172,8 @@ class WatchCoverage:
     measured: bool = False
     #: Every folder seen under the roots, watched or not (a poll tells a new one by it).
     known: frozenset[str] = frozenset()
+    #: Why no watcher could be opened at all (then every folder is unwatched).
+    error: str | None = None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -173,6 +184,7 @@ class WatchCoverage:
             "limit": None if self.limit is None else self.limit.value,
             "limit_sysctl": SYSCTL,
             "limit_text": None if self.limit is None else self.limit.describe(),
+            "error": self.error,
         }
 
 

@@ -102,6 +102,9 @@ def test_folders_past_the_inotify_limit_are_said_with_the_fix_within_100_columns
     assert "sudo sysctl -w fs.inotify.max_user_watches=524288" in text
     assert all(len(line) <= WIDTH for line in lines), lines
     assert watching_lines({**watching, "unwatched": 0}) == []  # all watched: nothing to say
+    failed = {**watching, "watched": 0, "unwatched": 790, "error": "Too many open files"}
+    (said, *_) = watching_lines(failed)
+    assert said.startswith("cannot watch the agents' folders (Too many open files): all 790")
     assert watching_lines(None) == []  # an older daemon
 
 

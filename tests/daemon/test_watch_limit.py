@@ -42,20 +42,24 @@ def _namespace_limit_works() -> bool:
     return done.returncode == 0
 
 
-def _under_limit(*command: str) -> list[str]:
-    """`command` in a new user namespace (the test's uid mapped to its root) limited to LIMIT
-    watches; the process is the command itself (`unshare` and `sh` exec it)."""
-    script = f'echo {LIMIT} > /proc/sys/user/max_inotify_watches && exec "$@"'
+def _under_limit(*command: str, limit: str = f"max_inotify_watches={LIMIT}") -> list[str]:
+    """`command` in a new user namespace (the test's uid mapped to its root) with the limit
+    `limit` (of /proc/sys/user/); the process is the command itself (`unshare` and `sh` exec
+    it)."""
+    name, value = limit.split("=")
+    script = f'echo {value} > /proc/sys/user/{name} && exec "$@"'
     return ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *command]
 
 
-def _serve_under_limit(world: World) -> subprocess.Popen[bytes]:
+def _serve_under_limit(
+    world: World, limit: str = f"max_inotify_watches={LIMIT}"
+) -> subprocess.Popen[bytes]:
     log = (world.root / "daemon-1.log").open("wb")
     world._logs = 1
     command = [sys.executable, "-m", "ctxd", "serve", "--log-level", "debug"]
     try:
         return subprocess.Popen(
-            _under_limit(*command),
+            _under_limit(*command, limit=limit),
             env=world.env,
             cwd=world.root,
             stdin=subprocess.DEVNULL,
@@ -141,6 +145,38 @@ def test_past_the_limit_every_session_stays_current_and_doctor_names_the_limit(
     assert line.startswith("FAIL"), alone.stdout
     assert f"{watching['folders'] + 1} folders under the agents' roots" in line  # + the new one
     assert "user.max_inotify_watches = 12" in line
+
+
+def test_with_no_watcher_to_be_had_every_folder_is_polled_and_doctor_says_why(
+    world: World,
+) -> None:
+    if not _namespace_limit_works():
+        pytest.skip("no user namespaces here (unshare --user --map-root-user)")
+    sessions = [world.claude(slug=f"-work-p{i}") for i in range(3)]
+    for t in sessions:
+        t.assistant(10_000)
+    world.proc = _serve_under_limit(world, "max_inotify_instances=0")
+    world.wait_ready(world.proc)
+    for t in sessions:
+        world.wait_row(t, lambda row: row["tokens"] == 10_000)
+    watching = _watching(world)
+    assert watching["watched"] == 0
+    assert "Too many open files" in watching["error"], watching
+
+    for t in sessions:
+        t.assistant(90_000)
+    fresh = world.claude(slug="-work-p1")
+    fresh.assistant(20_000)
+    for t in sessions:
+        world.wait_row(t, lambda row: row["tokens"] == 90_000, timeout=10.0)
+    world.wait_row(fresh, lambda row: row["tokens"] == 20_000, timeout=10.0)
+
+    status = world.cli("status")
+    assert "cannot watch the agents' folders" in status.stdout, status.stdout
+    doctor = world.cli("doctor")
+    (line,) = [line for line in doctor.stdout.splitlines() if "inotify watches" in line]
+    assert line.startswith("FAIL"), doctor.stdout
+    assert "sudo sysctl -w fs.inotify.max_user_instances=" in doctor.stdout
 
 
 WATCH_ORDER_PROBE = """
