@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -332,3 +333,29 @@ def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
     (row,) = centre.status.document()["sessions"]
     assert row["model"] == "claude-sonnet-4-6" and row["tokens"] == 125_000
     assert row["window"] == 200_000 and row["window_source"] != "statusline"
+
+
+COPILOT_CAPTURE = Path(__file__).parents[1] / "data" / "transcripts" / "copilot-1.0.102"
+COPILOT_PAYLOADS = Path(__file__).parents[1] / "data" / "payloads" / "copilot" / "1.0.102"
+
+
+def test_a_hook_that_names_only_its_session_is_found_under_the_agents_own_home(
+    world: World, clock: FakeClock, tmp_path: Path
+) -> None:
+    # Copilot CLI's hooks give a session id and no file: the events file is found where the
+    # agent's environment puts its home, which need not be where the daemon would look.
+    payload = (COPILOT_PAYLOADS / "print" / "04-postToolUse.json").read_bytes()
+    session_id = json.loads(payload)["sessionId"]
+    home = tmp_path / "elsewhere"
+    events = home / "session-state" / session_id / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_bytes((COPILOT_CAPTURE / "transcript.print.jsonl").read_bytes())
+    centre = open_centre(world, clock)
+
+    centre.answers.handle_hook("copilot", "postToolUse", payload, {"COPILOT_HOME": str(home)})
+
+    rows = [r for r in centre.status.document()["sessions"] if r["session_id"] == session_id]
+    usage = json.loads((COPILOT_CAPTURE / "usage.print.json").read_text())
+    assert [(r["transcript_path"], r["tokens"]) for r in rows] == [
+        (str(events), usage[-1]["usage"]["prompt_tokens"])
+    ]
