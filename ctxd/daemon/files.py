@@ -88,6 +88,11 @@ class TranscriptFile:
         return tracked
 
     @property
+    def modified_at(self) -> float | None:
+        """The file's mtime (epoch seconds) when last looked at; None before the first look."""
+        return None if self._mtime_ns < 0 else self._mtime_ns / 1e9
+
+    @property
     def behind(self) -> int:
         """Bytes known to be unread (as of the last look at the file)."""
         return max(0, self.size - self.offset, self._skip_to - self.offset)

@@ -3,8 +3,9 @@
 Two files in the private state dir:
 
 - the snapshot (`state.json`): every session, each transcript's read position, the windows
-  learned. Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while
-  something changed, and at shutdown.
+  learned, the transcripts of sessions that ended and were dropped (so that they stay ended).
+  Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while something
+  changed, and at shutdown.
 - the journal (`state.journal`): one line per answer that depends on state that must not
   repeat (a warning given, a handoff asked), written before that answer leaves the daemon, so
   that a crash of the daemon at any moment loses nothing of that kind. The write is in the
@@ -64,6 +65,7 @@ def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0)
         "sessions": states,
         "files": transcripts.positions(),
         "stores": transcripts.store_positions(),
+        "ended": transcripts.ended_files(),
         "learned": learned,
     }
     return orjson.dumps(doc)
@@ -231,6 +233,8 @@ def restore(
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
     sessions.restore(list(saved.values()), learned)
     transcripts.resume(files)
+    ended = doc.get("ended")
+    transcripts.resume_ended(ended if isinstance(ended, dict) else {})
     stores = doc.get("stores")
     transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,10 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        #: The transcripts of sessions that ended and were dropped: path -> (identity, bytes
+        #: read). One found again is followed only once it has grown or been replaced, so a
+        #: session that ended stays ended through the next discovery pass.
+        self._ended: dict[str, tuple[tuple[int, int], int]] = {}
         sessions.on_drop(self._forget)
 
     # ----------------------------------------------------------------- reading
@@ -123,7 +128,10 @@ class Transcripts:
                 return self.sessions.rename(path, session_id)
             return existing
         sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
-        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent)
+        self._ended.pop(path, None)
+        # A session found on disk was last heard from when its transcript last changed, not
+        # now: history must not look current, nor be kept `idle_minutes` past the discovery.
+        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent, at=_modified_at(path))
         self._files[path] = TranscriptFile(path, agent)
         self.catch_up(path, until)
         return self.sessions[path]
@@ -156,6 +164,10 @@ class Transcripts:
             now = self.sessions.clock()
             for update in updates:
                 state = core.apply_usage(state, update, now)
+            # Usage read from the disk is as recent as the file's last change (the transcript's
+            # own clock), never newer than what the session heard last (a hook, on ours).
+            heard = min(now, tracked.modified_at or now)
+            state = replace(state, updated_at=max(heard, self.sessions[path].updated_at))
             self.sessions.store(state)
             self.sessions.learn(state)
         self._log_skipped(path, tracked)
@@ -230,6 +242,8 @@ class Transcripts:
                 self.catch_up(path, until)  # one stat when nothing changed
         kept = self._settings().sessions
         self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
+        if everything:
+            self._forget_old_ended(now - kept.idle_seconds)
 
     def catch_up_store(self, agent: str, until: float | None = None) -> None:
         """Poll the store of `agent`, if it keeps its sessions in one (before judging a hook)."""
@@ -256,6 +270,22 @@ class Transcripts:
 
     def positions(self) -> dict[str, dict[str, Any]]:
         return {path: tracked.position() for path, tracked in self._files.items()}
+
+    def ended_files(self) -> dict[str, dict[str, Any]]:
+        """The ended transcripts remembered (`resume_ended` takes them back)."""
+        return {
+            path: {"identity": identity, "size": size}
+            for path, (identity, size) in self._ended.items()
+        }
+
+    def resume_ended(self, ended: Mapping[str, Any]) -> None:
+        """Remember again the ended transcripts `ended_files` gave (malformed entries skipped)."""
+        for path, saved in ended.items():
+            try:
+                dev, ino = saved["identity"]
+                self._ended[str(path)] = ((int(dev), int(ino)), int(saved["size"]))
+            except (KeyError, TypeError, ValueError):
+                continue
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each
@@ -308,7 +338,7 @@ class Transcripts:
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
-        if agent is None:
+        if agent is None or (path in self._ended and not self._grown(path)):
             return False
         self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
         return True
@@ -342,8 +372,34 @@ class Transcripts:
         if self._backlog_added is not None:
             self._backlog_added.set()
 
+    def _grown(self, path: str) -> bool:
+        """Whether the ended transcript `path` grew or was replaced since it was last read
+        (then it is forgotten as ended: it is a live session again)."""
+        identity, size = self._ended[path]
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if (info.st_dev, info.st_ino) == identity and info.st_size <= size:
+            return False
+        del self._ended[path]
+        return True
+
+    def _forget_old_ended(self, since: float) -> None:
+        """Forget the ended transcripts no discovery pass can find any more (gone, or older
+        than `since`): the memory stays the size of the recent history."""
+        for path in list(self._ended):
+            try:
+                if os.stat(path).st_mtime >= since:
+                    continue
+            except OSError:
+                pass
+            del self._ended[path]
+
     def _forget(self, key: str) -> None:
-        self._files.pop(key, None)
+        tracked = self._files.pop(key, None)
+        if tracked is not None and tracked.identity is not None:
+            self._ended[key] = (tracked.identity, int(tracked.position()["offset"]))
         self._backlog.pop(key, None)
         self._skipped.pop(key, None)
 
@@ -363,6 +419,13 @@ def _open_store(agent: str, path: str, position: Mapping[str, Any] | None) -> St
     store = agents.spec(agent).store
     assert store is not None
     return store.open(path, position)
+
+
+def _modified_at(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:

@@ -10,6 +10,7 @@ process, the watcher, restarts) stays in the subprocess tests beside this one.
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ import pytest
 from trio.testing import MockClock
 
 from ctxd.core.settings import Settings
+from ctxd.daemon import snapshot
 from ctxd.daemon.answers import TOOL_CALL_WAIT
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
@@ -332,3 +334,72 @@ def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
     (row,) = centre.status.document()["sessions"]
     assert row["model"] == "claude-sonnet-4-6" and row["tokens"] == 125_000
     assert row["window"] == 200_000 and row["window_source"] != "statusline"
+
+
+def rows_by_path(centre: Centre) -> dict[str, dict[str, Any]]:
+    return {row["transcript_path"]: row for row in centre.status.document()["sessions"]}
+
+
+def test_an_ended_session_stays_ended_through_a_discovery_pass(world: World) -> None:
+    # The wall clock near the files' own mtimes: discovery finds what changed lately.
+    clock = FakeClock(time.time())
+    centre = open_centre(world, clock, "[sessions]\nended_minutes = 15\n")
+    t, other = world.claude(), world.claude()
+    for each in (t, other):
+        each.assistant(100_000)
+        answer_of(centre, each.payload("PostToolUse"))
+    centre.answers.handle_hook("claude", None, json.dumps(t.payload("SessionEnd")).encode())
+    clock.advance(16 * 60)
+    centre.transcripts.sweep()
+    assert set(rows_by_path(centre)) == {str(other.path)}
+
+    # The next discovery pass (every 5 minutes) finds the file again, recent as it is.
+    clock.advance(5 * 60)
+    centre.transcripts.discover([world.claude_projects])
+    centre.transcripts.sweep()
+    assert set(rows_by_path(centre)) == {str(other.path)}, "the ended session came back"
+
+    # It is followed again once it grows: its agent wrote to it, it is live.
+    t.assistant(150_000)
+    centre.transcripts.discover([world.claude_projects])
+    row = rows_by_path(centre)[str(t.path)]
+    assert (row["tokens"], row["ended_at"]) == (150_000, None)
+
+
+def test_an_ended_session_stays_ended_across_a_restart(world: World) -> None:
+    clock = FakeClock(time.time())
+    config = "[sessions]\nended_minutes = 15\n"
+    centre = open_centre(world, clock, config)
+    t = world.claude()
+    t.assistant(100_000)
+    answer_of(centre, t.payload("PostToolUse"))
+    centre.answers.handle_hook("claude", None, json.dumps(t.payload("SessionEnd")).encode())
+    clock.advance(16 * 60)
+    centre.transcripts.sweep()
+    state = world.state_file
+    snapshot.save(centre.sessions, centre.transcripts, state)
+
+    again = open_centre(world, clock, config)
+    snapshot.restore(again.sessions, again.transcripts, state)
+    again.transcripts.discover([world.claude_projects])
+    assert rows_by_path(again) == {}
+
+
+def test_a_session_found_on_disk_is_as_old_as_its_transcript(world: World) -> None:
+    clock = FakeClock(time.time())
+    centre = open_centre(world, clock, "[sessions]\nidle_minutes = 480\n")
+    t = world.claude()
+    t.assistant(100_000)
+    six_hours_ago = clock.now - 6 * 3600
+    os.utime(t.path, (six_hours_ago, six_hours_ago))
+
+    centre.transcripts.discover([world.claude_projects])
+    (row,) = centre.status.document()["sessions"]
+    assert row["tokens"] == 100_000
+    assert row["age_s"] == pytest.approx(6 * 3600, abs=1), "history shown as just updated"
+
+    # Idle is judged on the transcript's clock: 8 hours after its last change, not after ours.
+    clock.advance(2 * 3600 + 60)
+    centre.transcripts.sweep()
+    (row,) = centre.status.document()["sessions"]
+    assert row["ended_reason"] == "idle"
