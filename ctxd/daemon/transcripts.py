@@ -269,7 +269,9 @@ class Transcripts:
         return None if tracked is None else tracked.position()
 
     def positions(self) -> dict[str, dict[str, Any]]:
-        return {path: tracked.position() for path, tracked in self._files.items()}
+        """Where reading each transcript stands, with its reader's state where it can be kept
+        (what the snapshot saves; `resume` takes it back)."""
+        return {path: tracked.position(with_state=True) for path, tracked in self._files.items()}
 
     def ended_files(self) -> dict[str, dict[str, Any]]:
         """The ended transcripts remembered (`resume_ended` takes them back)."""
@@ -289,9 +291,10 @@ class Transcripts:
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each
-        is read again up to its saved offset, in the background (the backlog), its updates
-        discarded (they are already folded into the saved session), so its reader's own state
-        is rebuilt; until then its session is catching up."""
+        is read on from its saved offset with its reader's saved state, or, without one, read
+        again up to that offset with its updates discarded (they are already folded into the
+        saved session) to rebuild the reader; in the background (the backlog), its session
+        catching up until then."""
         for state in self.sessions:
             saved = files.get(state.key)
             if saved and state.transcript_path:

@@ -23,6 +23,7 @@ from ctxd.daemon import snapshot
 from ctxd.daemon.answers import TOOL_CALL_WAIT
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
+from ctxd.daemon.files import TranscriptFile
 from ctxd.protocol import resolve
 
 if TYPE_CHECKING:
@@ -403,3 +404,32 @@ def test_a_session_found_on_disk_is_as_old_as_its_transcript(world: World) -> No
     centre.transcripts.sweep()
     (row,) = centre.status.document()["sessions"]
     assert row["ended_reason"] == "idle"
+
+
+def test_a_restart_reads_on_from_where_it_stood_with_the_same_digest(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock)
+    t = world.claude()
+    for tokens in (100_000, 110_000):
+        t.assistant(tokens)
+        answer_of(centre, t.payload("PostToolUse"))
+    snapshot.save(centre.sessions, centre.transcripts, world.state_file)
+    read_before = t.path.stat().st_size
+    t.assistant(120_000)  # while the daemon is down
+
+    again = open_centre(world, clock)
+    snapshot.restore(again.sessions, again.transcripts, world.state_file)
+    key = str(t.path)
+    size = t.path.stat().st_size
+    assert again.transcripts.catching_up(key) == {"read": read_before, "size": size}
+    again.transcripts.catch_up(key)
+    (row,) = again.status.document()["sessions"]
+    assert row["tokens"] == 120_000
+    # The digest goes on as if the daemon had read the whole file in one go.
+    fresh = TranscriptFile(key, "claude")
+    fresh.read_appended()
+    tracked = again.transcripts.file(key)
+    assert tracked is not None and tracked.facts is not None and fresh.facts is not None
+    assert tracked.facts.digest == fresh.facts.digest
+    assert tracked.facts.digest.commands_run + len(tracked.facts.digest.files) > 0
