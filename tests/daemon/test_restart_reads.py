@@ -3,6 +3,7 @@ a real daemon process read (`rchar` of /proc/PID/io), over ~300 MB of recent tra
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,9 +56,10 @@ def test_a_restart_reads_only_what_was_appended_while_down(world: World) -> None
         paths.append(path)
     history = FILES * len(body)
 
+    started = time.monotonic()
     first = world.start()
     world.wait_for(lambda: caught_up(world, dict.fromkeys(map(str, paths))), 90, "first read")
-    first_read = read_bytes_of(first.pid)
+    first_read, first_took = read_bytes_of(first.pid), time.monotonic() - started
     assert world.stop() == 0
 
     # While it is down, three sessions go on.
@@ -68,13 +70,15 @@ def test_a_restart_reads_only_what_was_appended_while_down(world: World) -> None
         grown[str(path)] = 200_000 + n * 1000
     appended = sum(path.stat().st_size for path in paths) - history
 
+    started = time.monotonic()
     again = world.start()
     want: dict[str, int | None] = {**dict.fromkeys(map(str, paths)), **grown}
     world.wait_for(lambda: caught_up(world, want), 60, "the restart to catch up")
-    restart_read = read_bytes_of(again.pid)
+    restart_read, restart_took = read_bytes_of(again.pid), time.monotonic() - started
     print(
-        f"history {history / MB:.0f} MB: first start read {first_read / MB:.1f} MB, "
-        f"the restart {restart_read / MB:.1f} MB"
+        f"\nhistory {history / MB:.0f} MB in {FILES} files, {appended:,} bytes appended while "
+        f"down: first start read {first_read / MB:.1f} MB (caught up in {first_took:.1f} s), "
+        f"the restart {restart_read / MB:.1f} MB ({restart_took:.1f} s)"
     )
     assert first_read > history
     # Its own start-up (modules, config, snapshot) and the appended turns; not the history.
