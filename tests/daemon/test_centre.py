@@ -433,3 +433,25 @@ def test_a_restart_reads_on_from_where_it_stood_with_the_same_digest(
     assert tracked is not None and tracked.facts is not None and fresh.facts is not None
     assert tracked.facts.digest == fresh.facts.digest
     assert tracked.facts.digest.commands_run + len(tracked.facts.digest.files) > 0
+
+
+def test_a_warning_journaled_after_the_snapshot_keeps_its_readers_state(
+    world: World, clock: FakeClock
+) -> None:
+    # A crash right after a warning: the session's last word is a journal line, whose position
+    # carries no reader state; it is the snapshot's position, so the snapshot's state serves.
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[40])
+    answer_of(centre, t.payload("PostToolUse"))
+    journal = snapshot.Journal(world.state_file.with_suffix(".journal"))
+    snapshot.save(centre.sessions, centre.transcripts, world.state_file, journal.seq)
+    journal.start()
+    key = str(t.path)
+    journal.append(centre.sessions[key], centre.transcripts.position(key))
+    journal.close()
+
+    again = open_centre(world, clock, WINDOW_BASIS)
+    snapshot.restore(again.sessions, again.transcripts, world.state_file, journal)
+    size = t.path.stat().st_size
+    assert again.transcripts.catching_up(key) == {"read": size, "size": size}
