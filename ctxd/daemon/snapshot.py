@@ -67,7 +67,7 @@ def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0)
         "sessions": states,
         "files": transcripts.positions(),
         "stores": transcripts.store_positions(),
-        "ended": transcripts.ended_files(),
+        "ended": transcripts.ended.export(),
         "learned": learned,
     }
     return orjson.dumps(doc)
@@ -244,7 +244,7 @@ def restore(
     sessions.restore(list(saved.values()), learned)
     transcripts.resume(files)
     ended = doc.get("ended")
-    transcripts.resume_ended(ended if isinstance(ended, dict) else {})
+    transcripts.ended.restore(ended if isinstance(ended, dict) else {})
     stores = doc.get("stores")
     transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.

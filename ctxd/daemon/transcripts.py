@@ -35,6 +35,7 @@ from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
+from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
 from ctxd.daemon.sessions import Sessions
 
@@ -80,10 +81,9 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
-        #: The transcripts of sessions that ended and were dropped: path -> (identity, bytes
-        #: read). One found again is followed only once it has grown or been replaced, so a
-        #: session that ended stays ended through the next discovery pass.
-        self._ended: dict[str, tuple[tuple[int, int], int]] = {}
+        #: The transcripts of sessions that ended and were dropped: followed again only once
+        #: they grow, so that a session that ended stays ended through discovery passes.
+        self.ended = EndedFiles()
         sessions.on_drop(self._forget)
 
     # ----------------------------------------------------------------- reading
@@ -128,7 +128,7 @@ class Transcripts:
                 return self.sessions.rename(path, session_id)
             return existing
         sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
-        self._ended.pop(path, None)
+        self.ended.forget(path)
         # A session found on disk was last heard from when its transcript last changed, not
         # now: history must not look current, nor be kept `idle_minutes` past the discovery.
         self.sessions.open(agent, sid, path, cwd=cwd, parent=parent, at=_modified_at(path))
@@ -243,7 +243,7 @@ class Transcripts:
         kept = self._settings().sessions
         self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
         if everything:
-            self._forget_old_ended(now - kept.idle_seconds)
+            self.ended.prune(now - kept.idle_seconds)
 
     def catch_up_store(self, agent: str, until: float | None = None) -> None:
         """Poll the store of `agent`, if it keeps its sessions in one (before judging a hook)."""
@@ -272,22 +272,6 @@ class Transcripts:
         """Where reading each transcript stands, with its reader's state where it can be kept
         (what the snapshot saves; `resume` takes it back)."""
         return {path: tracked.position(with_state=True) for path, tracked in self._files.items()}
-
-    def ended_files(self) -> dict[str, dict[str, Any]]:
-        """The ended transcripts remembered (`resume_ended` takes them back)."""
-        return {
-            path: {"identity": identity, "size": size}
-            for path, (identity, size) in self._ended.items()
-        }
-
-    def resume_ended(self, ended: Mapping[str, Any]) -> None:
-        """Remember again the ended transcripts `ended_files` gave (malformed entries skipped)."""
-        for path, saved in ended.items():
-            try:
-                dev, ino = saved["identity"]
-                self._ended[str(path)] = ((int(dev), int(ino)), int(saved["size"]))
-            except (KeyError, TypeError, ValueError):
-                continue
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each
@@ -341,7 +325,7 @@ class Transcripts:
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
-        if agent is None or (path in self._ended and not self._grown(path)):
+        if agent is None or self.ended.still_ended(path):
             return False
         self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
         return True
@@ -375,34 +359,10 @@ class Transcripts:
         if self._backlog_added is not None:
             self._backlog_added.set()
 
-    def _grown(self, path: str) -> bool:
-        """Whether the ended transcript `path` grew or was replaced since it was last read
-        (then it is forgotten as ended: it is a live session again)."""
-        identity, size = self._ended[path]
-        try:
-            info = os.stat(path)
-        except OSError:
-            return False
-        if (info.st_dev, info.st_ino) == identity and info.st_size <= size:
-            return False
-        del self._ended[path]
-        return True
-
-    def _forget_old_ended(self, since: float) -> None:
-        """Forget the ended transcripts no discovery pass can find any more (gone, or older
-        than `since`): the memory stays the size of the recent history."""
-        for path in list(self._ended):
-            try:
-                if os.stat(path).st_mtime >= since:
-                    continue
-            except OSError:
-                pass
-            del self._ended[path]
-
     def _forget(self, key: str) -> None:
         tracked = self._files.pop(key, None)
         if tracked is not None and tracked.identity is not None:
-            self._ended[key] = (tracked.identity, int(tracked.position()["offset"]))
+            self.ended.remember(key, tracked.identity, int(tracked.position()["offset"]))
         self._backlog.pop(key, None)
         self._skipped.pop(key, None)
 
