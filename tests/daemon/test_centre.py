@@ -30,6 +30,9 @@ from ctxd.protocol import resolve
 if TYPE_CHECKING:
     from conftest import ClaudeTranscript, World
 
+# The world gives these tests files and an environment; no ctxd process runs.
+pytestmark = pytest.mark.in_process
+
 WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
 #: On basis "window" with the 1,000,000 default: remaining 40 / 30 / 20 % (see test_daemon_policy).
 TOKENS_AT_REMAINING = {40: 600_000, 30: 700_000, 20: 800_000}
