@@ -78,7 +78,8 @@ export const CtxdPlugin = async ({ client, directory }) => {
     "tool.execute.after": async (input, output) => {
       try {
         const payload = { session_id: input.sessionID, cwd: directory, tool_use_id: input.callID }
-        const text = (await ask("tool_execute_after", payload))?.hookSpecificOutput?.additionalContext
+        const answer = await ask("tool_execute_after", payload)
+        const text = answer?.hookSpecificOutput?.additionalContext
         if (typeof text === "string" && text && typeof output.output === "string") {
           output.output += `\n\n${text}`
         }
