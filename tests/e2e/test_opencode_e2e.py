@@ -16,13 +16,28 @@ it as the user's next message, and `opencode run` answers it before it exits.
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, marks, run, write_json
+from e2e_support import (
+    Ctxd,
+    Json,
+    Mock,
+    Result,
+    RunDir,
+    Tmux,
+    base_env,
+    marks,
+    run,
+    wait_for,
+    write_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -89,9 +104,13 @@ def bash_steps(prompts: Sequence[int]) -> list[Json]:
                 }
             }
         )
-        step["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
+        step["usage"] = usage(prompt)
         steps.append(step)
     return steps
+
+
+def usage(prompt: int) -> Json:
+    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
 
 
 def last_turn_text(body: Json) -> str:
@@ -224,3 +243,35 @@ def test_a_stopped_daemon_leaves_the_session_working_quietly(rig: Rig) -> None:
     assert "ctxd" not in res.stderr.lower(), res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
     assert len(rig.main()) == 3  # no handoff turn either
+
+
+def test_the_ui_asks_the_handoff_once_and_quits_during_its_turn(rig: Rig, tmp_path: Path) -> None:
+    """The interactive UI under tmux: the handoff request is the user's next message, on screen
+    too, answered once; /exit while that answer's tool runs quits at once (the plugin's
+    `dispose`, which `opencode run` waits on, does not hold the UI)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    steps = bash_steps([50_000, 120_000, 125_000])  # the answer at 74 % used
+    slow = {"command": "sleep 30", "description": "slow"}
+    steps.append({"tool": {"name": "bash", "arguments": slow}, "usage": usage(126_000)})
+    start(rig, steps)
+    rig.ctxd.start(rig.mock.wrap)
+    words = " ".join(
+        shlex.quote(f"{k}={v}") for k, v in env(rig.rd, rig.mock, rig.ctxd.env).items()
+    )
+    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--prompt", "Run the steps"]))
+    tmux = Tmux(tmp_path / "tmux.sock", "opencode")
+    work = shlex.quote(str(rig.rd.work))
+    tmux.start(f"cd {work} && env -i {words} {argv}; echo OPENCODE-EXITED; sleep 30")
+    try:
+        assert wait_for(lambda: len(rig.main()) == 4, 90), tmux.pane()
+        assert handoffs(rig.main()) == [3]
+        assert tmux.wait("sleep 30", 20), tmux.pane()
+        assert "CONTEXT HANDOFF:" in tmux.pane()
+        began = time.monotonic()
+        tmux.send("/exit")
+        assert tmux.wait("OPENCODE-EXITED", 15), tmux.pane()
+        assert time.monotonic() - began < 10
+    finally:
+        tmux.kill()
+    assert len(rig.main()) == 4
