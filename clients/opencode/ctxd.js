@@ -62,7 +62,7 @@ function parsed(result) {
 
 export const CtxdPlugin = async ({ client, directory }) => {
   const continued = new Set() // sessions whose last idle sent ctxd's request as a prompt
-  let idling = Promise.resolve() // the last idle's handling: `opencode run` exits after it
+  let idling = Promise.resolve() // the last idle's handling, awaited by `dispose`
 
   const idle = async (id) => {
     const active = continued.delete(id)
@@ -95,7 +95,8 @@ export const CtxdPlugin = async ({ client, directory }) => {
         }
       } catch {}
     },
-    // OpenCode awaits this before it shuts down: a handoff turn under way is finished first.
+    // `opencode run` shuts down once the session is idle and awaits this first, so the
+    // handoff turn runs to its end; the interactive UI's /exit does not wait for it.
     dispose: () => idling,
   }
 }
