@@ -173,6 +173,7 @@ def _opencode_plugin(world: World, source: str) -> None:
 @pytest.mark.parametrize("runtime", ["opencode", "node"])
 def test_the_opencode_plugin_is_loaded_and_its_hook_run(world: World, runtime: str) -> None:
     _runtime_only(world, runtime)
+    world.env["XDG_DATA_HOME"] = str(world.root / "my data")  # the client copy's URL is quoted
     assert world.cli("install", "opencode").returncode == 0
     code, marks, out = _lines(world)
     assert marks["opencode plugin"] == "ok", out

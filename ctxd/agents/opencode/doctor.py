@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 
-from ctxd.agents.opencode.install import installed_plugin
+from ctxd.agents.opencode.install import installed_plugin, plugin_path
 from ctxd.agents.spec import Json, PluginRun
 
 __all__ = ["SCRIPT", "plugin_run"]
@@ -28,7 +28,7 @@ def plugin_run(doc: Json, env: Mapping[str, str]) -> PluginRun | None:
     url = installed_plugin(doc)
     if url is None:
         return None
-    path = url.removeprefix("file://")
+    path = plugin_path(url)
     search = env.get("PATH")
     opencode, node = shutil.which("opencode", path=search), shutil.which("node", path=search)
     if opencode is not None:

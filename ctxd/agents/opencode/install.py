@@ -11,12 +11,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from ctxd.agents.hookcmd import client_dir
 from ctxd.agents.spec import Check, InstallRequest, Json
 from ctxd.paths import home
 
-__all__ = ["PLUGIN", "checks", "install", "installed_plugin", "settings_path", "uninstall"]
+__all__ = [
+    "PLUGIN",
+    "checks",
+    "install",
+    "installed_plugin",
+    "plugin_path",
+    "settings_path",
+    "uninstall",
+]
 
 #: The plugin's path inside the client directory.
 PLUGIN = "opencode/ctxd.js"
@@ -59,6 +69,11 @@ def installed_plugin(doc: Json) -> str | None:
     return ours[0] if ours else None
 
 
+def plugin_path(url: str) -> Path:
+    """The file a `file://` URL names (`as_uri` quoted it: a space is %20)."""
+    return Path(url2pathname(urlsplit(url).path))
+
+
 def checks(doc: Json) -> list[Check]:
     url = installed_plugin(doc)
     if url is None:
@@ -71,7 +86,7 @@ def checks(doc: Json) -> list[Check]:
                 skipped=True,
             )
         ]
-    path = Path(url.removeprefix("file://"))
+    path = plugin_path(url)
     ok = path.is_file()
     detail = f"{path} {'exists' if ok else 'is missing'}"
     return [Check("opencode plugin", ok, detail, None if ok else "ctxd install opencode")]
