@@ -7,8 +7,9 @@ from typing import Any
 
 from ctxd.agents.opencode import files, install
 from ctxd.agents.opencode.compaction import compaction_point
+from ctxd.agents.opencode.digest import session_digest
 from ctxd.agents.opencode.hooks import DIALECT
-from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.opencode.store import OpenCodeStore, database_path, recognises
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.spec import AgentSpec, Installer
 from ctxd.agents.store import SessionStore
@@ -57,5 +58,7 @@ SPEC = AgentSpec(
         uninstall=install.uninstall,
         checks=install.checks,
     ),
-    store=SessionStore(path=database_path, open=_open_store),
+    store=SessionStore(
+        path=database_path, open=_open_store, recognises=recognises, digest=session_digest
+    ),
 )

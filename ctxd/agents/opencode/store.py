@@ -33,7 +33,7 @@ from ctxd.agents.store import StoreUpdate
 from ctxd.core.events import UsageUpdate
 from ctxd.paths import home
 
-__all__ = ["BATCH", "OpenCodeStore", "database_path"]
+__all__ = ["BATCH", "OpenCodeStore", "connect", "database_path", "recognises"]
 
 #: Parts read per query: a poll checks its deadline between batches.
 BATCH = 500
@@ -44,6 +44,9 @@ _NEW_PARTS = (
     " WHERE p.rowid > ? AND p.data LIKE '%\"step-finish\"%' ORDER BY p.rowid LIMIT ?"
 )
 _SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
+#: The tables a database of OpenCode's holds (and this reader reads).
+_TABLES = frozenset({"session", "message", "part"})
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def database_path(env: Mapping[str, str]) -> Path:
@@ -54,6 +57,34 @@ def database_path(env: Mapping[str, str]) -> Path:
     if named:
         return Path(named) if os.path.isabs(named) else data / named
     return data / "opencode.db"
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """The database at `path`, read-only. timeout=0: never wait for OpenCode's lock (a locked
+    database is an error, retried later); autocommit: no read transaction held open, so a
+    checkpoint of the WAL is never held up for long. Raises sqlite3.Error."""
+    return sqlite3.connect(
+        f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0, isolation_level=None
+    )
+
+
+def recognises(path: str) -> bool:
+    """The file at `path` is a SQLite database with OpenCode's session, message and part
+    tables (a copy anywhere: what `ctxd replay` is handed)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+                return False
+        db = connect(path)
+    except (OSError, sqlite3.Error):
+        return False
+    try:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+    return names >= _TABLES
 
 
 class OpenCodeStore:
@@ -107,13 +138,7 @@ class OpenCodeStore:
             self.rowid = 0  # another database at that path: read it from the start
             self._sessions.clear()
         try:
-            # timeout=0: never wait for OpenCode's lock; autocommit: no transaction held open.
-            db = sqlite3.connect(
-                f"{Path(self.path).absolute().as_uri()}?mode=ro",
-                uri=True,
-                timeout=0,
-                isolation_level=None,
-            )
+            db = connect(self.path)
         except sqlite3.Error as exc:
             raise OSError(f"{self.path}: {exc}") from None
         self._db, self._identity = db, identity
