@@ -22,8 +22,10 @@ class Writer:
 
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path)
-        self.clock = 1_796_164_300_000  # ms, after the capture
-        self.n = 0
+        # ids and times on from the rows already there (a writer opened again goes on)
+        (rows,) = self.db.execute("select (select count(*) from part) + count(*) from message")
+        self.n = int(rows[0])
+        self.clock = 1_796_164_300_000 + 1000 * self.n  # ms, after the capture
 
     def _next(self, prefix: str) -> tuple[str, int]:
         self.n += 1

@@ -294,7 +294,14 @@ class Transcripts:
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
             if key is None:
-                parent = row.parent_id and self.sessions.key_for(agent, row.parent_id)
+                parent = None
+                if row.parent_id is not None:
+                    # A subagent's steps can be written before its parent's first one (the
+                    # parent's step ends when its tool, the subagent, is done): the key the
+                    # parent will have, then.
+                    parent = self.sessions.key_for(agent, row.parent_id) or core.session_key(
+                        agent, row.parent_id, None
+                    )
                 opened = self.sessions.open(agent, row.session_id, None, cwd=row.cwd, parent=parent)
                 key = opened.key
             state = core.apply_usage(self.sessions[key], row.update, now)

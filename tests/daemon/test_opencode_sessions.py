@@ -1,0 +1,42 @@
+"""OpenCode's sessions in the daemon's centre, in process: its database (a copy of the one the
+real CLI 1.18.33 wrote, with sessions added as OpenCode writes them) read as a session store,
+each session on its own figures, a subagent marked as its parent's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opencode_db import CAPTURED, Writer, copy_capture
+
+from ctxd.agents.opencode.store import database_path
+from ctxd.daemon.centre import Centre
+from ctxd.daemon.config import parse_settings
+
+if TYPE_CHECKING:
+    from conftest import World
+
+
+def test_a_subagent_whose_first_step_ends_before_its_parents_is_still_its_subagent(
+    world: World,
+) -> None:
+    path = database_path(world.env)
+    path.parent.mkdir(parents=True)
+    copy_capture(path.parent)
+    w = Writer(path)
+    w.session("ses_main")
+    w.session("ses_sub", parent="ses_main")
+    # OpenCode writes the parent's step-finish only once its task tool (the subagent) is done.
+    w.step("ses_sub", 50_000)
+    w.close()
+    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    centre.transcripts.catch_up(str(path))
+    w = Writer(path)
+    w.step("ses_main", 30_000)
+    w.close()
+    centre.transcripts.catch_up(str(path))
+    rows = {row["session_id"]: row for row in centre.status.document()["sessions"]}
+    assert rows[CAPTURED]["tokens"] == 20_000 and rows[CAPTURED]["parent"] is None
+    assert rows["ses_main"]["tokens"] == 30_000 and rows["ses_main"]["parent"] is None
+    assert rows["ses_sub"]["tokens"] == 50_000
+    # its parent's key, as `ctxd status` names it ("subagent of ...")
+    assert rows["ses_sub"]["parent"] == "opencode:ses_main"
