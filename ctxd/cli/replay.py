@@ -117,7 +117,9 @@ def replay(
         names = agents.spec(agent).config_env
         state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
         config = AgentSettings(environ).config(state)
-    grounds = core.Grounds(settings, rule, config)
+    grounds = core.Grounds(
+        settings, rule, config, configured_window=agents.spec(agent).configured_window
+    )
     yield from _timeline(state, _updates(path, agent), grounds, override)
 
 
@@ -250,5 +252,7 @@ def replay_store(
             names = spec.config_env
             state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
             config = AgentSettings(environ).config(state)
-        grounds = core.Grounds(settings, spec.compaction, config)
+        grounds = core.Grounds(
+            settings, spec.compaction, config, configured_window=spec.configured_window
+        )
         yield info, _timeline(state, updates, grounds, override)

@@ -79,6 +79,7 @@ class Answers:
             self.sessions.learned,
             agents.spec(state.agent).idle_compaction,
             time.localtime().tm_gmtoff,
+            agents.spec(state.agent).configured_window,
         )
 
     def handle_hook(

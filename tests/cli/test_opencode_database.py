@@ -187,3 +187,22 @@ def test_handoff_of_a_database_takes_its_latest_main_session_and_its_tools(
         ctxd(env, "handoff", "--json", "--transcript", str(path), "--session", "ses_h").stdout
     )
     assert helper["session_id"] == "ses_helper" and helper["digest"]["asks"] == []
+
+
+def test_replay_measures_on_the_window_opencodes_config_gives_the_model(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    limit = {"context": 200_000, "output": 8_000}
+    config.write_text(
+        orjson.dumps({"provider": {"mock": {"models": {"mock-model": {"limit": limit}}}}}).decode()
+    )
+    final = json_lines(ctxd(env, "replay", "--json", str(CAPTURE)))[-1]
+    # OpenCode's point: context - min(output, 32,000)
+    assert (final["window"], final["window_source"], final["compaction_at"]) == (
+        200_000,
+        "config",
+        192_000,
+    )
+    assert final["used_pct"] == 10.0
