@@ -11,11 +11,14 @@ summary (what the context holds after it, until the next step reports); a step's
 counts towards the compaction point (`pending`), as OpenCode counts it. A session started by
 another (a subagent's) names it in `session.parent_id`.
 
-The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (an
-index walk, so its cost is what is new, not the file), in batches, and opens the database
-read-only (`mode=ro`) with no busy wait: OpenCode's writes are never delayed, and a poll that
-finds the database locked raises OSError and is retried at the next change. Each SELECT is its
-own short read transaction, so a checkpoint of the WAL is never held up for long.
+The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (a
+walk of the rowid b-tree from there, so its cost is what is new, not the file), in batches, and
+opens the database read-only (`mode=ro`) with no busy wait: OpenCode's writes are never delayed,
+and a poll that finds the database locked raises OSError and is retried at the next change.
+Each SELECT is its own short read transaction, so a checkpoint of the WAL is never held up for
+long. When the newest parts are deleted (OpenCode reverting the last turns), SQLite gives their
+rowids to the next parts: a read that finds the largest rowid below its position reads on from
+there.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ BATCH = 500
 _NEW_PARTS = (
     "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id"
-    " WHERE p.rowid > ? AND p.data LIKE '%\"step-finish\"%' ORDER BY p.rowid LIMIT ?"
+    " WHERE p.rowid > ? AND p.rowid <= ? AND p.data LIKE '%\"step-finish\"%'"
+    " ORDER BY p.rowid LIMIT ?"
 )
+_LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
 _SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
 #: The tables a database of OpenCode's holds (and this reader reads).
 _TABLES = frozenset({"session", "message", "part"})
@@ -107,15 +112,25 @@ class OpenCodeStore:
         db = self._connect()
         updates: list[StoreUpdate] = []
         try:
+            (last,) = db.execute(_LAST_PART).fetchone()
+            if last < self.rowid:
+                # The newest parts were deleted (OpenCode's revert of the last turns): SQLite
+                # hands their rowids out again, to the parts written next.
+                self.rowid = last
             while True:
-                rows = db.execute(_NEW_PARTS, (self.rowid, BATCH)).fetchall()
+                rows = db.execute(_NEW_PARTS, (self.rowid, last, BATCH)).fetchall()
                 for rowid, part_id, session_id, created, part, message in rows:
                     self.rowid = rowid
                     update = self._update(part_id, session_id, created, part, message)
                     if update is not None:
                         updates.append(update)
                 self.behind = len(rows) == BATCH
-                if not self.behind or (until is not None and clock() >= until):
+                if not self.behind:
+                    # Every part up to `last` was looked at: the next read starts after them,
+                    # not after the last step-finish (a step's other parts are not read again).
+                    self.rowid = last
+                    return updates
+                if until is not None and clock() >= until:
                     return updates
         except sqlite3.Error as exc:
             self.close()

@@ -85,3 +85,39 @@ def test_the_spec_finds_the_database() -> None:
         "/h/.local/share/opencode/x.db"
     )
     assert database_path({"XDG_DATA_HOME": "/d", "OPENCODE_DB": "/a/b.db"}) == Path("/a/b.db")
+
+
+def test_a_step_written_after_the_newest_parts_were_deleted_is_read(tmp_path: Path) -> None:
+    # OpenCode's revert deletes the last turns' rows; SQLite gives their rowids to the next.
+    path = copy(tmp_path)
+    reader = OpenCodeStore(path)
+    assert len(reader.read()) == 3
+    writer = sqlite3.connect(path)
+    message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
+    writer.execute("delete from part where rowid >= 8")
+    writer.commit()
+    assert reader.read() == []
+    writer.execute(
+        "insert into part values ('prt_after', ?, ?, 3, 3, ?)",
+        (message, SESSION, '{"type":"step-finish","tokens":{"input":500,"output":1,"cache":{}}}'),
+    )
+    writer.commit()
+    (new,) = reader.read()
+    assert (new.update.turn_id, new.update.tokens) == ("prt_after", 500)
+    writer.close()
+
+
+def test_a_read_does_not_look_again_at_the_parts_after_the_last_step(tmp_path: Path) -> None:
+    path = copy(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    writer = sqlite3.connect(path)
+    message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
+    writer.execute(
+        'insert into part values (\'prt_text\', ?, ?, 3, 3, \'{"type":"text","text":"x"}\')',
+        (message, SESSION),
+    )
+    writer.commit()
+    assert reader.read() == []
+    assert reader.position() == {"rowid": 11}
+    writer.close()
