@@ -7,13 +7,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 from ctxd_wire import HOOK_ENV
 from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
+
+from ctxd.agents.opencode.store import database_path
+
+if TYPE_CHECKING:
+    from conftest import World
 
 pytestmark = pytest.mark.slow
 
@@ -206,3 +212,21 @@ def test_replay_measures_on_the_window_opencodes_config_gives_the_model(
         192_000,
     )
     assert final["used_pct"] == 10.0
+
+
+def test_handoff_of_an_opencode_session_the_daemon_tracks_reads_its_database(
+    world: World,
+) -> None:
+    path = database_path(world.env)
+    path.parent.mkdir(parents=True)
+    copy_capture(path.parent)
+    world.start()
+    deadline = time.monotonic() + 10
+    while not any(r["session_id"] == CAPTURED for r in world.status()["sessions"]):
+        assert time.monotonic() < deadline, "the daemon never read the database"
+        time.sleep(0.05)
+    result = world.cli("handoff", "--json", CAPTURED[:8])
+    assert result.returncode == 0, result.stderr
+    doc = orjson.loads(result.stdout)
+    assert (doc["agent"], doc["session_id"]) == ("opencode", CAPTURED)
+    assert [c["text"] for c in doc["digest"]["commands"]] == ["echo MARK-1", "echo MARK-2"]
