@@ -4,11 +4,13 @@ each session on its own figures, a subagent marked as its parent's."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from opencode_db import CAPTURED, Writer, copy_capture
 
 from ctxd.agents.opencode.store import database_path
+from ctxd.core.digest import COMPACT_HEADER
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
 
@@ -40,3 +42,31 @@ def test_a_subagent_whose_first_step_ends_before_its_parents_is_still_its_subage
     assert rows["ses_sub"]["tokens"] == 50_000
     # its parent's key, as `ctxd status` names it ("subagent of ...")
     assert rows["ses_sub"]["parent"] == "opencode:ses_main"
+
+
+def _tool_call(centre: Centre, session_id: str) -> str:
+    """The context ctxd's plugin would append to a tool's output ("" for none)."""
+    payload = {"hook_event_name": "tool_execute_after", "session_id": session_id, "cwd": "/w"}
+    answer = centre.answers.handle_hook("opencode", None, json.dumps(payload).encode())
+    assert isinstance(answer, bytes)
+    if not answer:
+        return ""
+    context: str = json.loads(answer)["hookSpecificOutput"]["additionalContext"]
+    return context
+
+
+def test_after_a_compaction_the_next_tool_output_carries_the_sessions_digest_once(
+    world: World,
+) -> None:
+    path = database_path(world.env)
+    path.parent.mkdir(parents=True)
+    copy_capture(path.parent)
+    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    assert _tool_call(centre, CAPTURED) == ""
+    w = Writer(path)
+    w.compaction(CAPTURED, 1_500)
+    w.close()
+    note = _tool_call(centre, CAPTURED)  # the hook reads the database before it is judged
+    assert note.startswith(COMPACT_HEADER)
+    assert "## Last request\n\"Run the steps\"" in note
+    assert _tool_call(centre, CAPTURED) == ""
