@@ -3,18 +3,22 @@ of a large database, and each later read (the cost of one new step), with RSS.
 
 For each size, a database is built in a temporary directory with OpenCode 1.18.33's schema,
 copied from the captured tests/data/transcripts/opencode-1.18.33/opencode.db (every table and
-index, as the real CLI created them), in WAL mode. Its sessions (one in ten a subagent of the one
-before) hold turns shaped as the captured ones: a user message with its text part, then steps,
-each an assistant message with a step-start, a bash tool part (its command and an output of
-0.2-4 KB) and a step-finish with the step's tokens. Then, in a fresh child process (so that RSS
-is the reader's alone):
+index, as the real CLI created them), in WAL mode. Its sessions (one in ten a subagent of the
+one before), and one long session with a tenth as many parts again, hold turns shaped as the
+captured ones: a user message with its text part, then steps, each an assistant message with a
+step-start, a bash tool part (its command and an output of 0.2-4 KB, kept twice as OpenCode
+keeps it) and a step-finish with the step's tokens. Then, in a fresh child process (so that RSS
+is the reader's alone), with a writer connection open as OpenCode's is:
 
 - first read: a new reader reads the whole database (no deadline), as the daemon does on its
-  first start or after its snapshot is gone;
-- later read: one step more (its message and three parts) is written by a separate connection,
+  first start or after its snapshot is gone; then the same in the daemon's steps of
+  STEP_BUDGET, each step timed (how long a hook may wait behind one);
+- later read: one step more (its message and three parts) is written by the other connection,
   as OpenCode writes it, and the reader reads it; repeated `--steps` times. Its cost must not
   grow with the database: the sizes differ tenfold;
-- empty read: nothing new (what a change of the WAL by another table costs).
+- empty read: nothing new (what a change of the WAL by another table costs);
+- a session's digest read whole (`session_digest`, for the note after a compaction): a typical
+  session and the long one.
 
     .venv/bin/python bench/opencode_store.py                       # 10,000 and 100,000 parts
     .venv/bin/python bench/opencode_store.py --sizes 100000 --steps 500
@@ -142,7 +146,7 @@ class Builder:
         return 3
 
 
-def build(path: Path, sessions: int, parts: int) -> None:
+def build(path: Path, sessions: int, parts: int, big: int) -> None:
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=wal")
     for sql in _schema():
@@ -161,6 +165,13 @@ def build(path: Path, sessions: int, parts: int) -> None:
             steps += 1
         if i % 100 == 99:
             db.commit()
+    # One long session more, whose digest is read for the note after its compaction.
+    sid, written, steps = b.session(None), 0, 0
+    while written < big:
+        if steps % STEPS_PER_TURN == 0:
+            written += b.turn(sid)
+        written += b.step(sid, 10_000 + steps)
+        steps += 1
     db.commit()
     db.close()
 
@@ -176,6 +187,7 @@ def _rss_kib() -> int:
 
 
 def child(path: str, steps: int) -> dict[str, Any]:
+    from ctxd.agents.opencode.digest import session_digest
     from ctxd.agents.opencode.store import OpenCodeStore
 
     # OpenCode holds the database open (its WAL there) while the daemon reads it.
@@ -216,7 +228,18 @@ def child(path: str, steps: int) -> dict[str, Any]:
         reader.read()
         empty.append(time.perf_counter() - t0)
     writer.close()
+    # A session's digest, read whole from its parts (the note after a compaction): a typical
+    # session, and the long one (the last written).
+    db = sqlite3.connect(path)
+    sessions = db.execute("SELECT session_id, count(*) FROM part GROUP BY session_id").fetchall()
+    db.close()
+    digests = {}
+    for sid, n in (sessions[len(sessions) // 2], max(sessions, key=lambda row: row[1])):
+        t0 = time.perf_counter()
+        session_digest(path, sid)
+        digests[n] = time.perf_counter() - t0
     return {
+        "digest_s": digests,
         "first_s": first_s,
         "first_updates": len(first),
         "first_steps_s": step_s,
@@ -242,6 +265,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="parts")
     parser.add_argument("--sessions-per-100-parts", type=float, default=1.0)
     parser.add_argument("--steps", type=int, default=200, help="later reads per size")
+    parser.add_argument(
+        "--big-session", type=float, default=0.1, help="the long session's parts, per part"
+    )
     parser.add_argument("--child", nargs=2, metavar=("DB", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -253,7 +279,7 @@ def main() -> None:
             sessions = max(1, round(parts * args.sessions_per_100_parts / 100))
             path = Path(tmp) / f"opencode-{parts}.db"
             t0 = time.perf_counter()
-            build(path, sessions, parts)
+            build(path, sessions, parts, round(parts * args.big_session))
             built = time.perf_counter() - t0
             size = path.stat().st_size
             out = subprocess.run(
@@ -286,8 +312,11 @@ def main() -> None:
         )
     for parts, _, _, _, built, r in rows:
         assert r["later_updates"] == args.steps, (parts, r["later_updates"])
+        digests = ", ".join(
+            f"{float(t) * 1000:.1f} ms for {int(n):,} parts" for n, t in r["digest_s"].items()
+        )
         print(
-            f"\n{parts:,} parts: built in {built:.1f} s; "
+            f"\n{parts:,} parts: built in {built:.1f} s; a session's digest: {digests}; "
             f"RSS at the end {r['rss_end_kib'] / 1024:.1f} MB"
         )
 

@@ -32,9 +32,10 @@ _FILE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _PATCH_KIND = {"Add": "write", "Update": "edit", "Delete": "write"}
 
+# The message's role alone, extracted by SQLite: a message's JSON is never decoded here.
 _PARTS = (
-    "SELECT p.message_id, p.data, m.data FROM part p JOIN message m ON m.id = p.message_id"
-    " WHERE p.session_id = ? ORDER BY p.rowid"
+    "SELECT json_extract(m.data, '$.role'), p.data FROM part p"
+    " JOIN message m ON m.id = p.message_id WHERE p.session_id = ? ORDER BY p.rowid"
 )
 
 
@@ -77,8 +78,10 @@ class OpenCodeFacts(Facts):
             code = meta.get("exit")
             exit_code = code if type(code) is int else None
             failed = failed or bool(exit_code)
-            error = _text(state.get("error")) or _last_line(_text(state.get("output")))
-            self.book.ran(args["command"], call_id, failed, exit_code, error if failed else "")
+            error = ""
+            if failed:
+                error = _text(state.get("error")) or _last_line(_text(state.get("output"))[-2000:])
+            self.book.ran(args["command"], call_id, failed, exit_code, error)
             return
         if name in _FILE_TOOLS and isinstance(args.get("filePath"), str):
             self.book.touch(args["filePath"], _FILE_TOOLS[name])
@@ -104,13 +107,8 @@ def session_digest(path: str, session_id: str) -> Digest:
         db = connect(path)
     except sqlite3.Error as exc:
         raise OSError(f"{path}: {exc}") from None
-    roles: dict[str, object] = {}
     try:
-        for message_id, part, message in db.execute(_PARTS, (session_id,)):
-            role = roles.get(message_id)
-            if role is None:
-                info = _decoded(message)
-                role = roles[message_id] = info.get("role") if info is not None else ""
+        for role, part in db.execute(_PARTS, (session_id,)):
             decoded = _decoded(part)
             if decoded is not None:
                 facts.take({"role": role, "part": decoded})
