@@ -230,3 +230,29 @@ def test_handoff_of_an_opencode_session_the_daemon_tracks_reads_its_database(
     doc = orjson.loads(result.stdout)
     assert (doc["agent"], doc["session_id"]) == ("opencode", CAPTURED)
     assert [c["text"] for c in doc["digest"]["commands"]] == ["echo MARK-1", "echo MARK-2"]
+
+
+def test_replay_of_real_captures_with_a_compaction_and_a_subagent(env: dict[str, str]) -> None:
+    data = CAPTURE.parent
+    compact = [
+        (line["tokens"], line["compaction"])
+        for line in json_lines(ctxd(env, "replay", "--json", str(data / "opencode.compact.db")))
+        if not line.get("final")
+    ]
+    assert compact == [
+        (50_000, False),
+        (170_000, False),
+        (5, True),
+        (20_000, False),
+        (21_000, False),
+    ]
+    lines = json_lines(ctxd(env, "replay", "--json", str(data / "opencode.subagent.db")))
+    finals = [line for line in lines if line.get("final")]
+    parent, child = finals
+    assert parent["parent_id"] is None and child["parent_id"] == parent["session_id"]
+    assert [line["tokens"] for line in lines if line.get("session_id") == parent["session_id"]] == [
+        10_000,
+        12_000,
+        12_000,  # its final line
+    ]
+    assert child["tokens"] == 31_000 and child["turns"] == 2

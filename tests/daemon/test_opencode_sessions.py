@@ -5,9 +5,10 @@ each session on its own figures, a subagent marked as its parent's."""
 from __future__ import annotations
 
 import json
+import shutil
 from typing import TYPE_CHECKING
 
-from opencode_db import CAPTURED, Writer, copy_capture
+from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
 
 from ctxd.agents.opencode.store import database_path
 from ctxd.core.digest import COMPACT_HEADER
@@ -68,5 +69,17 @@ def test_after_a_compaction_the_next_tool_output_carries_the_sessions_digest_onc
     w.close()
     note = _tool_call(centre, CAPTURED)  # the hook reads the database before it is judged
     assert note.startswith(COMPACT_HEADER)
-    assert "## Last request\n\"Run the steps\"" in note
+    assert '## Last request\n"Run the steps"' in note
     assert _tool_call(centre, CAPTURED) == ""
+
+
+def test_the_real_subagent_capture_read_at_once(world: World) -> None:
+    # The real CLI wrote the subagent's two steps before its parent's first, all read in one poll.
+    path = database_path(world.env)
+    path.parent.mkdir(parents=True)
+    shutil.copy(CAPTURE.parent / "opencode.subagent.db", path)
+    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    centre.transcripts.catch_up(str(path))
+    parent, child = sorted(centre.status.document()["sessions"], key=lambda r: r["parent"] or "")
+    assert (parent["tokens"], parent["parent"]) == (12_000, None)
+    assert (child["tokens"], child["parent"]) == (31_000, f"opencode:{parent['session_id']}")

@@ -3,7 +3,8 @@
 What a session (1.18.33, tests/data/transcripts/opencode-1.18.33/) says, in its parts (table
 `part`, JSON in `data`, oldest first), each of a message (`role` user or assistant):
 - `text`: on a user message a request, unless OpenCode wrote it itself (`synthetic`, as the
-  "continue" after a compaction, or `ignored`); on an assistant message what the model said;
+  "continue" after a compaction, or `ignored`); on an assistant message what the model said,
+  unless the message is a compaction's summary (`summary: true`; its role here "summary");
 - `tool` (`tool`, `callID`, `state {status, input, output, error, metadata}`): `bash`
   (`input.command`; `metadata.exit` its exit code), `read`, `edit`, `write` (`input.filePath`),
   `apply_patch` (`input.patchText`: `*** Add|Update|Delete File: path` lines), `task` (a
@@ -32,9 +33,11 @@ _FILE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _PATCH_KIND = {"Add": "write", "Update": "edit", "Delete": "write"}
 
-# The message's role alone, extracted by SQLite: a message's JSON is never decoded here.
+# The message's role alone, extracted by SQLite (a message's JSON is never decoded here); a
+# compaction's summary is no answer to the user: its role is "summary".
 _PARTS = (
-    "SELECT json_extract(m.data, '$.role'), p.data FROM part p"
+    "SELECT CASE WHEN json_extract(m.data, '$.summary') = 1 THEN 'summary'"
+    " ELSE json_extract(m.data, '$.role') END, p.data FROM part p"
     " JOIN message m ON m.id = p.message_id WHERE p.session_id = ? ORDER BY p.rowid"
 )
 
@@ -51,9 +54,10 @@ class OpenCodeFacts(Facts):
             return
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("text"), str):
-            if record.get("role") == "assistant":
+            role = record.get("role")
+            if role == "assistant":
                 self.book.reply(part["text"])
-            elif not part.get("synthetic") and not part.get("ignored"):
+            elif role == "user" and not part.get("synthetic") and not part.get("ignored"):
                 self.book.ask(part["text"])
         elif kind == "tool":
             self._tool(part)

@@ -3,11 +3,13 @@ the real CLI 1.18.33 wrote (tests/data/transcripts/opencode-1.18.33/)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxd.agents.opencode.digest import OpenCodeFacts
+from ctxd.agents.opencode.digest import OpenCodeFacts, session_digest
+from ctxd.agents.opencode.store import OpenCodeStore
 from ctxd.core.digest import Command, FileUse, Todo
 
 
@@ -31,6 +33,8 @@ def digest_of(*records: tuple[str, dict[str, Any]]) -> Any:
         ([("user", {"type": "text", "text": "continue", "synthetic": True})], "asks", ()),
         ([("user", {"type": "text", "text": "x", "ignored": True})], "asks", ()),
         ([("assistant", {"type": "text", "text": "Done."})], "last_reply", "Done."),
+        # a compaction's summary (its message `summary: true`) is no answer to the user
+        ([("summary", {"type": "text", "text": "Summary"})], "last_reply", None),
         (
             [("assistant", tool("bash", input={"command": "make"}, metadata={"exit": 0}))],
             "commands",
@@ -119,3 +123,31 @@ def test_each_kind_of_part(
     elif field == "todos":
         value = tuple(value or ())
     assert value == expected
+
+
+DATA = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33"
+
+
+def test_a_real_compaction_counts_and_its_summary_is_no_answer() -> None:
+    # OpenCode's "continue" after the compaction is its own text (synthetic), the summary's
+    # text ("Mock summary") no reply to the user.
+    path = str(DATA / "opencode.compact.db")
+    (session,) = {r.session_id for r in OpenCodeStore(path).read()}
+    digest = session_digest(path, session)
+    assert digest.compactions == 1
+    assert digest.asks == ('"Run the steps"',) and digest.last_reply == "Done."
+    assert [c.text for c in digest.commands] == [
+        "echo CAPTURE-0",
+        "echo CAPTURE-1",
+        "echo CAPTURE-2",
+    ]
+
+
+def test_a_real_subagent_is_in_its_parents_digest_and_has_its_own() -> None:
+    path = str(DATA / "opencode.subagent.db")
+    rows = OpenCodeStore(path).read()
+    parent = next(r.session_id for r in rows if r.parent_id is None)
+    child = next(r.session_id for r in rows if r.parent_id is not None)
+    mine, its = session_digest(path, parent), session_digest(path, child)
+    assert mine.subagents == ("echo in a subagent",) and mine.commands == ()
+    assert its.asks == ("Run echo SUB-1",) and [c.text for c in its.commands] == ["echo CAPTURE-1"]

@@ -121,3 +121,32 @@ def test_a_read_does_not_look_again_at_the_parts_after_the_last_step(tmp_path: P
     assert reader.read() == []
     assert reader.position() == {"rowid": 11}
     writer.close()
+
+
+DATA = CAPTURE.parent
+
+
+def test_a_real_compaction_is_a_reset_to_the_summarys_output() -> None:
+    # opencode.compact.db: the mock's prompts 50,000 and 170,000 (over OpenCode's 168,000 on a
+    # 200,000 window), its summary request answered with 5 tokens, then 20,000 and 21,000.
+    rows = OpenCodeStore(str(DATA / "opencode.compact.db")).read()
+    assert [(r.update.tokens, r.update.compaction) for r in rows] == [
+        (50_000, False),
+        (170_000, False),
+        (5, True),
+        (20_000, False),
+        (21_000, False),
+    ]
+
+
+def test_a_real_subagents_steps_come_before_its_parents_first_and_name_it() -> None:
+    # opencode.subagent.db: a `task` call in the parent's first step (10,000), the subagent's
+    # two steps (30,000, 31,000), then the parent's answer (12,000).
+    rows = OpenCodeStore(str(DATA / "opencode.subagent.db")).read()
+    parent = next(r.session_id for r in rows if r.parent_id is None)
+    assert [(r.update.tokens, r.parent_id) for r in rows] == [
+        (30_000, parent),
+        (31_000, parent),
+        (10_000, None),
+        (12_000, None),
+    ]
