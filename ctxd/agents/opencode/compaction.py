@@ -5,9 +5,9 @@ once a step's `tokens.total` (input + output + cache, so the answer counts) reac
 context; never with config `compaction.auto: false` or a context limit of 0. The usable context
 is `limit.input - reserved` for a model with an input limit (`reserved` = config
 `compaction.reserved`, else min(20,000, its output reserve)), else `limit.context - its output
-reserve`, the output reserve being min(`limit.output`, 32,000) (OUTPUT_TOKEN_MAX). Checked with the real CLI at the
-token on either side of the point, for the output reserve, an input limit and
-`compaction.reserved` (tests/e2e/test_opencode_limits_e2e.py).
+reserve`, the output reserve being min(`limit.output`, 32,000) (OUTPUT_TOKEN_MAX). Checked with
+the real CLI at the token on either side of the point, for the output reserve, an input limit
+and `compaction.reserved` (tests/e2e/test_opencode_limits_e2e.py).
 
 The limits come from OpenCode's model catalogue (models.dev), which ctxd does not read, or from
 its config (`ctxd.agents.opencode.config`: `provider.<id>.models.<id>.limit`), which it does:
