@@ -38,14 +38,14 @@ from ctxd.paths import home
 
 __all__ = ["BATCH", "OpenCodeStore", "connect", "database_path", "recognises"]
 
-#: Parts read per query: a poll checks its deadline between batches.
+#: Parts (rowids) scanned per query: a poll checks its deadline between batches.
 BATCH = 500
 
 _NEW_PARTS = (
-    "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data"
+    "SELECT p.id, p.session_id, p.time_created, p.data, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id"
     " WHERE p.rowid > ? AND p.rowid <= ? AND p.data LIKE '%\"step-finish\"%'"
-    " ORDER BY p.rowid LIMIT ?"
+    " ORDER BY p.rowid"
 )
 _LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
 _SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
@@ -118,19 +118,17 @@ class OpenCodeStore:
                 # hands their rowids out again, to the parts written next.
                 self.rowid = last
             while True:
-                rows = db.execute(_NEW_PARTS, (self.rowid, last, BATCH)).fetchall()
-                for rowid, part_id, session_id, created, part, message in rows:
-                    self.rowid = rowid
+                # A batch is a span of rowids, not of matches: what a query costs is the parts
+                # it scans, whichever they are. Each part is looked at once.
+                upto = min(last, self.rowid + BATCH)
+                rows = db.execute(_NEW_PARTS, (self.rowid, upto)).fetchall()
+                for part_id, session_id, created, part, message in rows:
                     update = self._update(part_id, session_id, created, part, message)
                     if update is not None:
                         updates.append(update)
-                self.behind = len(rows) == BATCH
-                if not self.behind:
-                    # Every part up to `last` was looked at: the next read starts after them,
-                    # not after the last step-finish (a step's other parts are not read again).
-                    self.rowid = last
-                    return updates
-                if until is not None and clock() >= until:
+                self.rowid = upto
+                self.behind = upto < last
+                if not self.behind or (until is not None and clock() >= until):
                     return updates
         except sqlite3.Error as exc:
             self.close()
