@@ -156,6 +156,10 @@ def _no_facts(path: str | None) -> Facts | None:
     return None
 
 
+def _no_configured_window(model: str | None, config: Mapping[str, str]) -> int | None:
+    return None
+
+
 def _no_implied_transcript(session_id: str, env: Mapping[str, str]) -> str | None:
     return None
 
@@ -205,3 +209,6 @@ class AgentSpec:
     #: A second kind of compaction: when the agent compacts a session left idle, from the
     #: prompt cache it reports (`ctxd.core.compaction.IdleCompactionRule`); None: it does not.
     idle_compaction: IdleCompactionRule | None = None
+    #: (model, its configuration as `read_settings` gave it) -> the window the agent's own
+    #: settings give that model, over the built-in and configured tables (None: they give none).
+    configured_window: Callable[[str | None, Mapping[str, str]], int | None] = _no_configured_window

@@ -79,6 +79,7 @@ class Answers:
             self.sessions.learned,
             agents.spec(state.agent).idle_compaction,
             time.localtime().tm_gmtoff,
+            agents.spec(state.agent).configured_window,
         )
 
     def handle_hook(
@@ -121,7 +122,7 @@ class Answers:
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
         tracked = self.transcripts.file(key)
-        facts = None if tracked is None else tracked.facts
+        facts = self.transcripts.stored_digest(key) if tracked is None else tracked.facts
         reply = self.continuity.amend(event, state, new_state, reply, facts, self._settings())
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)

@@ -7,7 +7,8 @@ agents only through the agent registry (`ctxd.agents`).
 An agent that keeps all its sessions in one database (`AgentSpec.store`) has it followed here
 too, by its reader's position instead of a byte offset: a change to the database or its WAL, a
 hook of that agent and every sweep poll it for the rows written since, and each row's usage goes
-to the session it names (keyed by agent and session id, as a session with no transcript is).
+to the session it names (keyed by agent and session id, as a session with no transcript is);
+such a session's digest is read from the database when it is used (`stored_digest`).
 
 No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
 STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
@@ -30,8 +31,10 @@ import anyio
 import anyio.lowlevel
 
 from ctxd import agents
+from ctxd.agents.digest import DigestSource
 from ctxd.agents.store import StoreReader
 from ctxd.core import session as core
+from ctxd.core.digest import Digest, DigestBook
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
@@ -93,6 +96,19 @@ class Transcripts:
 
     def file(self, key: str) -> TranscriptFile | None:
         return self._files.get(key)
+
+    def stored_digest(self, key: str) -> DigestSource | None:
+        """The digest of session `key` when its agent keeps it in a session store (no
+        transcript file): read from the database only when it is used (`digest`), its
+        compactions those the store's rows reported. None for any other session."""
+        state = self.sessions.get(key)
+        if state is None or state.transcript_path is not None:
+            return None
+        for path, (agent, _) in self._stores.items():
+            store = agents.spec(agent).store
+            if agent == state.agent and store is not None and store.digest is not None:
+                return _StoredDigest(path, state.session_id, state.compactions, store.digest)
+        return None
 
     def backlog_size(self) -> int:
         return len(self._backlog)
@@ -311,7 +327,14 @@ class Transcripts:
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
             if key is None:
-                parent = row.parent_id and self.sessions.key_for(agent, row.parent_id)
+                parent = None
+                if row.parent_id is not None:
+                    # A subagent's steps can be written before its parent's first one (the
+                    # parent's step ends when its tool, the subagent, is done): the key the
+                    # parent will have, then.
+                    parent = self.sessions.key_for(agent, row.parent_id) or core.session_key(
+                        agent, row.parent_id, None
+                    )
                 opened = self.sessions.open(agent, row.session_id, None, cwd=row.cwd, parent=parent)
                 key = opened.key
             state = core.apply_usage(self.sessions[key], row.update, now)
@@ -396,3 +419,25 @@ def usable_transcript(path: str | None, known: Container[str] = ()) -> str | Non
     if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
         return None
     return path if path in known or os.path.isfile(path) else None
+
+
+class _StoredDigest:
+    """A store session's digest, read from the database the first time it is asked for (once
+    per compaction, for the note after it): one query over that session's parts."""
+
+    def __init__(
+        self, path: str, session_id: str, compactions: int, read: Callable[[str, str], Digest]
+    ) -> None:
+        self.path, self.session_id, self.compactions = path, session_id, compactions
+        self._read = read
+        self._digest: Digest | None = None
+
+    @property
+    def digest(self) -> Digest:
+        if self._digest is None:
+            try:
+                self._digest = self._read(self.path, self.session_id)
+            except OSError as exc:  # locked or gone: the answer goes out with what is known
+                logger.warning("cannot read the digest of %s: %s", self.session_id, exc)
+                self._digest = DigestBook().digest
+        return self._digest
