@@ -27,6 +27,7 @@ __all__ = [
     "parse",
     "render",
     "spec",
+    "store_owner",
     "store_paths",
     "transcript_owner",
     "transcript_roots",
@@ -88,6 +89,14 @@ def transcript_roots(env: Mapping[str, str]) -> dict[str, Path]:
 def store_paths(env: Mapping[str, str]) -> dict[str, Path]:
     """Each database that holds an agent's sessions (agents with a `store`), by agent."""
     return {name: s.store.path(env) for name, s in _SPECS.items() if s.store is not None}
+
+
+def store_owner(path: str) -> str | None:
+    """The agent whose session database the file at `path` is (any path), else None."""
+    for s in _SPECS.values():
+        if s.store is not None and s.store.recognises(path):
+            return s.name
+    return None
 
 
 def transcript_owner(path: str, roots: Mapping[str, Path]) -> str | None:

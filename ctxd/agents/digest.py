@@ -15,7 +15,7 @@ it opens; `ctxd handoff` does the same for a file read once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ctxd.core.digest import (
     DEFAULT_LIMITS,
@@ -27,7 +27,7 @@ from ctxd.core.digest import (
     is_request,
 )
 
-__all__ = ["Facts", "PendingCalls", "todo_status", "todos_from"]
+__all__ = ["DigestSource", "Facts", "PendingCalls", "todo_status", "todos_from"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,18 @@ def todo_status(value: object) -> str:
 
 #: The words the agents write (Claude Code, Gemini CLI, Codex CLI), as `todo_status` maps them.
 _STATUS_WORDS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+
+
+class DigestSource(Protocol):
+    """What the daemon asks of a session's digest: the digest, and (on every hook, so it must
+    be cheap) how many compactions it has seen. A `Facts`, or a session store's digest read
+    from the database when asked."""
+
+    @property
+    def digest(self) -> Digest: ...
+
+    @property
+    def compactions(self) -> int: ...
 
 
 class Facts:

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -149,7 +149,49 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ctxd import agents
-    from ctxd.cli.replay import Row, replay
+    from ctxd.cli.replay import replay, replay_store
+    from ctxd.daemon.config import load_settings
+    from ctxd.errors import TranscriptError
+
+    if args.plot is not None and args.plot.suffix.lower() != ".svg":
+        raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
+    # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
+    settings = load_settings(paths.config_path(os.environ))
+    if agents.store_owner(args.path) is None:
+        if args.session is not None:
+            raise InvalidInput(
+                f"--session picks a session of an agent's database; {args.path} is not one"
+            )
+        _replay_timeline(args, replay(args.path, args.agent, args.window, settings, os.environ))
+        return 0
+    # A database: each session's timeline under a line that names it.
+    timelines = list(
+        replay_store(args.path, args.agent, args.window, settings, os.environ, args.session)
+    )
+    if not timelines:
+        raise TranscriptError(f"{args.path}: no session in it has usage yet: nothing to replay")
+    if args.plot is not None and len(timelines) > 1:
+        raise InvalidInput(f"--plot draws one session: name one of {len(timelines)} with --session")
+    for i, (info, items) in enumerate(timelines):
+        if not args.json:
+            title = f"{agents.spec(info.agent).title} session {info.session_id}"
+            if info.parent_id is not None:
+                title += f" (subagent of {info.parent_id})"
+            _print(("\n" if i else "") + title + (f" in {info.cwd}" if info.cwd else ""))
+        _replay_timeline(args, items, {"session_id": info.session_id}, info.parent_id)
+    return 0
+
+
+def _replay_timeline(
+    args: argparse.Namespace,
+    items: Iterator[Any],
+    tag: dict[str, Any] | None = None,
+    parent: str | None = None,
+) -> None:
+    """Print one timeline of `ctxd replay` (its rows, then the final line); `tag` is added
+    to each JSON line (the session of a database)."""
+    from ctxd import agents
+    from ctxd.cli.replay import Row
     from ctxd.cli.report import (
         REPLAY_HEADER,
         replay_final_json,
@@ -158,19 +200,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         replay_row_line,
     )
     from ctxd.core.session import SessionState
-    from ctxd.daemon.config import load_settings
     from ctxd.errors import TranscriptError
 
-    if args.plot is not None and args.plot.suffix.lower() != ".svg":
-        raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
-    # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
-    settings = load_settings(paths.config_path(os.environ))
+    tag = tag or {}
     last: Row | None = None
     rows: list[Row] = []
-    for item in replay(args.path, args.agent, args.window, settings, os.environ):
+    for item in items:
         if isinstance(item, SessionState):
             if args.json:
-                _print_json(replay_final_json(item, last, args.window))
+                final = replay_final_json(item, last, args.window)
+                _print_json({**final, **tag, **({"parent_id": parent} if tag else {})})
             elif last is not None:
                 _print(replay_final_line(item, last))
             if last is None:
@@ -187,10 +226,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             last = item
             rows.append(item)
             if args.json:
-                _print_json(replay_row_json(item))
+                _print_json({**replay_row_json(item), **tag})
             else:
                 _print(replay_row_line(item))
-    return 0
 
 
 def _write_plot(path: Any, rows: list[Any], state: Any, transcript: str) -> None:
@@ -394,9 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
     stop = verbs.add_parser("stop", help="stop the daemon")
     stop.set_defaults(func=cmd_stop)
 
+    with_store = ", ".join(agents.spec(n).title for n in AGENTS if agents.spec(n).store)
     replay = verbs.add_parser("replay", help="the usage timeline of a transcript")
     replay.add_argument(
-        "path", metavar="PATH", help="a transcript file (JSONL) that an agent wrote"
+        "path",
+        metavar="PATH",
+        help="a transcript file (JSONL) that an agent wrote, or its session database",
     )
     replay.add_argument(
         "--agent",
@@ -405,6 +446,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--window", type=_positive_int, help="measure against this window")
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
+    replay.add_argument(
+        "--session",
+        metavar="ID",
+        help=f"of an agent's session database ({with_store}): only the session whose id starts "
+        "with ID (default: every session, each subagent's after its parent's)",
+    )
     replay.add_argument(
         "--plot",
         type=Path,
@@ -469,7 +516,18 @@ def build_parser() -> argparse.ArgumentParser:
     handoff = verbs.add_parser("handoff", help="a session's digest as a handoff note (Markdown)")
     handoff.add_argument("session", nargs="?", help="the start of its id (default: the latest)")
     handoff.add_argument("--json", action="store_true", help="the digest and the note as JSON")
-    handoff.add_argument("--transcript", metavar="PATH", help="a transcript file instead")
+    handoff.add_argument(
+        "--transcript",
+        metavar="PATH",
+        help=f"a transcript file instead, or an agent's session database ({with_store})",
+    )
+    handoff.add_argument(
+        "--session",
+        dest="session_option",
+        metavar="ID",
+        help="the same as SESSION: the start of its id (of the database's sessions with "
+        "--transcript; default: its latest main session)",
+    )
     handoff.add_argument("--agent", choices=AGENTS, help="whose transcript (default: detected)")
     handoff.add_argument(
         "--tokens", type=_positive_int, default=2000, help="the note's size limit (default 2000)"

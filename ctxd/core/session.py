@@ -8,7 +8,7 @@ passed in, and the agent's compaction rule is passed in as a function.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -97,6 +97,9 @@ class Grounds:
     idle_rule: IdleCompactionRule | None = None
     #: The user's time zone, seconds east of UTC, for clock times in messages.
     utc_offset: int = 0
+    #: (model, agent configuration) -> the window the agent's configuration gives the model
+    #: (`AgentSpec.configured_window`); None: its configuration never does.
+    configured_window: Callable[[str | None, Mapping[str, str]], int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +252,9 @@ def figures(
         tokens=tokens or 0,
         default=settings.default_window,
         inferred=inferred if compacted_from is not None else None,
+        configured=None
+        if grounds.configured_window is None
+        else grounds.configured_window(state.model, agent_config),
     )
     point = rule(window.size, state.model, settings.compaction, agent_config)
     auto = point is not None
@@ -339,11 +345,12 @@ def on_hook(
     settings = grounds.settings
     t = settings.thresholds
     if event.kind == "stop":
-        new_policy, text = policy.on_stop(
-            state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
-        )
+        # A subagent's turn ends inside its parent's (an agent may report its end like any
+        # session's): a handoff, or a note on idling, is for the parent's turn to ask.
+        held = event.stop_hook_active or state.parent is not None
+        new_policy, text = policy.on_stop(state.policy, usage, settings.handoff, t.basis, held)
         reply = policy.handoff_reply(text, settings.handoff)
-        if fig.idle_compaction_at is not None and not event.stop_hook_active:
+        if fig.idle_compaction_at is not None and not held:
             idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
