@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from ctxd.agents import claude, codex, copilot, gemini, opencode, pi, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
-from ctxd.agents.lines import decode
+from ctxd.agents.lines import decode, leading_members
 from ctxd.agents.spec import AgentSpec
 from ctxd.core.events import HookEvent, Reply
 from ctxd.errors import InvalidInput
@@ -119,7 +119,9 @@ def detect_agent(head: bytes) -> str | None:
     """The agent whose line format the first bytes of a transcript have, else None.
 
     `head` may end in the middle of a line; complete lines are judged first, and a first line
-    too long to be complete in `head` is judged by the keys it starts with.
+    too long to be complete in `head` is judged by the keys it starts with. A head that is the
+    start of one object spread over lines (an indented JSON document, not JSON lines) is judged
+    by the members it holds whole.
     """
     lines = head.split(b"\n")
     complete, partial = lines[:-1], lines[-1]
@@ -132,6 +134,11 @@ def detect_agent(head: bytes) -> str | None:
     if not complete:
         for s in _DETECTION:
             if s.files.recognises_prefix(partial):
+                return s.name
+    members = leading_members(head)
+    if members:
+        for s in _DETECTION:
+            if s.files.recognises(members):
                 return s.name
     return None
 

@@ -85,11 +85,13 @@ class Facts:
     __slots__ = ("book", "limits", "pending")
 
     wants_records = True
+    #: A failed command shows as fixed once a later run of it succeeds (`DigestBook`).
+    mark_fixed = False
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         #: The digest being kept; an agent's facts fold into it directly where it is hot.
-        self.book = DigestBook(limits)
+        self.book = DigestBook(limits, mark_fixed=self.mark_fixed)
         self.pending = PendingCalls()
 
     @property
@@ -114,7 +116,7 @@ class Facts:
             add(event)
 
     def reset(self) -> None:
-        self.book = DigestBook(self.limits)
+        self.book = DigestBook(self.limits, mark_fixed=self.mark_fixed)
         self.pending.clear()
 
     def fold_requests(self, taken: Sequence[T], texts_of: Callable[[T], list[str]]) -> None:

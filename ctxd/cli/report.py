@@ -48,7 +48,17 @@ def _forecast(fc: dict[str, Any] | None) -> str:
         parts.append(f"~{fc['calls_to_next_threshold']} calls to next threshold")
     if fc.get("calls_to_compaction") is not None:
         parts.append(f"~{fc['calls_to_compaction']} calls to compaction")
+    if fc.get("first_compaction") == "idle":
+        parts += [f"first: {text}" for text in _idle(fc.get("idle_compaction_at"))]
     return ", ".join(parts)
+
+
+def _limit(row: dict[str, Any]) -> list[str]:
+    """The user's limit that set the session's level, when a token limit did."""
+    name, value = row.get("limit_passed"), row.get("limit_value")
+    if not isinstance(name, str) or not name.endswith("_tokens") or not isinstance(value, int):
+        return []
+    return [f"past {name} = {value:,}"]
 
 
 def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> list[str]:
@@ -197,6 +207,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
+            *_limit(s),
             *_idle(s.get("idle_compaction_at")),
             _forecast(s.get("forecast")),
             *_marks(
@@ -228,7 +239,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         ("window from", row["window_source"]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
-        ("severity", str(row["severity"]).upper()),
+        ("severity", " · ".join([str(row["severity"]).upper(), *_limit(row)])),
         ("compactions", f"{row.get('compactions', 0)}"),
         ("idle compaction", (_idle(row.get("idle_compaction_at")) or ["-"])[0]),
         ("forecast", _forecast(row.get("forecast"))),

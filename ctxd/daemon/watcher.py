@@ -51,10 +51,14 @@ QUIET_AFTER_MS = 30_000
 RETRY_AFTER = 1.0  # seconds before a failed watcher is replaced
 RETRY_UNWATCHED = 300.0  # seconds before trying again to set up watches that failed
 RELEASE_WAIT = 0.5  # seconds a new watcher waits for the one before to give its watches back
+#: What a transcript's name ends with: JSON lines, or one JSON object rewritten whole (older
+#: Gemini CLI recordings).
+_SUFFIXES = (".jsonl", ".json")
 
 
 def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
-    """Paths of `*.jsonl` files under `roots` modified at or after `since` (epoch seconds)."""
+    """Paths of `*.jsonl` and `*.json` files under `roots` modified at or after `since` (epoch
+    seconds): the agents' own rules (`transcript_owner`) then say which are transcripts."""
     stack = [str(root) for root in roots]
     while stack:
         try:
@@ -65,7 +69,7 @@ def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                elif entry.name.endswith(".jsonl") and entry.stat().st_mtime >= since:
+                elif entry.name.endswith(_SUFFIXES) and entry.stat().st_mtime >= since:
                     yield entry.path
             except OSError:
                 continue
@@ -81,7 +85,7 @@ def _transcript_filter(change: Change, path: str) -> bool:
     # New directories too: files created in one before inotify watches it raise no event of
     # their own (a first session in a new project, Codex's new day folder), so it is scanned.
     # Session stores (one database for many sessions) change through the database or its WAL.
-    return path.endswith((".jsonl", ".db", ".db-wal")) or (
+    return path.endswith((*_SUFFIXES, ".db", ".db-wal")) or (
         change == Change.added and os.path.isdir(path)
     )
 

@@ -271,3 +271,25 @@ def test_service_install_without_a_service_manager_fails(world: World) -> None:
     assert result.returncode == 1, result.stdout
     assert "nothing was installed" in result.stdout or "hooks start ctxd" in result.stdout
     assert world.cli("service", "install", "--dry-run").returncode == 0
+
+
+def test_status_names_the_token_limit_passed_and_the_idle_compaction_that_comes_first() -> None:
+    at = time.time() + 3000
+    hhmm = time.strftime("%H:%M", time.localtime(at))
+    row = _row(
+        limit_passed="warning_tokens",
+        limit_value=150_000,
+        idle_compaction_at=at,
+        forecast={
+            "tokens_per_call": 5_000.0,
+            "calls_to_next_threshold": None,
+            "calls_to_compaction": 134,
+            "idle_compaction_at": at,
+            "first_compaction": "idle",
+        },
+    )
+    text = "\n".join(status_lines({"sessions": [row]}))
+    assert "past warning_tokens = 150,000" in text
+    assert f"~134 calls to compaction, first: compacted if idle at {hhmm}" in text
+    by_percent = _row(limit_passed="warning", limit_value=35.0)
+    assert "past warning" not in "\n".join(status_lines({"sessions": [by_percent]}))

@@ -341,6 +341,44 @@ def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
     assert row["window"] == 200_000 and row["window_source"] != "statusline"
 
 
+def test_an_idle_compaction_comes_first_and_a_token_limit_is_named(
+    world: World, clock: FakeClock
+) -> None:
+    """At 300,000 of 1,000,000 on a warm 1-hour cache Claude Code compacts the idle session long
+    before the size point: the forecast says it comes first, the Stop asks for the handoff (the
+    size point alone would not, at 31 %), and status and metrics name the token limit passed."""
+    from ctxd.daemon.metrics import render
+
+    centre = open_centre(world, clock, "[thresholds]\nwarning_tokens = 250000\n")
+    t = world.claude()
+    t.assistant(300_000)
+    expires = int(clock.now) + 3600
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, 300_000, "1h", expires)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["window"] == 1_000_000 and row["basis_used_pct"] < 70
+    assert row["forecast"]["first_compaction"] == "idle"
+    assert row["forecast"]["idle_compaction_at"] == expires - 360
+    assert (row["severity"], row["limit_passed"], row["limit_value"]) == (
+        "warning",
+        "warning_tokens",
+        250_000,
+    )
+    metrics = render(centre.status.document())
+    labels = f'agent="claude",model="{row["model"]}",session="{t.session_id}"'
+    assert f'ctxd_limit_passed{{{labels},limit="warning_tokens"}} 250000' in metrics
+    assert f"ctxd_idle_compaction_timestamp_seconds{{{labels}}} {float(expires - 360)!r}" in (
+        metrics
+    )
+
+    answer = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+    assert isinstance(answer, bytes)
+    said = json.loads(answer)["systemMessage"]
+    assert said.startswith("CONTEXT HANDOFF:") and "left idle, this session is compacted" in said
+    assert centre.answers.counts["handoffs", "claude"] == 1
+
+
 COPILOT_CAPTURE = Path(__file__).parents[1] / "data" / "transcripts" / "copilot-1.0.102"
 COPILOT_PAYLOADS = Path(__file__).parents[1] / "data" / "payloads" / "copilot" / "1.0.102"
 
