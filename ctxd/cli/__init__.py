@@ -234,14 +234,20 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
-    from ctxd.cli.install import apply_plan, plan_install, plan_uninstall
+    from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
     if args.verb == "install":
+        transport = args.transport
+        if transport is None:
+            chosen = default_transport(args.agent)
+            transport = chosen.name
+            if chosen.reason:
+                _print(f"transport: {chosen.name}: {chosen.reason}")
         plan = plan_install(
             args.agent,
             settings=args.settings,
             statusline=args.statusline,
-            transport=args.transport,
+            transport=transport,
         )
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
@@ -446,11 +452,11 @@ def _settings_arguments(sub: argparse.ArgumentParser, verb: str) -> None:
         sub.add_argument(
             "--transport",
             choices=["command", "http"],
-            default="command",
             help="http: the agent posts its hooks to the daemon's [http] listener, no process "
-            f"per event ({with_http}; SessionStart stays a command, which starts the daemon)",
+            f"per event ({with_http}; SessionStart stays a command, which starts the daemon). "
+            "Default: http where systemd keeps that port (`ctxd service install` with [http] "
+            "on), else command; install says which and why",
         )
-    sub.set_defaults(transport="command")
 
 
 def _install_arguments(install: argparse.ArgumentParser) -> None:
