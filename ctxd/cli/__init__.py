@@ -356,8 +356,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- parser
 #
 # One function per verb adds its arguments, and runs only when that verb is the one parsed (all
-# of them for `ctxd --help`): a verb's options pay for what they need (the agents' names come
-# from the agent registry) without making every other verb pay too.
+# of them for `ctxd --help` or a word that is no verb): a verb's options pay for what they need
+# (the agents' names come from the agent registry) without making every other verb pay too.
 
 
 def _positive_int(text: str) -> int:
@@ -531,18 +531,19 @@ _LOOKS = frozenset({"status", "watch"})
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser. With `verb`, only that verb's arguments are defined (every
-    verb is still listed): what `main` parses with. Without it, every verb's arguments."""
+    """The command line's parser: every verb, or with `verb` only that one (what `main` parses
+    a known verb with: each verb's parser costs its construction, gettext's look-ups included,
+    and its arguments what they import)."""
     parser = argparse.ArgumentParser(
         prog="ctxd", description="Know how full every coding agent's context window is."
     )
     parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, (text, add_arguments, func) in VERBS.items():
-        sub = verbs.add_parser(name, help=text)
         if verb is None or verb == name:
+            sub = verbs.add_parser(name, help=text)
             add_arguments(sub)
-        sub.set_defaults(func=func)
+            sub.set_defaults(func=func)
     return parser
 
 
