@@ -236,11 +236,16 @@ def default_transport(
             f"{could}, but nothing keeps port {http.port} while ctxd is down, and every hook "
             "would then fail: `ctxd service install` makes systemd keep it",
         )
-    state = {what: _systemctl(run, what, SOCKET_UNIT) for what in ("is-active", "is-enabled")}
-    if state != {"is-active": "active", "is-enabled": "enabled"}:
+    state = (_systemctl(run, "is-active", SOCKET_UNIT), _systemctl(run, "is-enabled", SOCKET_UNIT))
+    if state != ("active", "enabled"):
+        said = (
+            "not known to be active (`systemctl --user` did not say)"
+            if "unknown" in state
+            else " and ".join(state)
+        )
         return Transport(
             "command",
-            f"{could}, but {SOCKET_UNIT} is {state['is-active']} and {state['is-enabled']}: "
+            f"{could}, but {SOCKET_UNIT} is {said}: "
             f"`systemctl --user enable --now {SOCKET_UNIT}`, then install again",
         )
     return Transport(

@@ -67,7 +67,7 @@ ON = f"[http]\nenabled = true\nport = {PORT}\n"
         (ON, False, _systemctl(), "command", f"nothing keeps port {PORT}"),
         (ON, True, _systemctl(active="inactive"), "command", "ctxd.socket is inactive"),
         (ON, True, _systemctl(enabled="disabled"), "command", "and disabled"),
-        (ON, True, _no_systemctl, "command", "is unknown and unknown"),
+        (ON, True, _no_systemctl, "command", "ctxd.socket is not known to be active"),
         (ON, True, _systemctl(), "http", f"keeps port {PORT} and starts ctxd"),
     ],
 )
