@@ -360,6 +360,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # (the agents' names come from the agent registry) without making every other verb pay too.
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, told the terminal's width as `shutil.get_terminal_size` would tell it:
+    argparse asks shutil, whose import loads three compression modules, every run of every verb
+    (measured in docs/benchmarks.md §12)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)  # argparse's own margin
+
+
+def _columns() -> int:
+    """$COLUMNS, else the width of the terminal on stdout, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    if stdout is None:
+        return 80
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns or 80
+    except (ValueError, OSError):  # not a terminal, or closed
+        return 80
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text.replace("_", "").replace(",", ""))
@@ -535,13 +559,15 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     a known verb with: each verb's parser costs its construction, gettext's look-ups included,
     and its arguments what they import)."""
     parser = argparse.ArgumentParser(
-        prog="ctxd", description="Know how full every coding agent's context window is."
+        prog="ctxd",
+        description="Know how full every coding agent's context window is.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, (text, add_arguments, func) in VERBS.items():
         if verb is None or verb == name:
-            sub = verbs.add_parser(name, help=text)
+            sub = verbs.add_parser(name, help=text, formatter_class=_HelpFormatter)
             add_arguments(sub)
             sub.set_defaults(func=func)
     return parser
