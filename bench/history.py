@@ -1,7 +1,7 @@
 """Benchmark 12: a heavy user's month of history and 30 sessions live at once.
 
-Makes a month of real-shaped history in an isolated HOME: at --scale 1, ~2,800 transcripts,
-~3 GB, ~790 folders (Claude Code projects and Codex CLI day folders), each file a real captured
+Makes a month of real-shaped history in an isolated HOME: at --scale 1, 2,800 transcripts,
+~3.4 GB, ~750 folders (Claude Code projects and Codex CLI day folders), each file a real captured
 transcript from tests/data repeated to its size (its session id re-stamped; a Codex rollout's
 `session_meta` kept once at its head), sizes log-normal (median ~0.3 MB, a few tens of MB), the
 modification times spread over 30 days with ~2 % of the files (~10 % of the bytes) in the last
