@@ -29,6 +29,7 @@ __all__ = [
     "InstallRequest",
     "Installer",
     "Json",
+    "PluginRun",
     "Statusline",
     "TranscriptFiles",
 ]
@@ -66,6 +67,19 @@ class InstallRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginRun:
+    """How `ctxd doctor` runs an installed plugin: `argv` loads it in the agent's runtime, calls
+    its tool-call hook once with a sample call and prints one JSON object, `{"output": the tool
+    output the hook left, "ms": how long the hook took}`; empty when nothing here can run it."""
+
+    argv: tuple[str, ...]
+    #: What runs what, for doctor's line ("opencode (Bun) loading /path/ctxd.js").
+    detail: str
+    #: Variables the command needs besides the user's environment.
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -81,6 +95,8 @@ class Installer:
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
     #: alone (they say "skipped" where ctxd is not installed).
     plugin: bool = False
+    #: (document, environment) -> how to run the installed plugin, None when none is installed.
+    plugin_run: Callable[[Json, Mapping[str, str]], PluginRun | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

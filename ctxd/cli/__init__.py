@@ -363,7 +363,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse's own, told the terminal's width as `shutil.get_terminal_size` would tell it:
     argparse asks shutil, whose import loads three compression modules, every run of every verb
-    (measured in docs/benchmarks.md §12)."""
+    (measured in docs/benchmarks.md §13)."""
 
     def __init__(self, prog: str) -> None:
         super().__init__(prog, width=_columns() - 2)  # argparse's own margin

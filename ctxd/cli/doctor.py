@@ -7,6 +7,7 @@ it judges are the ones really installed in each agent's settings, run as the age
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -27,7 +28,7 @@ from ctxd.agents.hookcmd import (
     unwrap_command,
 )
 from ctxd.agents.settings_file import parse, read_text
-from ctxd.agents.spec import Check
+from ctxd.agents.spec import Check, PluginRun
 from ctxd.cli.web import http_hook_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
@@ -167,6 +168,9 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
             continue
         if spec.installer.plugin:
             yield from spec.installer.checks(doc)
+            run = spec.installer.plugin_run and spec.installer.plugin_run(doc, env)
+            if run:
+                yield _run_plugin(agent, run, env)
             continue
         commands = installed_commands(doc, spec.statusline is not None)
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
@@ -251,6 +255,47 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
         f"exit 0, ctxd's answer verbatim, {median:.1f} ms median of {HOOK_RUNS} runs "
         f"(sample {_title(agent)} payload)",
     )
+
+
+def _run_plugin(agent: str, run: PluginRun, env: Mapping[str, str]) -> Check:
+    """Load the installed plugin in the agent's runtime and call its tool-call hook once
+    against a probe socket; FAIL unless the tool output it leaves carries the probe's answer."""
+    from ctxd.cli.probe import PROBE_TEXT, open_probe
+
+    name = f"{agent} plugin run"
+    if not run.argv:
+        return Check(name, False, run.detail, skipped=True)
+    fix = f"`ctxd install {agent}` copies a working plugin"
+    with open_probe() as probe:
+        run_env = dict(env, **run.env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
+        try:
+            done = subprocess.run(
+                run.argv, env=run_env, capture_output=True, timeout=HOOK_TIMEOUT, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Check(name, False, f"{run.detail}: ran over {HOOK_TIMEOUT:g} s", fix)
+        except OSError as exc:
+            return Check(name, False, f"{run.detail}: {exc.strerror or exc}", fix)
+        exchanges = list(probe.exchanges)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        # JavaScript runtimes end with their version or a stack: the error names itself
+        said = [line for line in said if "error" in line.lower()] or said
+        last = f": {said[-1].strip()}" if said else ""
+        return Check(name, False, f"{run.detail}: exits {done.returncode}{last}", fix)
+    if not exchanges:
+        return Check(name, False, f"{run.detail}: its hook never reached ctxd", fix)
+    if exchanges[0].error is not None:
+        refused = f"ctxd refused what the plugin sent: {exchanges[0].error}"
+        return Check(name, False, f"{run.detail}: {refused}", "reinstall ctxd")
+    try:
+        result = json.loads(done.stdout)
+        output, ms = str(result["output"]), float(result["ms"])
+    except (ValueError, TypeError, KeyError):
+        return Check(name, False, f"{run.detail}: printed {done.stdout[:120]!r}", fix)
+    if PROBE_TEXT not in output:
+        return Check(name, False, f"{run.detail}: the tool output lacks ctxd's answer", fix)
+    return Check(name, True, f"{run.detail}: the answer reached the tool output, {ms:.1f} ms")
 
 
 def _run_wrapped(

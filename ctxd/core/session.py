@@ -339,11 +339,12 @@ def on_hook(
     settings = grounds.settings
     t = settings.thresholds
     if event.kind == "stop":
-        new_policy, text = policy.on_stop(
-            state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
-        )
+        # A subagent's turn ends inside its parent's (an agent may report its end like any
+        # session's): a handoff, or a note on idling, is for the parent's turn to ask.
+        held = event.stop_hook_active or state.parent is not None
+        new_policy, text = policy.on_stop(state.policy, usage, settings.handoff, t.basis, held)
         reply = policy.handoff_reply(text, settings.handoff)
-        if fig.idle_compaction_at is not None and not event.stop_hook_active:
+        if fig.idle_compaction_at is not None and not held:
             idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
+from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
 from ctxd.daemon.sessions import Sessions
 
@@ -79,6 +81,9 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        #: The transcripts of sessions that ended and were dropped: followed again only once
+        #: they grow, so that a session that ended stays ended through discovery passes.
+        self.ended = EndedFiles()
         sessions.on_drop(self._forget)
 
     # ----------------------------------------------------------------- reading
@@ -123,7 +128,10 @@ class Transcripts:
                 return self.sessions.rename(path, session_id)
             return existing
         sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
-        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent)
+        self.ended.forget(path)
+        # A session found on disk was last heard from when its transcript last changed, not
+        # now: history must not look current, nor be kept `idle_minutes` past the discovery.
+        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent, at=_modified_at(path))
         self._files[path] = TranscriptFile(path, agent)
         self.catch_up(path, until)
         return self.sessions[path]
@@ -156,6 +164,10 @@ class Transcripts:
             now = self.sessions.clock()
             for update in updates:
                 state = core.apply_usage(state, update, now)
+            # Usage read from the disk is as recent as the file's last change (the transcript's
+            # own clock), never newer than what the session heard last (a hook, on ours).
+            heard = min(now, tracked.modified_at or now)
+            state = replace(state, updated_at=max(heard, self.sessions[path].updated_at))
             self.sessions.store(state)
             self.sessions.learn(state)
         self._log_skipped(path, tracked)
@@ -230,6 +242,8 @@ class Transcripts:
                 self.catch_up(path, until)  # one stat when nothing changed
         kept = self._settings().sessions
         self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
+        if everything:
+            self.ended.prune(now - kept.idle_seconds)
 
     def catch_up_store(self, agent: str, until: float | None = None) -> None:
         """Poll the store of `agent`, if it keeps its sessions in one (before judging a hook)."""
@@ -255,13 +269,16 @@ class Transcripts:
         return None if tracked is None else tracked.position()
 
     def positions(self) -> dict[str, dict[str, Any]]:
-        return {path: tracked.position() for path, tracked in self._files.items()}
+        """Where reading each transcript stands, with its reader's state where it can be kept
+        (what the snapshot saves; `resume` takes it back)."""
+        return {path: tracked.position(with_state=True) for path, tracked in self._files.items()}
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each
-        is read again up to its saved offset, in the background (the backlog), its updates
-        discarded (they are already folded into the saved session), so its reader's own state
-        is rebuilt; until then its session is catching up."""
+        is read on from its saved offset with its reader's saved state, or, without one, read
+        again up to that offset with its updates discarded (they are already folded into the
+        saved session) to rebuild the reader; in the background (the backlog), its session
+        catching up until then."""
         for state in self.sessions:
             saved = files.get(state.key)
             if saved and state.transcript_path:
@@ -308,7 +325,7 @@ class Transcripts:
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
-        if agent is None:
+        if agent is None or self.ended.still_ended(path):
             return False
         self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
         return True
@@ -343,7 +360,9 @@ class Transcripts:
             self._backlog_added.set()
 
     def _forget(self, key: str) -> None:
-        self._files.pop(key, None)
+        tracked = self._files.pop(key, None)
+        if tracked is not None and tracked.identity is not None:
+            self.ended.remember(key, tracked.identity, int(tracked.position()["offset"]))
         self._backlog.pop(key, None)
         self._skipped.pop(key, None)
 
@@ -363,6 +382,13 @@ def _open_store(agent: str, path: str, position: Mapping[str, Any] | None) -> St
     store = agents.spec(agent).store
     assert store is not None
     return store.open(path, position)
+
+
+def _modified_at(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:

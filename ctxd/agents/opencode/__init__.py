@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxd.agents.opencode import files, install
+from ctxd.agents.opencode import doctor, files, install
 from ctxd.agents.opencode.compaction import compaction_point
 from ctxd.agents.opencode.hooks import DIALECT
 from ctxd.agents.opencode.store import OpenCodeStore, database_path
@@ -56,6 +56,8 @@ SPEC = AgentSpec(
         install=install.install,
         uninstall=install.uninstall,
         checks=install.checks,
+        plugin=True,
+        plugin_run=doctor.plugin_run,
     ),
     store=SessionStore(path=database_path, open=_open_store),
 )
