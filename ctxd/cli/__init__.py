@@ -237,18 +237,15 @@ def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
     if args.verb == "install":
-        transport = args.transport
-        if transport is None:
-            chosen = default_transport(args.agent)
-            transport = chosen.name
-            if chosen.reason:
-                _print(f"transport: {chosen.name}: {chosen.reason}")
+        chosen = None if args.transport else default_transport(args.agent)
         plan = plan_install(
             args.agent,
             settings=args.settings,
             statusline=args.statusline,
-            transport=transport,
+            transport=chosen.name if chosen is not None else args.transport,
         )
+        if chosen is not None and chosen.reason:  # once the plan stands
+            _print(f"transport: {chosen.name}: {chosen.reason}")
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
     if args.verb == "install" and not args.dry_run:
