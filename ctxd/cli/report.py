@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import textwrap
 import time
-from typing import Any
 
-from ctxd.cli.replay import Row
-from ctxd.core.session import SessionState, figures_row
-from ctxd.core.window import DEFAULT_WINDOW
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the status lines import nothing of ctxd's: `ctxd status` stays cheap
+    from typing import Any
+
+    from ctxd.cli.replay import Row
+    from ctxd.core.session import SessionState
 
 BAR_WIDTH = 10
 
@@ -301,6 +303,8 @@ def replay_final_line(state: SessionState, last: Row) -> str:
 
 
 def replay_row_json(row: Row) -> dict[str, Any]:
+    from ctxd.core.session import figures_row
+
     return {
         "turn": row.turn,
         "at": row.at,
@@ -311,6 +315,8 @@ def replay_row_json(row: Row) -> dict[str, Any]:
 
 def replay_final_json(state: SessionState, last: Row | None, window: int | None) -> dict[str, Any]:
     """The replay's last line: the final figures (`window`: the --window given, if any)."""
+    from ctxd.core.window import DEFAULT_WINDOW
+
     doc: dict[str, Any] = {
         "final": True,
         "agent": state.agent,
