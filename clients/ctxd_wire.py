@@ -42,6 +42,7 @@ HOOK_ENV = (
     "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS",
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
+    "COPILOT_HOME",
     "PI_CODING_AGENT_DIR",
 )
 #: The longest value passed on; a longer one is left out.

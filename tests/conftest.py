@@ -332,8 +332,10 @@ class World:
     repo = REPO
     wait_for = staticmethod(wait_for)
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, processes: bool = True) -> None:
         root.mkdir(parents=True, exist_ok=True)
+        #: False for an in-process test's world: it runs no ctxd process, so it is not slow.
+        self.processes = processes
         root.chmod(0o700)
         self.root = root
         self.home = root / "home"
@@ -436,7 +438,14 @@ class World:
 
     # ------------------------------------------------------------------ processes
 
+    def _may_run(self) -> None:
+        if not self.processes:
+            raise AssertionError(
+                "an in_process test's world runs no ctxd process; drop the marker to run one"
+            )
+
     def popen_serve(self, *args: str) -> subprocess.Popen[bytes]:
+        self._may_run()
         """`ctxd serve` in this world, stderr to a log file under the world's root."""
         self._logs += 1
         log = (self.root / f"daemon-{self._logs}.log").open("wb")
@@ -538,6 +547,7 @@ class World:
     ) -> subprocess.CompletedProcess[bytes]:
         """Run the real hook client as installed hooks do: `python -S -I ctxd_hook.py AGENT`."""
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self._may_run()
         return subprocess.run(
             [sys.executable, "-S", "-I", str(HOOK_CLIENT), agent, *args],
             input=data,
@@ -557,6 +567,7 @@ class World:
         return json.loads(result.stdout) if result.stdout else None
 
     def cli(self, *args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+        self._may_run()
         return subprocess.run(
             [sys.executable, "-m", "ctxd", *args],
             env=self.env,
@@ -604,14 +615,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that runs ctxd in a process of its own is `slow` (see pyproject's markers),
     so that `-m "not e2e and not slow"` stays a quick run whoever adds such a test."""
     for item in items:
+        if item.get_closest_marker("in_process") is not None:
+            continue
         if REAL_PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    """A fresh isolated world, no daemon running yet."""
-    w = World(tmp_path / "w")
+def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
+    """A fresh isolated world, no daemon running yet (and none allowed in an `in_process` test)."""
+    in_process = request.node.get_closest_marker("in_process") is not None
+    w = World(tmp_path / "w", processes=not in_process)
     try:
         yield w
     finally:

@@ -1,9 +1,12 @@
-// ctxd's plugin for OpenCode: after each tool call, ask the ctxd daemon over its Unix socket
-// and append its warning or handoff request to the tool output the model sees. It speaks the
-// hook client's wire format (clients/ctxd_wire.py): a 4-byte big-endian length, then a JSON
-// header line and the payload; the answer's header line is {"v":1,"ok":true}, its result the
-// hook answer ctxd renders for OpenCode. Fail-open and bounded: any error, or no answer within
-// TIMEOUT_MS, changes nothing. `ctxd install opencode` names this file in opencode.json.
+// ctxd's plugin for OpenCode. After each tool call it asks the ctxd daemon over its Unix socket
+// and appends its warning to the tool output the model sees; when a session goes idle it asks
+// again and sends ctxd's handoff request, if any, as the user's next message (OpenCode has no
+// Stop hook to block, so this is the one way to have the model answer it), marking the next idle
+// as the one that answer caused. It speaks the hook client's wire format (clients/ctxd_wire.py):
+// a 4-byte big-endian length, then a JSON header line and the payload; the answer's header line
+// is {"v":1,"ok":true}, its result the hook answer ctxd renders for OpenCode. Fail-open and
+// bounded: any error, or no answer within TIMEOUT_MS, changes nothing. `ctxd install opencode`
+// names this file in opencode.json.
 import net from "node:net"
 import os from "node:os"
 
@@ -37,7 +40,7 @@ function ask(event, payload) {
       if (data.length >= 4 && data.length >= 4 + data.readUInt32BE(0)) {
         const body = data.subarray(4, 4 + data.readUInt32BE(0)).toString()
         const cut = body.indexOf("\n")
-        finish(cut >= 0 && body.slice(0, cut) === OK ? body.slice(cut + 1) : null)
+        finish(cut >= 0 && body.slice(0, cut) === OK ? parsed(body.slice(cut + 1)) : null)
       }
     })
     sock.on("end", () => finish(null))
@@ -49,28 +52,51 @@ function ask(event, payload) {
   })
 }
 
-function context(answer) {
+function parsed(result) {
   try {
-    const text = answer && JSON.parse(answer).hookSpecificOutput?.additionalContext
-    return typeof text === "string" && text ? text : null
+    return result ? JSON.parse(result) : null
   } catch {
     return null
   }
 }
 
-export const CtxdPlugin = async ({ directory }) => ({
-  "tool.execute.after": async (input, output) => {
-    try {
-      const payload = { session_id: input.sessionID, cwd: directory, tool_use_id: input.callID }
-      const text = context(await ask("tool_execute_after", payload))
-      if (text && typeof output.output === "string") output.output += `\n\n${text}`
-    } catch {}
-  },
-  event: async ({ event }) => {
-    try {
-      if (event.type === "session.compacted" && event.properties?.sessionID) {
-        await ask("session_compacted", { session_id: event.properties.sessionID, cwd: directory })
-      }
-    } catch {}
-  },
-})
+export const CtxdPlugin = async ({ client, directory }) => {
+  const continued = new Set() // sessions whose last idle sent ctxd's request as a prompt
+  let idling = Promise.resolve() // the last idle's handling, awaited by `dispose`
+
+  const idle = async (id) => {
+    const active = continued.delete(id)
+    const payload = { session_id: id, cwd: directory, stop_hook_active: active }
+    const answer = await ask("session_idle", payload)
+    const text = answer?.decision === "block" ? answer.reason : null
+    if (typeof text !== "string" || !text) return
+    continued.add(id)
+    await client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } })
+  }
+
+  return {
+    "tool.execute.after": async (input, output) => {
+      try {
+        const payload = { session_id: input.sessionID, cwd: directory, tool_use_id: input.callID }
+        const answer = await ask("tool_execute_after", payload)
+        const text = answer?.hookSpecificOutput?.additionalContext
+        if (typeof text === "string" && text && typeof output.output === "string") {
+          output.output += `\n\n${text}`
+        }
+      } catch {}
+    },
+    event: async ({ event }) => {
+      try {
+        const id = event.properties?.sessionID
+        if (event.type === "session.idle" && id) {
+          idling = idle(id).catch(() => {})
+        } else if (event.type === "session.compacted" && id) {
+          await ask("session_compacted", { session_id: id, cwd: directory })
+        }
+      } catch {}
+    },
+    // `opencode run` shuts down once the session is idle and awaits this first, so the
+    // handoff turn runs to its end; the interactive UI's /exit does not wait for it.
+    dispose: () => idling,
+  }
+}

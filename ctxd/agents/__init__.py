@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from ctxd.agents import claude, codex, copilot, gemini, opencode, pi, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
-from ctxd.agents.lines import decode
+from ctxd.agents.lines import decode, leading_members
 from ctxd.agents.spec import AgentSpec
 from ctxd.core.events import HookEvent, Reply
 from ctxd.errors import InvalidInput
@@ -27,6 +27,7 @@ __all__ = [
     "parse",
     "render",
     "spec",
+    "store_owner",
     "store_paths",
     "transcript_owner",
     "transcript_roots",
@@ -63,7 +64,10 @@ def spec(name: str) -> AgentSpec:
     """The agent called `name`; InvalidInput naming the known ones otherwise."""
     found = _SPECS.get(name)
     if found is None:
-        raise InvalidInput(f"unknown agent {name!r}; expected one of {', '.join(AGENTS)}")
+        # The name comes from a request: a refusal that echoed all of a huge one would flood
+        # the log and the answer.
+        shown = repr(name) if len(name) <= 64 else f"{name[:64]!r}... ({len(name):,} characters)"
+        raise InvalidInput(f"unknown agent {shown}; expected one of {', '.join(AGENTS)}")
     return found
 
 
@@ -87,6 +91,14 @@ def store_paths(env: Mapping[str, str]) -> dict[str, Path]:
     return {name: s.store.path(env) for name, s in _SPECS.items() if s.store is not None}
 
 
+def store_owner(path: str) -> str | None:
+    """The agent whose session database the file at `path` is (any path), else None."""
+    for s in _SPECS.values():
+        if s.store is not None and s.store.recognises(path):
+            return s.name
+    return None
+
+
 def transcript_owner(path: str, roots: Mapping[str, Path]) -> str | None:
     """The agent whose transcript `path` is, by the root it lies under and its name."""
     for name, root in roots.items():
@@ -107,7 +119,9 @@ def detect_agent(head: bytes) -> str | None:
     """The agent whose line format the first bytes of a transcript have, else None.
 
     `head` may end in the middle of a line; complete lines are judged first, and a first line
-    too long to be complete in `head` is judged by the keys it starts with.
+    too long to be complete in `head` is judged by the keys it starts with. A head that is the
+    start of one object spread over lines (an indented JSON document, not JSON lines) is judged
+    by the members it holds whole.
     """
     lines = head.split(b"\n")
     complete, partial = lines[:-1], lines[-1]
@@ -120,6 +134,11 @@ def detect_agent(head: bytes) -> str | None:
     if not complete:
         for s in _DETECTION:
             if s.files.recognises_prefix(partial):
+                return s.name
+    members = leading_members(head)
+    if members:
+        for s in _DETECTION:
+            if s.files.recognises(members):
                 return s.name
     return None
 

@@ -15,7 +15,7 @@ it opens; `ctxd handoff` does the same for a file read once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ctxd.core.digest import (
     DEFAULT_LIMITS,
@@ -27,7 +27,7 @@ from ctxd.core.digest import (
     is_request,
 )
 
-__all__ = ["Facts", "PendingCalls", "todo_status", "todos_from"]
+__all__ = ["DigestSource", "Facts", "PendingCalls", "todo_status", "todos_from"]
 
 T = TypeVar("T")
 
@@ -66,6 +66,18 @@ def todo_status(value: object) -> str:
 _STATUS_WORDS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
+class DigestSource(Protocol):
+    """What the daemon asks of a session's digest: the digest, and (on every hook, so it must
+    be cheap) how many compactions it has seen. A `Facts`, or a session store's digest read
+    from the database when asked."""
+
+    @property
+    def digest(self) -> Digest: ...
+
+    @property
+    def compactions(self) -> int: ...
+
+
 class Facts:
     """A session digest as its transcript reader's `FactListener`: the digest so far and the
     calls awaiting their result. An agent's subclass says what a record means (`take`)."""
@@ -73,11 +85,13 @@ class Facts:
     __slots__ = ("book", "limits", "pending")
 
     wants_records = True
+    #: A failed command shows as fixed once a later run of it succeeds (`DigestBook`).
+    mark_fixed = False
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         #: The digest being kept; an agent's facts fold into it directly where it is hot.
-        self.book = DigestBook(limits)
+        self.book = DigestBook(limits, mark_fixed=self.mark_fixed)
         self.pending = PendingCalls()
 
     @property
@@ -102,7 +116,7 @@ class Facts:
             add(event)
 
     def reset(self) -> None:
-        self.book = DigestBook(self.limits)
+        self.book = DigestBook(self.limits, mark_fixed=self.mark_fixed)
         self.pending.clear()
 
     def fold_requests(self, taken: Sequence[T], texts_of: Callable[[T], list[str]]) -> None:

@@ -9,12 +9,14 @@ report a figure only when it differs from the last one reported.
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-__all__ = ["Changes", "LineSplitter", "count", "decode", "epoch_seconds"]
+__all__ = ["Changes", "LineSplitter", "count", "decode", "epoch_seconds", "leading_members"]
 
 #: A partial line longer than this is dropped up to its newline. No agent writes such lines;
 #: the cap keeps a runaway or binary file from growing the carry-over without bound.
@@ -85,6 +87,49 @@ def decode(line: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+_BLANKS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def leading_members(head: bytes) -> dict[str, Any] | None:
+    """The members a JSON object spread over lines begins with, as far as `head` holds them
+    whole; None when `head` is not the start of such an object.
+
+    A recording written as one indented object (`{` alone on its first line) has no line that
+    decodes on its own, and its head may end anywhere inside it: the members before the first
+    one `head` cuts (`{"sessionId": ..., "projectHash": ..., "messages": [...` gives the first
+    two) say whose it is.
+    """
+    text = head.decode("utf-8", "replace")
+    at = _skip(text, 0)
+    line_end = text.find("\n", at)
+    if (text[at:] if line_end < 0 else text[at:line_end]).strip() != "{":
+        return None
+    members: dict[str, Any] = {}
+    at = _skip(text, at + 1)
+    while text.startswith('"', at):
+        try:
+            key, at = _DECODER.raw_decode(text, at)
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                break
+            value, at = _DECODER.raw_decode(text, _skip(text, at + 1))
+        except ValueError:
+            break  # cut by the end of `head` (or not JSON): the members before it stand
+        members[key] = value
+        at = _skip(text, at)
+        if not text.startswith(",", at):
+            break
+        at = _skip(text, at + 1)
+    return members
+
+
+def _skip(text: str, at: int) -> int:
+    """The index of the first character at or after `at` that is not JSON whitespace."""
+    blanks = _BLANKS.match(text, at)
+    return blanks.end() if blanks else at
 
 
 def epoch_seconds(value: object) -> float | None:

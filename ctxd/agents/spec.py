@@ -29,6 +29,7 @@ __all__ = [
     "InstallRequest",
     "Installer",
     "Json",
+    "PluginRun",
     "Statusline",
     "TranscriptFiles",
 ]
@@ -66,6 +67,19 @@ class InstallRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginRun:
+    """How `ctxd doctor` runs an installed plugin: `argv` loads it in the agent's runtime, calls
+    its tool-call hook once with a sample call and prints one JSON object, `{"output": the tool
+    output the hook left, "ms": how long the hook took}`; empty when nothing here can run it."""
+
+    argv: tuple[str, ...]
+    #: What runs what, for doctor's line ("opencode (Bun) loading /path/ctxd.js").
+    detail: str
+    #: Variables the command needs besides the user's environment.
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -81,6 +95,8 @@ class Installer:
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
     #: alone (they say "skipped" where ctxd is not installed).
     plugin: bool = False
+    #: (document, environment) -> how to run the installed plugin, None when none is installed.
+    plugin_run: Callable[[Json, Mapping[str, str]], PluginRun | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +156,10 @@ def _no_facts(path: str | None) -> Facts | None:
     return None
 
 
+def _no_configured_window(model: str | None, config: Mapping[str, str]) -> int | None:
+    return None
+
+
 def _no_implied_transcript(session_id: str, env: Mapping[str, str]) -> str | None:
     return None
 
@@ -189,3 +209,6 @@ class AgentSpec:
     #: A second kind of compaction: when the agent compacts a session left idle, from the
     #: prompt cache it reports (`ctxd.core.compaction.IdleCompactionRule`); None: it does not.
     idle_compaction: IdleCompactionRule | None = None
+    #: (model, its configuration as `read_settings` gave it) -> the window the agent's own
+    #: settings give that model, over the built-in and configured tables (None: they give none).
+    configured_window: Callable[[str | None, Mapping[str, str]], int | None] = _no_configured_window

@@ -6,7 +6,9 @@ Most agents write one transcript file per session, which ctxd follows by appende
 its write-ahead log), and a reader that returns, per poll, the usage of the rows written since
 the last poll, each with the session it belongs to. A reader opens the database read-only and
 never makes the agent wait; its read position is plain data (`position`), kept in the daemon's
-snapshot, so a restart reads on from there.
+snapshot, so a restart reads on from there. `ctxd replay` and `ctxd handoff` take a copy of the
+database as they take a transcript file (`recognises`), and a session's digest is read from it
+whole (`digest`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ctxd.core.digest import Digest
 from ctxd.core.events import UsageUpdate
 
 __all__ = ["OpenStoreReader", "SessionStore", "StoreReader", "StoreUpdate"]
@@ -58,6 +61,10 @@ class OpenStoreReader(Protocol):
     def __call__(self, path: str, position: Mapping[str, Any] | None = None, /) -> StoreReader: ...
 
 
+def _never(path: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class SessionStore:
     """An agent that keeps all its sessions in one database."""
@@ -67,3 +74,8 @@ class SessionStore:
     open: OpenStoreReader
     #: Suffixes of the files whose change means the store changed ("" the database itself).
     changed_by: tuple[str, ...] = ("", "-wal")
+    #: The file at a path is such a database (any path: a copy handed to `ctxd replay`).
+    recognises: Callable[[str], bool] = _never
+    #: (database, session id) -> that session's digest, read whole; None: no digest is kept.
+    #: Raises OSError when the database cannot be read.
+    digest: Callable[[str, str], Digest] | None = None

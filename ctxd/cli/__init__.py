@@ -2,24 +2,28 @@
 
 Every verb is a function `(args) -> exit code`; a `CtxdError` anywhere becomes one line on
 stderr and that error's exit code.
+
+Each verb imports what it needs when it runs, and its arguments are defined only when it is the
+verb parsed (`VERBS`): `ctxd status` and `ctxd watch`, run often and by hand, import the client's
+round trip and the report's text, never the agent registry, the daemon or orjson
+(tests/cli/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
-import orjson
-
-from ctxd import __version__, paths
+from ctxd import __version__
 from ctxd.errors import CtxdError, InvalidInput
 
-logger = logging.getLogger("ctxd")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
+    from types import ModuleType
+    from typing import Any
 
 Verb = Callable[[argparse.Namespace], int]
 
@@ -29,6 +33,8 @@ def _print(line: str = "") -> None:
 
 
 def _print_json(value: Any) -> None:
+    import orjson
+
     sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) + b"\n")
 
 
@@ -36,8 +42,13 @@ def _print_json(value: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from ctxd import paths
     from ctxd.daemon.lifecycle import AlreadyRunning, serve
     from ctxd.fileio import open_append
+
+    logger = logging.getLogger("ctxd")
 
     os.umask(0o077)  # everything the daemon writes (state, log, lock) is for this user only
     handler: logging.Handler
@@ -126,6 +137,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     import fcntl
 
+    from ctxd import paths
     from ctxd.cli.client import request_json
 
     answer = request_json("stop")
@@ -148,8 +160,50 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ctxd import agents, paths
+    from ctxd.cli.replay import replay, replay_store
+    from ctxd.daemon.config import load_settings
+    from ctxd.errors import TranscriptError
+
+    if args.plot is not None and args.plot.suffix.lower() != ".svg":
+        raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
+    # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
+    settings = load_settings(paths.config_path(os.environ))
+    if agents.store_owner(args.path) is None:
+        if args.session is not None:
+            raise InvalidInput(
+                f"--session picks a session of an agent's database; {args.path} is not one"
+            )
+        _replay_timeline(args, replay(args.path, args.agent, args.window, settings, os.environ))
+        return 0
+    # A database: each session's timeline under a line that names it.
+    timelines = list(
+        replay_store(args.path, args.agent, args.window, settings, os.environ, args.session)
+    )
+    if not timelines:
+        raise TranscriptError(f"{args.path}: no session in it has usage yet: nothing to replay")
+    if args.plot is not None and len(timelines) > 1:
+        raise InvalidInput(f"--plot draws one session: name one of {len(timelines)} with --session")
+    for i, (info, items) in enumerate(timelines):
+        if not args.json:
+            title = f"{agents.spec(info.agent).title} session {info.session_id}"
+            if info.parent_id is not None:
+                title += f" (subagent of {info.parent_id})"
+            _print(("\n" if i else "") + title + (f" in {info.cwd}" if info.cwd else ""))
+        _replay_timeline(args, items, {"session_id": info.session_id}, info.parent_id)
+    return 0
+
+
+def _replay_timeline(
+    args: argparse.Namespace,
+    items: Iterator[Any],
+    tag: dict[str, Any] | None = None,
+    parent: str | None = None,
+) -> None:
+    """Print one timeline of `ctxd replay` (its rows, then the final line); `tag` is added
+    to each JSON line (the session of a database)."""
     from ctxd import agents
-    from ctxd.cli.replay import Row, replay
+    from ctxd.cli.replay import Row
     from ctxd.cli.report import (
         REPLAY_HEADER,
         replay_final_json,
@@ -158,19 +212,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         replay_row_line,
     )
     from ctxd.core.session import SessionState
-    from ctxd.daemon.config import load_settings
     from ctxd.errors import TranscriptError
 
-    if args.plot is not None and args.plot.suffix.lower() != ".svg":
-        raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
-    # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
-    settings = load_settings(paths.config_path(os.environ))
+    tag = tag or {}
     last: Row | None = None
     rows: list[Row] = []
-    for item in replay(args.path, args.agent, args.window, settings, os.environ):
+    for item in items:
         if isinstance(item, SessionState):
             if args.json:
-                _print_json(replay_final_json(item, last, args.window))
+                final = replay_final_json(item, last, args.window)
+                _print_json({**final, **tag, **({"parent_id": parent} if tag else {})})
             elif last is not None:
                 _print(replay_final_line(item, last))
             if last is None:
@@ -187,10 +238,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             last = item
             rows.append(item)
             if args.json:
-                _print_json(replay_row_json(item))
+                _print_json({**replay_row_json(item), **tag})
             else:
                 _print(replay_row_line(item))
-    return 0
 
 
 def _write_plot(path: Any, rows: list[Any], state: Any, transcript: str) -> None:
@@ -223,15 +273,18 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
-    from ctxd.cli.install import apply_plan, plan_install, plan_uninstall
+    from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
     if args.verb == "install":
+        chosen = None if args.transport else default_transport(args.agent)
         plan = plan_install(
             args.agent,
             settings=args.settings,
             statusline=args.statusline,
-            transport=args.transport,
+            transport=chosen.name if chosen is not None else args.transport,
         )
+        if chosen is not None and chosen.reason:  # once the plan stands
+            _print(f"transport: {chosen.name}: {chosen.reason}")
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
     if args.verb == "install" and not args.dry_run:
@@ -337,6 +390,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- parser
+#
+# One function per verb adds its arguments, and runs only when that verb is the one parsed (all
+# of them for `ctxd --help` or a word that is no verb): a verb's options pay for what they need
+# (the agents' names come from the agent registry) without making every other verb pay too.
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, told the terminal's width as `shutil.get_terminal_size` would tell it:
+    argparse asks shutil, whose import loads three compression modules, every run of every verb
+    (measured in docs/benchmarks.md §13)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)  # argparse's own margin
+
+
+def _columns() -> int:
+    """$COLUMNS, else the width of the terminal on stdout, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    if stdout is None:
+        return 80
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns or 80
+    except (ValueError, OSError):  # not a terminal, or closed
+        return 80
 
 
 def _positive_int(text: str) -> int:
@@ -349,19 +430,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from pathlib import Path
-
-    from ctxd import agents
-    from ctxd.agents import AGENTS
-
-    parser = argparse.ArgumentParser(
-        prog="ctxd", description="Know how full every coding agent's context window is."
-    )
-    parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    serve = verbs.add_parser("serve", help="run the daemon in the foreground")
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument(
         "--log-level",
@@ -369,9 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning"],
         help="how much the daemon logs to stderr (default: info)",
     )
-    serve.set_defaults(func=cmd_serve)
 
-    status = verbs.add_parser("status", help="every tracked session's context usage")
+
+def _status_arguments(status: argparse.ArgumentParser) -> None:
     status.add_argument(
         "session",
         nargs="?",
@@ -379,9 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this session, in full: its id or any unique start of it",
     )
     status.add_argument("--json", action="store_true", help="one JSON object")
-    status.set_defaults(func=cmd_status)
 
-    watch = verbs.add_parser("watch", help="redraw the status live")
+
+def _watch_arguments(watch: argparse.ArgumentParser) -> None:
     watch.add_argument(
         "--interval",
         type=float,
@@ -389,19 +458,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between redraws (default: 1)",
     )
-    watch.set_defaults(func=cmd_watch)
 
-    stop = verbs.add_parser("stop", help="stop the daemon")
-    stop.set_defaults(func=cmd_stop)
 
-    replay = verbs.add_parser("replay", help="the usage timeline of a transcript")
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _replay_arguments(replay: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
+    from ctxd import agents
+    from ctxd.agents import AGENTS
+
     replay.add_argument(
-        "path", metavar="PATH", help="a transcript file (JSONL) that an agent wrote"
+        "path",
+        metavar="PATH",
+        help="a transcript file (JSONL) that an agent wrote, or its session database",
     )
     replay.add_argument(
         "--agent",
         choices=AGENTS,
         help="the agent that wrote it (default: told from the file; a mismatch is refused)",
+    )
+    replay.add_argument(
+        "--session",
+        metavar="ID",
+        help=f"of an agent's session database ({_with_store(agents)}): only the session whose "
+        "id starts with ID (default: every session, each subagent's after its parent's)",
     )
     replay.add_argument("--window", type=_positive_int, help="measure against this window")
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -412,88 +495,174 @@ def build_parser() -> argparse.ArgumentParser:
         help="also draw the context over the turns, with the warning, critical and compaction "
         "levels and each compaction, into this SVG file",
     )
-    replay.set_defaults(func=cmd_replay)
+
+
+def _with_store(agents: ModuleType) -> str:
+    """The agents whose sessions live in a database rather than in transcript files."""
+    return ", ".join(agents.spec(n).title for n in agents.AGENTS if agents.spec(n).store)
+
+
+def _settings_arguments(sub: argparse.ArgumentParser, verb: str) -> None:
+    """install's and uninstall's arguments (`verb`: which of the two)."""
+    from pathlib import Path
+
+    from ctxd import agents
+    from ctxd.agents import AGENTS
 
     specs = [agents.spec(name) for name in AGENTS]
     with_statusline = ", ".join(s.title for s in specs if s.statusline is not None)
     with_http = ", ".join(s.title for s in specs if s.installer.http_hooks)
-    for verb, text in (("install", "register ctxd's hooks"), ("uninstall", "remove them")):
-        sub = verbs.add_parser(verb, help=f"{text} in an agent's settings")
+    sub.add_argument("agent", choices=AGENTS, metavar="AGENT", help=f"one of: {', '.join(AGENTS)}")
+    sub.add_argument("--settings", type=Path, help="the settings file to edit")
+    sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    sub.add_argument(
+        "--statusline",
+        action="store_true",
+        help=f"make ctxd the agent's statusline even if one is set ({with_statusline})"
+        if verb == "install"
+        else f"remove only ctxd's statusline, keep its hooks ({with_statusline})",
+    )
+    if verb == "install":
         sub.add_argument(
-            "agent", choices=AGENTS, metavar="AGENT", help=f"one of: {', '.join(AGENTS)}"
+            "--transport",
+            choices=["command", "http"],
+            help="http: the agent posts its hooks to the daemon's [http] listener, no process "
+            f"per event ({with_http}; SessionStart stays a command, which starts the daemon). "
+            "Default: http where systemd keeps that port (`ctxd service install` with [http] "
+            "on), else command; install says which and why",
         )
-        sub.add_argument("--settings", type=Path, help="the settings file to edit")
-        sub.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
-        sub.add_argument(
-            "--statusline",
-            action="store_true",
-            help=f"make ctxd the agent's statusline even if one is set ({with_statusline})"
-            if verb == "install"
-            else f"remove only ctxd's statusline, keep its hooks ({with_statusline})",
-        )
-        if verb == "install":
-            sub.add_argument(
-                "--transport",
-                choices=["command", "http"],
-                default="command",
-                help="http: the agent posts its hooks to the daemon's [http] listener, no process "
-                f"per event ({with_http}; SessionStart stays a command, which starts the daemon)",
-            )
-        sub.set_defaults(func=cmd_install, transport="command")
 
-    service = verbs.add_parser("service", help="run ctxd under systemd or launchd")
+
+def _install_arguments(install: argparse.ArgumentParser) -> None:
+    _settings_arguments(install, "install")
+
+
+def _uninstall_arguments(uninstall: argparse.ArgumentParser) -> None:
+    _settings_arguments(uninstall, "uninstall")
+
+
+def _service_arguments(service: argparse.ArgumentParser) -> None:
     service.add_argument("action", choices=["install", "uninstall", "status"])
     service.add_argument(
         "--dry-run",
         action="store_true",
         help="print the files and commands install/uninstall would write and run; do nothing",
     )
-    service.set_defaults(func=cmd_service)
 
-    dashboard = verbs.add_parser("dashboard", help="open the live dashboard ([http] enabled)")
+
+def _dashboard_arguments(dashboard: argparse.ArgumentParser) -> None:
     dashboard.add_argument("--print", action="store_true", help="print its address, open nothing")
-    dashboard.set_defaults(func=cmd_dashboard)
 
-    metrics = verbs.add_parser("metrics", help="the status as Prometheus text")
+
+def _metrics_arguments(metrics: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
     metrics.add_argument(
         "--textfile",
         type=Path,
         metavar="PATH",
         help="write it atomically to PATH (node_exporter's textfile collector), print nothing",
     )
-    metrics.set_defaults(func=cmd_metrics)
 
-    doctor = verbs.add_parser("doctor", help="check the setup, one line per check")
-    doctor.set_defaults(func=cmd_doctor)
 
-    handoff = verbs.add_parser("handoff", help="a session's digest as a handoff note (Markdown)")
+def _doctor_arguments(doctor: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _handoff_arguments(handoff: argparse.ArgumentParser) -> None:
+    from ctxd import agents
+    from ctxd.agents import AGENTS
+
     handoff.add_argument("session", nargs="?", help="the start of its id (default: the latest)")
     handoff.add_argument("--json", action="store_true", help="the digest and the note as JSON")
-    handoff.add_argument("--transcript", metavar="PATH", help="a transcript file instead")
+    handoff.add_argument(
+        "--transcript",
+        metavar="PATH",
+        help=f"a transcript file instead, or an agent's session database ({_with_store(agents)})",
+    )
+    handoff.add_argument(
+        "--session",
+        dest="session_option",
+        metavar="ID",
+        help="the same as SESSION: the start of its id (of the database's sessions with "
+        "--transcript; default: its latest main session)",
+    )
     handoff.add_argument("--agent", choices=AGENTS, help="whose transcript (default: detected)")
     handoff.add_argument(
         "--tokens", type=_positive_int, default=2000, help="the note's size limit (default 2000)"
     )
-    handoff.set_defaults(func=cmd_handoff)
+
+
+#: Every verb, in the order `ctxd --help` lists them: its one line of help, the function adding
+#: its arguments, the function running it.
+VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Verb]] = {
+    "serve": ("run the daemon in the foreground", _serve_arguments, cmd_serve),
+    "status": ("every tracked session's context usage", _status_arguments, cmd_status),
+    "watch": ("redraw the status live", _watch_arguments, cmd_watch),
+    "stop": ("stop the daemon", _no_arguments, cmd_stop),
+    "replay": ("the usage timeline of a transcript", _replay_arguments, cmd_replay),
+    "install": ("register ctxd's hooks in an agent's settings", _install_arguments, cmd_install),
+    "uninstall": ("remove them in an agent's settings", _uninstall_arguments, cmd_install),
+    "service": ("run ctxd under systemd or launchd", _service_arguments, cmd_service),
+    "dashboard": ("open the live dashboard ([http] enabled)", _dashboard_arguments, cmd_dashboard),
+    "metrics": ("the status as Prometheus text", _metrics_arguments, cmd_metrics),
+    "doctor": ("check the setup, one line per check", _doctor_arguments, cmd_doctor),
+    "handoff": ("a session's digest as a handoff note (Markdown)", _handoff_arguments, cmd_handoff),
+}
+
+#: The verbs that only look at what the daemon answers, and are run often (a `watch` redraws
+#: every second): they leave the hook client's copy to be refreshed by any other verb or by the
+#: daemon's own start, since refreshing it imports the agent registry (~100 ms).
+_LOOKS = frozenset({"status", "watch"})
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every verb, or with `verb` only that one (what `main` parses
+    a known verb with: each verb's parser costs its construction, gettext's look-ups included,
+    and its arguments what they import)."""
+    parser = argparse.ArgumentParser(
+        prog="ctxd",
+        description="Know how full every coding agent's context window is.",
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for name, (text, add_arguments, func) in VERBS.items():
+        if verb is None or verb == name:
+            sub = verbs.add_parser(name, help=text, formatter_class=_HelpFormatter)
+            add_arguments(sub)
+            sub.set_defaults(func=func)
     return parser
+
+
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb `argv` names: its first word that is not an option (ctxd's own options take no
+    value); None when there is none, or no such verb (the full parser then says so)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in VERBS else None
 
 
 def _refresh_client() -> None:
     """Keep the hook client copied by `ctxd install` in step with this ctxd (its version, and
-    where ctxd now lives for a hook that has to start it): every run of ctxd checks, so a
-    reinstall is noticed at the next `ctxd` command or daemon start."""
+    where ctxd now lives for a hook that has to start it): every run of ctxd but `status` and
+    `watch` (`_LOOKS`) checks, so a reinstall is noticed at the next such command or daemon
+    start."""
     from ctxd.agents.hookcmd import refresh_client
 
     try:
         refresh_client(os.environ)
     except CtxdError as exc:  # never a reason to fail the command the user asked for
-        logger.warning("%s", exc)
+        import logging
+
+        logging.getLogger("ctxd").warning("%s", exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_verb(words)).parse_args(words)
     func: Verb = args.func
-    _refresh_client()
+    if args.verb not in _LOOKS:
+        _refresh_client()
     try:
         return func(args)
     except CtxdError as exc:

@@ -7,6 +7,7 @@ it judges are the ones really installed in each agent's settings, run as the age
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -27,7 +28,7 @@ from ctxd.agents.hookcmd import (
     unwrap_command,
 )
 from ctxd.agents.settings_file import parse, read_text
-from ctxd.agents.spec import Check
+from ctxd.agents.spec import Check, PluginRun
 from ctxd.cli.web import http_hook_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
@@ -167,6 +168,9 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
             continue
         if spec.installer.plugin:
             yield from spec.installer.checks(doc)
+            run = spec.installer.plugin_run and spec.installer.plugin_run(doc, env)
+            if run:
+                yield _run_plugin(agent, run, env)
             continue
         commands = installed_commands(doc, spec.statusline is not None)
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
@@ -251,6 +255,47 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
         f"exit 0, ctxd's answer verbatim, {median:.1f} ms median of {HOOK_RUNS} runs "
         f"(sample {_title(agent)} payload)",
     )
+
+
+def _run_plugin(agent: str, run: PluginRun, env: Mapping[str, str]) -> Check:
+    """Load the installed plugin in the agent's runtime and call its tool-call hook once
+    against a probe socket; FAIL unless the tool output it leaves carries the probe's answer."""
+    from ctxd.cli.probe import PROBE_TEXT, open_probe
+
+    name = f"{agent} plugin run"
+    if not run.argv:
+        return Check(name, False, run.detail, skipped=True)
+    fix = f"`ctxd install {agent}` copies a working plugin"
+    with open_probe() as probe:
+        run_env = dict(env, **run.env, CTXD_SOCKET=str(probe.path), CTXD_NO_SPAWN="1")
+        try:
+            done = subprocess.run(
+                run.argv, env=run_env, capture_output=True, timeout=HOOK_TIMEOUT, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Check(name, False, f"{run.detail}: ran over {HOOK_TIMEOUT:g} s", fix)
+        except OSError as exc:
+            return Check(name, False, f"{run.detail}: {exc.strerror or exc}", fix)
+        exchanges = list(probe.exchanges)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        # JavaScript runtimes end with their version or a stack: the error names itself
+        said = [line for line in said if "error" in line.lower()] or said
+        last = f": {said[-1].strip()}" if said else ""
+        return Check(name, False, f"{run.detail}: exits {done.returncode}{last}", fix)
+    if not exchanges:
+        return Check(name, False, f"{run.detail}: its hook never reached ctxd", fix)
+    if exchanges[0].error is not None:
+        refused = f"ctxd refused what the plugin sent: {exchanges[0].error}"
+        return Check(name, False, f"{run.detail}: {refused}", "reinstall ctxd")
+    try:
+        result = json.loads(done.stdout)
+        output, ms = str(result["output"]), float(result["ms"])
+    except (ValueError, TypeError, KeyError):
+        return Check(name, False, f"{run.detail}: printed {done.stdout[:120]!r}", fix)
+    if PROBE_TEXT not in output:
+        return Check(name, False, f"{run.detail}: the tool output lacks ctxd's answer", fix)
+    return Check(name, True, f"{run.detail}: the answer reached the tool output, {ms:.1f} ms")
 
 
 def _run_wrapped(
@@ -361,6 +406,52 @@ def _roots(env: Mapping[str, str]) -> Check:
     )
 
 
+def _watches(env: Mapping[str, str], running: bool) -> Check:
+    """Whether every folder under the agents' roots can be watched (the inotify cap): as the
+    daemon measured it when one answers, else the folders there against the cap."""
+    from ctxd.daemon import watches
+
+    if running:
+        from ctxd.cli.client import request_json
+
+        try:
+            watching = request_json("ping", env=env).get("watching")
+        except CtxdError:
+            watching = None
+        if isinstance(watching, dict) and watching.get("measured"):
+            unwatched = watching.get("unwatched") or 0
+            detail = (
+                f"the daemon watches {watching.get('watched', 0):,} of "
+                f"{watching.get('folders', 0):,} folders under the agents' roots "
+                f"({watching.get('limit_text')})"
+            )
+            if watching.get("error"):
+                detail = (
+                    f"the daemon cannot watch the agents' roots ({watching['error']}): all "
+                    f"{unwatched:,} folders are polled every {watching.get('poll_interval_s')} s"
+                )
+            elif unwatched:
+                detail += (
+                    f": inotify limit reached, the other {unwatched:,} are polled every "
+                    f"{watching.get('poll_interval_s')} s"
+                )
+            fix = None if not unwatched else str(watching.get("fix"))
+            return Check("inotify watches", not unwatched, detail, fix)
+    roots = [root for root in agents.transcript_roots(env).values() if root.is_dir()]
+    limit = watches.watch_limit()
+    if not roots or limit is None:
+        return Check("inotify watches", True, "nothing to watch or no limit known", skipped=True)
+    folders = len(watches.find_folders(roots))
+    ok = folders < limit.value
+    return Check(
+        "inotify watches",
+        ok,
+        f"{folders:,} folders under the agents' roots, {limit.describe()} (shared with every "
+        "program that watches files)",
+        None if ok else watches.raise_command(limit, folders),
+    )
+
+
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     daemon, running = _daemon(env)
     checks: list[Check] = [daemon]
@@ -370,5 +461,6 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     hooks = list(_hooks(env))
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
+    checks.append(_watches(env, running))
     checks += http_hook_checks(env)
     return checks

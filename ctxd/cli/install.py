@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from ctxd.errors import InvalidInput, SettingsFileError
 
 __all__ = [
     "Plan",
+    "Transport",
     "apply_plan",
+    "default_transport",
     "plan_install",
     "plan_uninstall",
     "settings_path",
@@ -178,6 +181,90 @@ def plan_uninstall(
     elif new == doc:
         notes = (*notes, f"no ctxd hooks in {path}: nothing to remove")
     return _finish(agent, path, before, doc, new, notes)
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How an agent's hooks reach the daemon ("command" or "http"), and why, for the user ("":
+    the agent has no other way)."""
+
+    name: str
+    reason: str
+
+
+def default_transport(
+    agent: str,
+    env: Mapping[str, str] = os.environ,
+    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+) -> Transport:
+    """The transport `ctxd install AGENT` uses when none is asked for.
+
+    HTTP spares the process every hook otherwise starts, but an HTTP hook that finds nothing on
+    the port is a failed hook the agent shows under every tool call, where the command client
+    starts the daemon. So HTTP only when something keeps the port while ctxd is down: the agent
+    can post hooks, `[http]` is on, and systemd's `ctxd.socket` lists that port and is active
+    and enabled (`systemctl --user`, through `run`). Otherwise the command client.
+    """
+    from ctxd import paths
+    from ctxd.cli.service import SOCKET_UNIT, systemd_unit_dir
+    from ctxd.daemon.config import load_http_settings
+    from ctxd.errors import CtxdError
+
+    spec = agents.spec(agent)
+    if not spec.installer.http_hooks:
+        return Transport("command", "")  # nothing to choose, nothing to explain
+    could = f"{spec.title} could post its hooks over HTTP, with no process per event"
+    config = paths.config_path(env)
+    try:
+        http = load_http_settings(config)
+    except CtxdError as exc:
+        return Transport("command", f"{could}, but the config does not load: {exc}")
+    if not http.enabled:
+        return Transport(
+            "command",
+            f"{could}, but [http] is off in {config}: enable it, run `ctxd service install` "
+            "(systemd then keeps the port), and install again",
+        )
+    unit = systemd_unit_dir(env) / SOCKET_UNIT
+    try:
+        kept = f"ListenStream=127.0.0.1:{http.port}\n" in unit.read_text(encoding="utf-8")
+    except OSError:
+        kept = False
+    if not kept:
+        return Transport(
+            "command",
+            f"{could}, but nothing keeps port {http.port} while ctxd is down, and every hook "
+            "would then fail: `ctxd service install` makes systemd keep it",
+        )
+    state = (_systemctl(run, "is-active", SOCKET_UNIT), _systemctl(run, "is-enabled", SOCKET_UNIT))
+    if state != ("active", "enabled"):
+        said = (
+            "not known to be active (`systemctl --user` did not say)"
+            if "unknown" in state
+            else " and ".join(state)
+        )
+        return Transport(
+            "command",
+            f"{could}, but {SOCKET_UNIT} is {said}: "
+            f"`systemctl --user enable --now {SOCKET_UNIT}`, then install again",
+        )
+    return Transport(
+        "http",
+        f"systemd's {SOCKET_UNIT} keeps port {http.port} and starts ctxd for a hook, so "
+        f"{spec.title} posts its hooks there, with no process per event (`--transport command` "
+        "for command hooks)",
+    )
+
+
+def _systemctl(run: Callable[..., subprocess.CompletedProcess[str]], *args: str) -> str:
+    """What `systemctl --user ARGS` prints ("unknown" when it cannot run)."""
+    try:
+        done = run(
+            ["systemctl", "--user", *args], capture_output=True, text=True, check=False, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (done.stdout or "").strip() or "unknown"
 
 
 def apply_plan(plan: Plan) -> Path | None:

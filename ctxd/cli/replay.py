@@ -1,5 +1,10 @@
 """`ctxd replay`: run the core over a transcript from start to end, one row per assistant turn.
 
+An agent that keeps its sessions in one database (`AgentSpec.store`) is replayed from a copy of
+it the same way, session by session (`replay_store`): each main session followed by its
+subagents', each on its own figures (a subagent's context is not its parent's), or the one
+`--session` names.
+
 The figures are the daemon's for the same session: ctxd's settings, and the configuration the
 agent's compaction rule reads (its settings files and the variables of the environment it ran
 in, here the command's own, as a hook would have reported them). What the daemon learns from
@@ -10,8 +15,8 @@ other sessions (a model's window seen in a statusline) and a project's own setti
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from ctxd import agents
 from ctxd.core import session as core
@@ -23,7 +28,7 @@ from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.errors import InvalidInput, TranscriptError
 
-__all__ = ["Row", "detect", "replay"]
+__all__ = ["Row", "StoredSession", "detect", "replay", "replay_store", "stored_sessions"]
 
 CHUNK = 1024 * 1024
 HEAD = 64 * 1024
@@ -35,6 +40,19 @@ class Row:
     at: float | None
     figures: Figures
     compaction: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One session of an agent's database, as `replay_store` replays it."""
+
+    agent: str
+    session_id: str
+    #: The session that started it (a subagent's parent), if any.
+    parent_id: str | None
+    cwd: str | None
+    #: When its last step finished (seconds since the epoch), if known.
+    updated_at: float | None = None
 
 
 def _detected(path: str) -> str | None:
@@ -99,9 +117,20 @@ def replay(
         names = agents.spec(agent).config_env
         state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
         config = AgentSettings(environ).config(state)
-    grounds = core.Grounds(settings, rule, config)
+    grounds = core.Grounds(
+        settings, rule, config, configured_window=agents.spec(agent).configured_window
+    )
+    yield from _timeline(state, _updates(path, agent), grounds, override)
+
+
+def _timeline(
+    state: SessionState,
+    updates: Iterable[UsageUpdate],
+    grounds: core.Grounds,
+    override: Window | None,
+) -> Iterator[Row | SessionState]:
     pending: Row | None = None
-    for update in _updates(path, agent):
+    for update in updates:
         same_turn = update.turn_id is not None and update.turn_id == state.last_turn_id
         state = core.apply_usage(state, update, update.at or 0.0)
         fig = core.figures(state, grounds, window_override=override)
@@ -115,3 +144,115 @@ def replay(
     if pending is not None:
         yield pending
     yield state
+
+
+def _stored(path: str, agent: str) -> dict[str, tuple[StoredSession, list[UsageUpdate]]]:
+    """Every session of the database with usage in it, in the order of its first step."""
+    store = agents.spec(agent).store
+    assert store is not None
+    reader = store.open(path, None)
+    try:
+        found = reader.read()  # no deadline: read to the end
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+    sessions: dict[str, tuple[StoredSession, list[UsageUpdate]]] = {}
+    for row in found:
+        known = sessions.get(row.session_id)
+        if known is None:
+            info = StoredSession(agent, row.session_id, row.parent_id, row.cwd, row.update.at)
+            known = sessions[row.session_id] = (info, [])
+        elif row.update.at is not None:
+            known = sessions[row.session_id] = (
+                replace(known[0], updated_at=row.update.at),
+                known[1],
+            )
+        known[1].append(row.update)
+    return sessions
+
+
+def _in_order(sessions: Mapping[str, tuple[StoredSession, list[UsageUpdate]]]) -> list[str]:
+    """The session ids, each main session followed by its subagents (and theirs)."""
+    children: dict[str, list[str]] = {}
+    for sid, (info, _) in sessions.items():
+        if info.parent_id is not None and info.parent_id in sessions:
+            children.setdefault(info.parent_id, []).append(sid)
+    order: list[str] = []
+
+    def add(sid: str) -> None:
+        order.append(sid)
+        for child in children.get(sid, ()):
+            add(child)
+
+    for sid, (info, _) in sessions.items():
+        if info.parent_id is None or info.parent_id not in sessions:
+            add(sid)
+    return order
+
+
+def _select(
+    sessions: Mapping[str, tuple[StoredSession, list[UsageUpdate]]], path: str, prefix: str | None
+) -> list[str]:
+    order = _in_order(sessions)
+    if prefix is None:
+        return order
+    order = [sid for sid in order if sid.startswith(prefix)]
+    if not order:
+        raise InvalidInput(f"no session with usage in {path} has an id starting with {prefix!r}")
+    if len(order) > 1:
+        raise InvalidInput(
+            f"{prefix!r} is the start of {len(order)} session ids: {', '.join(order)}"
+        )
+    return order
+
+
+def stored_sessions(path: str, agent: str, prefix: str | None = None) -> list[StoredSession]:
+    """The sessions of `agent`'s database at `path` with usage in it, each main session
+    followed by its subagents, or the one whose id starts with `prefix` (InvalidInput when
+    none or several do)."""
+    sessions = _stored(path, agent)
+    return [sessions[sid][0] for sid in _select(sessions, path, prefix)]
+
+
+def replay_store(
+    path: str,
+    agent: str | None = None,
+    window: int | None = None,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
+    session: str | None = None,
+) -> Iterator[tuple[StoredSession, Iterator[Row | SessionState]]]:
+    """`replay` for an agent's database: per session with usage in it (each main session
+    followed by its subagents; or the one whose id starts with `session`), the session and
+    its timeline (`Row`s, then the final `SessionState`). The configuration is read as for a
+    transcript, with the session's own directory for the agent's project settings."""
+    settings = settings or default_settings()
+    owner = agents.store_owner(path)
+    if owner is None:
+        raise TranscriptError(f"{path} is not a session database of any agent ctxd knows")
+    if agent is not None and agent != owner:
+        agents.spec(agent)  # an unknown name is InvalidInput
+        raise InvalidInput(
+            f"{path} is a {agents.spec(owner).title} database, not a "
+            f"{agents.spec(agent).title} one: leave out --agent, or pass --agent {owner}"
+        )
+    if window is not None and window <= 0:
+        raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
+    override = Window(window, "option") if window is not None else None
+    spec = agents.spec(owner)
+    sessions = _stored(path, owner)
+    for sid in _select(sessions, path, session):
+        info, updates = sessions[sid]
+        state = core.new_session(owner, info.session_id, None, 0.0, cwd=info.cwd)
+        config: Mapping[str, str] = {}
+        if environ is not None:
+            names = spec.config_env
+            state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
+            config = AgentSettings(environ).config(state)
+        grounds = core.Grounds(
+            settings, spec.compaction, config, configured_window=spec.configured_window
+        )
+        yield info, _timeline(state, updates, grounds, override)

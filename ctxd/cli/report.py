@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import textwrap
 import time
-from typing import Any
 
-from ctxd.cli.replay import Row
-from ctxd.core.session import SessionState, figures_row
-from ctxd.core.window import DEFAULT_WINDOW
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the status lines import nothing of ctxd's: `ctxd status` stays cheap
+    from typing import Any
+
+    from ctxd.cli.replay import Row
+    from ctxd.core.session import SessionState
 
 BAR_WIDTH = 10
 
@@ -47,7 +50,17 @@ def _forecast(fc: dict[str, Any] | None) -> str:
         parts.append(f"~{fc['calls_to_next_threshold']} calls to next threshold")
     if fc.get("calls_to_compaction") is not None:
         parts.append(f"~{fc['calls_to_compaction']} calls to compaction")
+    if fc.get("first_compaction") == "idle":
+        parts += [f"first: {text}" for text in _idle(fc.get("idle_compaction_at"))]
     return ", ".join(parts)
+
+
+def _limit(row: dict[str, Any]) -> list[str]:
+    """The user's limit that set the session's level, when a token limit did."""
+    name, value = row.get("limit_passed"), row.get("limit_value")
+    if not isinstance(name, str) or not name.endswith("_tokens") or not isinstance(value, int):
+        return []
+    return [f"past {name} = {value:,}"]
 
 
 def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> list[str]:
@@ -129,6 +142,31 @@ def _idle(at: object) -> list[str]:
     return [f"compacted if idle at {time.strftime('%H:%M', time.localtime(at))}"]
 
 
+def watching_lines(watching: object) -> list[str]:
+    """What the daemon cannot watch (past the inotify limit), and how to fix it; nothing when
+    it watches every folder."""
+    if not isinstance(watching, dict) or not watching.get("unwatched"):
+        return []
+    if watching.get("error"):
+        said = (
+            f"cannot watch the agents' folders ({watching['error']}): all "
+            f"{watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
+        )
+    else:
+        said = (
+            f"inotify limit reached ({watching.get('limit_text')}): watching "
+            f"{watching.get('watched', 0):,} of {watching.get('folders', 0):,} folders; the "
+            f"other {watching['unwatched']:,} are polled every {watching.get('poll_interval_s')} s"
+        )
+    fix = f"to watch them all: {watching.get('fix')}"
+    return [
+        *textwrap.wrap(said, WIDTH, subsequent_indent=INDENT, break_on_hyphens=False),
+        *textwrap.wrap(
+            fix, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT, break_on_hyphens=False
+        ),
+    ]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -141,6 +179,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{plural(len(sessions), 'session')} · "
             f"{plural(daemon.get('requests', 0), 'request')} served"
         )
+    lines += watching_lines(daemon.get("watching"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
@@ -170,6 +209,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
+            *_limit(s),
             *_idle(s.get("idle_compaction_at")),
             _forecast(s.get("forecast")),
             *_marks(
@@ -201,7 +241,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         ("window from", row["window_source"]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
-        ("severity", str(row["severity"]).upper()),
+        ("severity", " · ".join([str(row["severity"]).upper(), *_limit(row)])),
         ("compactions", f"{row.get('compactions', 0)}"),
         ("idle compaction", (_idle(row.get("idle_compaction_at")) or ["-"])[0]),
         ("forecast", _forecast(row.get("forecast"))),
@@ -263,6 +303,8 @@ def replay_final_line(state: SessionState, last: Row) -> str:
 
 
 def replay_row_json(row: Row) -> dict[str, Any]:
+    from ctxd.core.session import figures_row
+
     return {
         "turn": row.turn,
         "at": row.at,
@@ -273,6 +315,8 @@ def replay_row_json(row: Row) -> dict[str, Any]:
 
 def replay_final_json(state: SessionState, last: Row | None, window: int | None) -> dict[str, Any]:
     """The replay's last line: the final figures (`window`: the --window given, if any)."""
+    from ctxd.core.window import DEFAULT_WINDOW
+
     doc: dict[str, Any] = {
         "final": True,
         "agent": state.agent,

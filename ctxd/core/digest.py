@@ -13,7 +13,9 @@ bounded (`Limits`): a session's digest stays the same size however long the sess
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -33,6 +35,7 @@ __all__ = [
     "is_request",
     "render_compact",
     "render_markdown",
+    "without_injected",
 ]
 
 T = TypeVar("T")
@@ -122,6 +125,8 @@ class Command(NamedTuple):
     exit_code: int | None = None
     #: The first line of what it printed when it failed.
     error: str = ""
+    #: It failed, and a later run of the same command succeeded.
+    fixed: bool = False
 
 
 class Digest(NamedTuple):
@@ -183,6 +188,22 @@ def _pushed(items: tuple[T, ...], item: T, keep: int) -> tuple[T, ...]:
     return (*items[max(0, len(items) - keep + 1) :], item)
 
 
+@lru_cache(maxsize=8)
+def _injected_blocks(tags: frozenset[str]) -> re.Pattern[str]:
+    names = "|".join(sorted(map(re.escape, tags)))
+    # A block closed by its own tag, or one never closed (cut short): to the end of the text.
+    return re.compile(rf"<({names})(?:\s[^>]*)?>(?:.*?</\1\s*>|.*\Z)", re.DOTALL)
+
+
+def without_injected(text: str, tags: frozenset[str]) -> str:
+    """`text` without the blocks that an agent's harness wraps in one of `tags` (`<tag>…</tag>`:
+    reminders, notifications, a local command's echo and output) and adds to a user message,
+    stripped: what the user typed, or "" when all of it was the harness's."""
+    if not tags or "<" not in text:
+        return text.strip()
+    return _injected_blocks(tags).sub("", text).strip()
+
+
 def is_request(text: str) -> bool:
     """Whether an "ask" event's text counts as a request (not empty, not one of ctxd's own
     texts that an agent recorded as a user message)."""
@@ -208,6 +229,7 @@ class DigestBook:
         "_files_dropped",
         "_first_ask",
         "_last_reply",
+        "_mark_fixed",
         "_snapshot",
         "_subagents",
         "_subagents_spawned",
@@ -216,8 +238,16 @@ class DigestBook:
         "limits",
     )
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, start: Digest | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits = DEFAULT_LIMITS,
+        start: Digest | None = None,
+        *,
+        mark_fixed: bool = False,
+    ) -> None:
         self.limits = limits
+        #: A failed command is marked `fixed` when a later run of the same command succeeds.
+        self._mark_fixed = mark_fixed
         d = start or Digest()
         self._first_ask = d.first_ask
         # The bounded lists are tuples: the digest value shares them, and they take the
@@ -338,7 +368,16 @@ class DigestBook:
         if failed:
             self._failed = _pushed(self._failed, done, lim.failed)
             self._commands_failed += 1
+        else:
+            self._fixed_by(done.text)
         self._snapshot = None
+
+    def _fixed_by(self, text: str) -> None:
+        """A run of `text` succeeded: its earlier failures are fixed."""
+        if self._mark_fixed and any(c.text == text and not c.fixed for c in self._failed):
+            self._failed = tuple(
+                c._replace(fixed=True) if c.text == text else c for c in self._failed
+            )
 
     def _add_command(self, command: Command) -> None:
         commands = self._commands
@@ -368,6 +407,8 @@ class DigestBook:
                 if failed:
                     self._failed = _pushed(self._failed, done, self.limits.failed)
                     self._commands_failed += 1
+                else:
+                    self._fixed_by(c.text)
                 self._snapshot = None
                 return
         if failed and text:
@@ -490,7 +531,8 @@ def _file_line(f: FileUse) -> str:
 def _command_line(c: Command) -> str:
     if c.failed:
         status = f"exit {c.exit_code}" if c.exit_code is not None else "failed"
-        return f"- `{c.text}` — {status}" + (f": {c.error}" if c.error else "")
+        line = f"- `{c.text}` — {status}" + (f": {c.error}" if c.error else "")
+        return line + (" — fixed: a later run succeeded" if c.fixed else "")
     status = "running or no result seen" if c.failed is None else "ok"
     return f"- `{c.text}` — {status}"
 

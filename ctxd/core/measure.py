@@ -70,6 +70,19 @@ class Forecast:
     calls_to_compaction: int | None
     #: The level `calls_to_next_threshold` counts towards.
     next_severity: Severity | None = None
+    #: When the agent compacts the session if it stays idle (epoch seconds; None: it will not),
+    #: which comes first unless the size point is reached by the next call.
+    idle_compaction_at: float | None = None
+
+    @property
+    def first_compaction(self) -> str | None:
+        """Which compaction comes first: "idle" (the session left as it is), "size" (the next
+        tool call reaches the point), or None when neither is known to come."""
+        if self.calls_to_compaction is not None and self.calls_to_compaction <= 1:
+            return "size"
+        if self.idle_compaction_at is not None:
+            return "idle"
+        return "size" if self.calls_to_compaction is not None else None
 
 
 def _floor(pct: float) -> float:

@@ -21,6 +21,7 @@ __all__ = [
     "PolicyState",
     "forecast",
     "handoff_reply",
+    "limit_passed",
     "on_compaction",
     "on_prompt",
     "on_stop",
@@ -60,6 +61,20 @@ def _token_limit(level: Severity, usage: Usage, t: Thresholds) -> int | None:
     if tokens_severity(usage.tokens, t) < level or by_pct >= level:
         return None
     return t.critical_tokens if level >= Severity.CRITICAL else t.warning_tokens
+
+
+def limit_passed(usage: Usage, t: Thresholds) -> tuple[str, float] | None:
+    """Which of the user's limits sets the session's level now, by its `[thresholds]` key, and
+    its value: ("warning_tokens", 150000) when a token limit does (and the percentage alone
+    would not), ("warning", 35.0) (% left) when a percentage does; None at OK."""
+    level = severity_for(remaining_pct(usage, t.basis), t, usage.tokens)
+    if level == Severity.OK:
+        return None
+    which = "critical" if level >= Severity.CRITICAL else "warning"
+    tokens = _token_limit(level, usage, t)
+    if tokens is not None:
+        return f"{which}_tokens", tokens
+    return which, t.critical if level >= Severity.CRITICAL else t.warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,17 +191,24 @@ def on_compaction(state: PolicyState) -> PolicyState:
 
 
 def on_stop(
-    state: PolicyState, usage: Usage, h: HandoffSettings, basis: Basis, stop_hook_active: bool
+    state: PolicyState,
+    usage: Usage,
+    h: HandoffSettings,
+    basis: Basis,
+    stop_hook_active: bool,
+    idle_compaction: bool = False,
 ) -> tuple[PolicyState, str | None]:
     """Return the handoff request to make when the agent stops, if any.
 
-    Asked when used_pct(usage, basis) >= h.at, at most once until the next compaction; never
-    when disabled, and never while `stop_hook_active` (the agent is already continuing because
-    a Stop hook blocked: asking again would loop).
+    Asked when used_pct(usage, basis) >= h.at, or when the agent compacts the session if it
+    stays idle (`idle_compaction`: that compaction comes first, at the size it has now, long
+    before the size point), at most once until the next compaction; never when disabled, and
+    never while `stop_hook_active` (the agent is already continuing because a Stop hook
+    blocked: asking again would loop).
     """
     if not h.enabled or stop_hook_active or state.handoff_asked:
         return state, None
-    if used_pct(usage, basis) < h.at:
+    if used_pct(usage, basis) < h.at and not idle_compaction:
         return state, None
 
     return replace(state, handoff_asked=True), handoff_text(usage, basis)

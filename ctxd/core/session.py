@@ -8,7 +8,7 @@ passed in, and the agent's compaction rule is passed in as a function.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -97,6 +97,9 @@ class Grounds:
     idle_rule: IdleCompactionRule | None = None
     #: The user's time zone, seconds east of UTC, for clock times in messages.
     utc_offset: int = 0
+    #: (model, agent configuration) -> the window the agent's configuration gives the model
+    #: (`AgentSpec.configured_window`); None: its configuration never does.
+    configured_window: Callable[[str | None, Mapping[str, str]], int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,9 @@ class Figures:
     over_window: bool = False
     #: When the agent compacts the session if it stays idle (epoch seconds); None: it will not.
     idle_compaction_at: float | None = None
+    #: Which of the user's limits sets `severity` (`policy.limit_passed`): its `[thresholds]`
+    #: key and value; None at OK.
+    limit_passed: tuple[str, float] | None = None
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -249,6 +255,9 @@ def figures(
         tokens=tokens or 0,
         default=settings.default_window,
         inferred=inferred if compacted_from is not None else None,
+        configured=None
+        if grounds.configured_window is None
+        else grounds.configured_window(state.model, agent_config),
     )
     point = rule(window.size, state.model, settings.compaction, agent_config)
     auto = point is not None
@@ -258,6 +267,8 @@ def figures(
         return Figures(None, window, point, None, None, None, Severity.OK, None, auto)
     usage = _usage(state, window, point)
     basis = settings.thresholds.basis
+    idle_at = idle_compaction_at(state, grounds, agent_config)
+    fc = policy.forecast(state.policy.recent, usage, settings.thresholds) if recent else None
     return Figures(
         tokens=tokens,
         window=window,
@@ -266,13 +277,12 @@ def figures(
         used_pct=used_pct(usage, "window"),
         basis_used_pct=used_pct(usage, basis),
         severity=policy.severity_for(remaining_pct(usage, basis), settings.thresholds, tokens),
-        forecast=policy.forecast(state.policy.recent, usage, settings.thresholds)
-        if recent
-        else None,
+        forecast=None if fc is None else replace(fc, idle_compaction_at=idle_at),
         auto_compaction=auto,
         estimated=state.estimated,
         over_window=tokens > window.size,
-        idle_compaction_at=idle_compaction_at(state, grounds, agent_config),
+        idle_compaction_at=idle_at,
+        limit_passed=policy.limit_passed(usage, settings.thresholds),
     )
 
 
@@ -301,6 +311,8 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "estimated": fig.estimated,
         "window_too_small": fig.over_window,
         "idle_compaction_at": fig.idle_compaction_at,
+        "limit_passed": None if fig.limit_passed is None else fig.limit_passed[0],
+        "limit_value": None if fig.limit_passed is None else fig.limit_passed[1],
     }
 
 
@@ -339,11 +351,19 @@ def on_hook(
     settings = grounds.settings
     t = settings.thresholds
     if event.kind == "stop":
+        # A subagent's turn ends inside its parent's (an agent may report its end like any
+        # session's): a handoff, or a note on idling, is for the parent's turn to ask.
+        held = event.stop_hook_active or state.parent is not None
         new_policy, text = policy.on_stop(
-            state.policy, usage, settings.handoff, t.basis, event.stop_hook_active
+            state.policy,
+            usage,
+            settings.handoff,
+            t.basis,
+            held,
+            idle_compaction=fig.idle_compaction_at is not None,
         )
         reply = policy.handoff_reply(text, settings.handoff)
-        if fig.idle_compaction_at is not None and not event.stop_hook_active:
+        if fig.idle_compaction_at is not None and not held:
             idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)

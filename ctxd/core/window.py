@@ -20,6 +20,7 @@ WindowSource = Literal[
     "option",
     "statusline",
     "agent",
+    "config",
     "model-id",
     "learned",
     "compaction",
@@ -194,11 +195,14 @@ def resolve_window(
     tokens: int,
     default: int = DEFAULT_WINDOW,
     inferred: Callable[[], int | None] | None = None,
+    configured: int | None = None,
 ) -> Window:
     """Pick the window by precedence; the first usable source wins.
 
     1. `statusline`: the statusline's context_window_size (authoritative);
     2. `agent_reported`: the agent's own report in its transcript (Codex model_context_window);
+    2b. `configured`: the window the agent's own configuration gives the model (OpenCode's
+       `limit.context`), source "config";
     3. a size in the model id ("[1m]");
     4. `learned[model_key(model)]`: learned earlier from an authoritative report;
     4b. `inferred()`: a window read from an observed automatic compaction (`infer_window`),
@@ -218,6 +222,8 @@ def resolve_window(
         return Window(size, "statusline")
     if (size := _positive(agent_reported)) is not None:
         return Window(size, "agent")
+    if (size := _positive(configured)) is not None:
+        return Window(size, "config")
     if (size := window_from_model_id(model)) is not None:
         return Window(size, "model-id")
     if model and (size := _positive(learned.get(model_key(model)))) is not None:

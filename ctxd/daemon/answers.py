@@ -79,6 +79,7 @@ class Answers:
             self.sessions.learned,
             agents.spec(state.agent).idle_compaction,
             time.localtime().tm_gmtoff,
+            agents.spec(state.agent).configured_window,
         )
 
     def handle_hook(
@@ -98,9 +99,9 @@ class Answers:
         if event_hint == "statusline" and spec.statusline is not None:
             return self._statusline(spec, payload)
         event = agents.parse(agent, payload, event_hint)
-        key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET))
-        if isinstance(env, dict):
-            config = _agent_config(env, spec.config_env, agent)
+        config = _agent_config(env, spec.config_env, agent) if isinstance(env, dict) else None
+        key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET), config or {})
+        if config is not None:
             state = self.sessions[key]
             updated = core.with_agent_config(state, config)
             if updated is not state:
@@ -121,7 +122,7 @@ class Answers:
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
         tracked = self.transcripts.file(key)
-        facts = None if tracked is None else tracked.facts
+        facts = self.transcripts.stored_digest(key) if tracked is None else tracked.facts
         reply = self.continuity.amend(event, state, new_state, reply, facts, self._settings())
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
@@ -162,7 +163,7 @@ class Answers:
             return (
                 event.kind == "tool_call"
                 and event.tool_use_id is not None
-                and self._implied(event) is not None
+                and self._implied(event, dict(self.sessions[key].agent_config)) is not None
             )
         if event.kind == "tool_call" and event.tool_use_id is not None:
             return not tracked.reader.saw_tool_use(event.tool_use_id)
@@ -175,7 +176,10 @@ class Answers:
             while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 if self.transcripts.file(key) is None:
-                    key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET))
+                    agent_env = dict(self.sessions[key].agent_config)
+                    key = self._session_for(
+                        event, self.transcripts.deadline(HOOK_BUDGET), agent_env
+                    )
                 else:
                     self.transcripts.catch_up(key)
         if self.transcripts.catching_up(key) is not None:
@@ -184,10 +188,12 @@ class Answers:
 
     # ----------------------------------------------------------------- finding the session
 
-    def _session_for(self, event: HookEvent, until: float) -> str:
+    def _session_for(self, event: HookEvent, until: float, agent_env: Mapping[str, str]) -> str:
         transcripts = self.transcripts
         transcripts.catch_up_store(event.agent, until)
-        path = usable_transcript(event.transcript_path or self._implied(event), transcripts)
+        path = usable_transcript(
+            event.transcript_path or self._implied(event, agent_env), transcripts
+        )
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
             if sub is not None:
@@ -211,9 +217,11 @@ class Answers:
             known = self.sessions.open(event.agent, event.session_id, None, cwd=event.cwd).key
         return known
 
-    def _implied(self, event: HookEvent) -> str | None:
-        """The transcript the agent's layout names for a hook that names none."""
-        return agents.spec(event.agent).implied_transcript(event.session_id, self._env)
+    def _implied(self, event: HookEvent, agent_env: Mapping[str, str]) -> str | None:
+        """The transcript the agent's layout names for a hook that names none, found where the
+        agent's own environment (its home-directory variable, say) puts it."""
+        env = {**self._env, **agent_env} if agent_env else self._env
+        return agents.spec(event.agent).implied_transcript(event.session_id, env)
 
     def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
         assert spec.statusline is not None

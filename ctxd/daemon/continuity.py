@@ -10,8 +10,8 @@
   "compact") or from the transcript (every agent: the digest counts compactions), whichever
   comes first.
 
-Each session has its own digest (a subagent's too, from its own transcript): nothing here reads
-another session's.
+Each session has its own digest (a subagent's too, from its own transcript; a session kept in
+its agent's database, from its rows there): nothing here reads another session's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ctxd import agents
-from ctxd.agents.digest import Facts
+from ctxd.agents.digest import DigestSource
 from ctxd.core.digest import Digest, render_compact, render_markdown
 from ctxd.core.events import HookEvent, Reply
 from ctxd.core.session import SessionState
@@ -66,7 +66,7 @@ class Continuity:
         before: SessionState,
         after: SessionState,
         reply: Reply,
-        reader: Facts | None,
+        reader: DigestSource | None,
         settings: Settings,
     ) -> Reply:
         """`reply` with the handoff draft's path and the note after a compaction, where due."""

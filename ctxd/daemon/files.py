@@ -8,6 +8,12 @@ looked from an append; the fingerprint can: after an append the bytes before the
 ones read, after a rewrite they are not. Checking it costs one `pread` of FINGERPRINT bytes, and
 only when the file changed.
 
+A snapshot keeps, beside the offset, the state of the reader and of its digest as plain values
+(`ctxd.agents.state`): a restart that finds the same file (identity, size, fingerprint) puts it
+back and reads only what was appended since. Without it (another version of ctxd wrote the
+snapshot, or a state too big to keep), the bytes up to the offset are read again to rebuild
+the reader, their updates dropped.
+
 Reads come in slices of CHUNK bytes, and a caller gives a deadline: `read_appended` stops after
 the slice that crosses it (it always reads one, so repeated calls finish any file). `behind` is
 what is known to be left; the caller decides when to come back for it, so no one holds the event
@@ -23,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxd.agents import spec
+from ctxd.agents import state as reader_state
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import NO_FACTS, TranscriptReader
 from ctxd.core.events import UsageUpdate
@@ -54,13 +61,16 @@ class TranscriptFile:
         # say; they are read again only to rebuild the reader's own state, their updates dropped.
         self._skip_to = 0
         self._skip_tail = b""
+        self._feeds = 0  # feeds and resets so far: the reader's state changes with them only
+        self._state: tuple[int, dict[str, Any] | None] | None = None  # (at `_feeds`, state)
 
     @classmethod
     def resume(cls, path: str, agent: str, saved: dict[str, Any]) -> TranscriptFile:
         """A file read up to a saved `position()` before a restart. When it is still the same
-        file (identity, size, and the fingerprint before the offset all agree), the bytes up to
-        the offset are read again by later calls, their updates dropped; otherwise it is read
-        from the start like a new file."""
+        file (identity, size, and the fingerprint before the offset all agree), later calls
+        read on from the offset with the saved reader state put back, or, without a state this
+        code can take, read the bytes up to the offset again first, their updates dropped;
+        otherwise it is read from the start like a new file."""
         tracked = cls(path, agent)
         identity = saved.get("identity")
         offset = int(saved.get("offset", 0))
@@ -81,24 +91,78 @@ class TranscriptFile:
             same = False
         finally:
             os.close(fd)
-        if same:
-            tracked.identity = (info.st_dev, info.st_ino)
-            tracked.size = info.st_size
-            tracked._skip_to, tracked._skip_tail = offset, tail
-        return tracked
+        if not same:
+            return tracked
+        tracked.identity = (info.st_dev, info.st_ino)
+        tracked.size = info.st_size
+        if tracked._load_state(saved.get("state")):
+            tracked.offset, tracked._tail = offset, tail
+            return tracked
+        fresh = cls(path, agent)  # a state refused half-way may have changed the reader
+        fresh.identity, fresh.size = tracked.identity, tracked.size
+        fresh._skip_to, fresh._skip_tail = offset, tail
+        return fresh
+
+    @property
+    def modified_at(self) -> float | None:
+        """The file's mtime (epoch seconds) when last looked at; None before the first look."""
+        return None if self._mtime_ns < 0 else self._mtime_ns / 1e9
 
     @property
     def behind(self) -> int:
         """Bytes known to be unread (as of the last look at the file)."""
         return max(0, self.size - self.offset, self._skip_to - self.offset)
 
-    def position(self) -> dict[str, Any]:
-        """Where reading stands, for a snapshot (`resume` takes it back)."""
+    def position(self, with_state: bool = False) -> dict[str, Any]:
+        """Where reading stands, for a snapshot (`resume` takes it back); `with_state`: the
+        reader's and digest's state too, when it can be kept."""
         if self.offset < self._skip_to:  # still rebuilding: the session stands at the old spot
-            offset, tail = self._skip_to, self._skip_tail
-        else:
-            offset, tail = self.offset, self._tail
-        return {"offset": offset, "identity": self.identity, "tail": tail.hex()}
+            return {
+                "offset": self._skip_to,
+                "identity": self.identity,
+                "tail": self._skip_tail.hex(),
+            }
+        position: dict[str, Any] = {
+            "offset": self.offset,
+            "identity": self.identity,
+            "tail": self._tail.hex(),
+        }
+        if with_state:
+            kept = self._dump_state()
+            if kept is not None:
+                position["state"] = kept
+        return position
+
+    def _dump_state(self) -> dict[str, Any] | None:
+        # Dumped again only after a feed: a snapshot every few seconds costs nothing for the
+        # sessions that did not move.
+        if self._state is None or self._state[0] != self._feeds:
+            code = reader_state.fingerprint()
+            try:
+                kept: dict[str, Any] | None = {
+                    "code": code,
+                    "reader": reader_state.dump(self.reader, (self.facts, NO_FACTS)),
+                    "facts": None if self.facts is None else reader_state.dump(self.facts),
+                }
+            except reader_state.StateError:
+                kept = None
+            self._state = (self._feeds, kept if code else None)
+        return self._state[1]
+
+    def _load_state(self, saved: object) -> bool:
+        """Put back a state `_dump_state` made; False when there is none, it is not this
+        code's, or it does not fit (the reader is then read again from the start)."""
+        if not isinstance(saved, dict) or not saved.get("code"):
+            return False
+        if saved["code"] != reader_state.fingerprint():
+            return False
+        try:
+            reader_state.load_into(self.reader, saved.get("reader"), keep=("facts",))
+            if self.facts is not None:
+                reader_state.load_into(self.facts, saved.get("facts"))
+        except reader_state.StateError:
+            return False
+        return True
 
     def read_appended(
         self, until: float | None = None, clock: Callable[[], float] = time.monotonic
@@ -155,6 +219,7 @@ class TranscriptFile:
                 else (self._tail + chunk)[-FINGERPRINT:]
             )
             fed = self.reader.feed(chunk)
+            self._feeds += 1
             if not skipping:
                 updates.extend(fed)
             if until is not None and clock() >= until:
@@ -168,6 +233,7 @@ class TranscriptFile:
 
     def _start_over(self, identity: tuple[int, int]) -> None:
         self.reader.reset()
+        self._feeds += 1
         self.offset = 0
         self.identity = identity
         self._tail = b""

@@ -33,7 +33,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
-from ctxd.daemon import http, snapshot, watcher
+from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
@@ -153,6 +153,12 @@ class Daemon:
         self._syncing = False  # a journal sync is running in a worker thread
         self._sync_again = False  # lines were written since it started
         self._watcher = watcher.RootsWatcher([], self._on_changes)  # replaced when running
+        #: Polls what the watcher could not watch (past the inotify cap).
+        self.poller = poller.Poller(
+            self.centre.transcripts,
+            self.centre.sessions,
+            lambda: self.centre.settings().sessions.idle_seconds,
+        )
 
     # -------------------------------------------------------------- handlers
 
@@ -210,6 +216,7 @@ class Daemon:
             evicted=self.server.evicted,
             accept_errors=self.server.accept_errors,
             catching_up=self.centre.transcripts.backlog_size(),
+            watching=self.poller.statistics(),
         )
 
     # -------------------------------------------------------------- config
@@ -347,7 +354,12 @@ class Daemon:
         (an agent used for the first time creates its root)."""
         while not self._stopping.is_set():
             existing = self._existing_roots()
-            self._watcher = watcher.RootsWatcher(existing, self._on_changes)
+            self._watcher = watcher.RootsWatcher(
+                existing,
+                self._on_changes,
+                live=lambda: poller.live_folders(self.centre.sessions),
+                on_coverage=self.poller.cover,
+            )
             async with anyio.create_task_group() as tg:
                 await tg.start(self._watcher.run)
                 # The watches are in place: a scan now finds what was written before them.
@@ -363,7 +375,11 @@ class Daemon:
     async def _housekeeping(self) -> None:
         ticks = _Ticks(time.monotonic())
         while True:
-            await anyio.sleep(QUIET_TICK if self._watcher.quiet else TICK)
+            if not self._watcher.quiet:
+                tick = TICK
+            else:  # unwatched folders are polled on their own interval, even in a lull
+                tick = poller.POLL_INTERVAL if self.poller.active else QUIET_TICK
+            await anyio.sleep(tick)
             try:
                 self._housekeep(ticks)
             except Exception:  # one bad tick must not end the daemon; the next one retries
@@ -380,6 +396,14 @@ class Daemon:
             elif not self._watcher.quiet:  # quiet: nothing changed for a while, anywhere
                 self.centre.transcripts.sweep(everything=False)
             ticks.sweep = time.monotonic()
+        # (A tick slept for the interval itself may wake a hair early on a coarse clock.)
+        if self.poller.active and time.monotonic() - ticks.poll >= poller.POLL_INTERVAL - 0.1:
+            self.poller.poll()
+            ticks.poll = time.monotonic()
+        if self.poller.active and time.monotonic() - ticks.rewatch >= watcher.RETRY_UNWATCHED:
+            # Watches another program held may have been freed: a new watcher asks again.
+            self._watcher.stop()
+            ticks.rewatch = time.monotonic()
         if time.monotonic() - ticks.discovery > DISCOVERY_INTERVAL:
             # inotify misses files created in a directory made the same instant.
             self.centre.transcripts.discover(self._existing_roots())
@@ -448,7 +472,7 @@ class _Ticks:
     """When housekeeping last did each of its jobs (monotonic seconds)."""
 
     def __init__(self, now: float) -> None:
-        self.sweep = self.discovery = self.snapshot = now
+        self.sweep = self.discovery = self.snapshot = self.poll = self.rewatch = now
         self.sweeps = 0
 
 

@@ -6,9 +6,12 @@ A pure rendering of the document the daemon's `status` handler answers with (the
 
 - per live session (not ended), labelled `agent`, `model`, `session`: `ctxd_context_tokens`,
   `ctxd_context_window_tokens`, `ctxd_context_used_ratio`, `ctxd_tokens_to_compaction`,
-  `ctxd_severity` (0 ok, 1 warning, 2 critical). A session not measured yet has only its
-  severity; one whose agent will not compact has no `ctxd_tokens_to_compaction`. Ended sessions
-  are left out, so the series are bounded by the sessions running now;
+  `ctxd_severity` (0 ok, 1 warning, 2 critical), `ctxd_idle_compaction_timestamp_seconds` (when
+  the agent compacts it if it stays idle), and `ctxd_limit_passed` (the user's limit that set the
+  severity, its `[thresholds]` key in the `limit` label: `warning_tokens`, `critical`, ...; its
+  value the limit, in tokens or % left). A session not measured yet has only its severity; one
+  whose agent will not compact has no `ctxd_tokens_to_compaction`. Ended sessions are left out,
+  so the series are bounded by the sessions running now;
 - counters since the daemon started: hooks answered by agent and event, warnings given by
   severity, handoffs asked, compactions seen, and refused or failed requests by transport.
 """
@@ -29,6 +32,14 @@ _GAUGES = (
     ("ctxd_context_used_ratio", "Context tokens over the window (0 to 1)."),
     ("ctxd_tokens_to_compaction", "Tokens left before the agent compacts its context."),
     ("ctxd_severity", "ctxd's judgement of the session: 0 ok, 1 warning, 2 critical."),
+    (
+        "ctxd_idle_compaction_timestamp_seconds",
+        "When the agent compacts the session if it stays idle (Unix time).",
+    ),
+)
+_LIMIT = (
+    "ctxd_limit_passed",
+    "The user's limit that set the severity (label limit: its [thresholds] key), its value.",
 )
 #: counter name in the status document -> (metric, help, label names)
 _COUNTERS = {
@@ -80,6 +91,7 @@ def _gauge_values(row: Mapping[str, Any]) -> dict[str, float | None]:
         "ctxd_context_used_ratio": None if size is None else tokens / size,
         "ctxd_tokens_to_compaction": row.get("tokens_to_compaction"),
         "ctxd_severity": SEVERITY.get(str(row.get("severity")), 0),
+        "ctxd_idle_compaction_timestamp_seconds": row.get("idle_compaction_at"),
     }
 
 
@@ -108,6 +120,12 @@ def render(status: Mapping[str, Any], extra: Mapping[str, Mapping[str, int]] | N
             value = found.get(name)
             if value is not None:
                 lines.append(f"{name}{labels} {_number(value)}")
+    name, text = _LIMIT
+    lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+    for r, (labels, _found) in zip(rows, values, strict=True):
+        limit, value = r.get("limit_passed"), r.get("limit_value")
+        if isinstance(limit, str) and isinstance(value, int | float):
+            lines.append(f'{name}{labels[:-1]},limit="{_escape(limit)}"}} {_number(value)}')
     counters = status.get("counters") or {}
     for key, (name, text, label_names) in _COUNTERS.items():
         lines += [f"# HELP {name} {text}", f"# TYPE {name} counter"]

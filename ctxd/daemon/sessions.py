@@ -81,10 +81,14 @@ class Sessions:
         *,
         cwd: str | None = None,
         parent: str | None = None,
+        at: float | None = None,
     ) -> SessionState:
         """A new session, stored; one with a transcript takes over what a hook registered under
-        the same id before the transcript existed (`adopt_registered`)."""
-        state = core.new_session(agent, session_id, path, self.clock(), cwd=cwd, parent=parent)
+        the same id before the transcript existed (`adopt_registered`). `at`: when it was
+        last heard from, if earlier than now (a transcript found on disk: its mtime)."""
+        now = self.clock()
+        at = now if at is None else min(at, now)
+        state = core.new_session(agent, session_id, path, at, cwd=cwd, parent=parent)
         if path is not None:
             state = self.adopt_registered(state)
             earlier = self.key_for(agent, session_id)
@@ -116,6 +120,7 @@ class Sessions:
             state,
             policy=early.policy if state.policy == PolicyState() else state.policy,
             started_at=min(state.started_at, early.started_at),
+            updated_at=max(state.updated_at, early.updated_at),
             cwd=state.cwd or early.cwd,
         )
 

@@ -3,8 +3,9 @@
 Two files in the private state dir:
 
 - the snapshot (`state.json`): every session, each transcript's read position, the windows
-  learned. Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while
-  something changed, and at shutdown.
+  learned, the transcripts of sessions that ended and were dropped (so that they stay ended).
+  Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while something
+  changed, and at shutdown.
 - the journal (`state.journal`): one line per answer that depends on state that must not
   repeat (a warning given, a handoff asked), written before that answer leaves the daemon, so
   that a crash of the daemon at any moment loses nothing of that kind. The write is in the
@@ -15,8 +16,10 @@ Two files in the private state dir:
   number it includes, so a restart applies only the lines written after it. Each snapshot
   written starts a new, empty journal; until one is, the old journal stays as it is.
 
-Readers' internal state is not serialised: `Transcripts.resume` re-reads each transcript up to its
-saved offset instead.
+A transcript's read position in the snapshot carries its reader's and digest's state
+(`TranscriptFile.position`), so that a restart reads only what was appended meanwhile; a journal
+line's position carries none (the answer must not wait for it): a session whose last word is in
+the journal keeps the snapshot's state when its position is the same, else is read again.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0)
         "sessions": states,
         "files": transcripts.positions(),
         "stores": transcripts.store_positions(),
+        "ended": transcripts.ended.export(),
         "learned": learned,
     }
     return orjson.dumps(doc)
@@ -187,6 +191,13 @@ def _journal_lines(data: bytes, after: int) -> list[dict[str, Any]]:
     return entries
 
 
+def _same_position(earlier: object, later: dict[str, Any]) -> bool:
+    """Whether a journal line's read position is the snapshot's (which holds a reader state)."""
+    if not isinstance(earlier, dict):
+        return False
+    return all(earlier.get(k) == later.get(k) for k in ("offset", "identity", "tail"))
+
+
 def restore(
     sessions: Sessions, transcripts: Transcripts, path: Path, journal: Journal | None = None
 ) -> int:
@@ -225,12 +236,15 @@ def restore(
             continue
         saved[state.key] = state  # a journal line is newer than the snapshot's row
         if entry is not None:
-            files.pop(state.key, None)
-            if isinstance(entry.get("file"), dict):
-                files[state.key] = entry["file"]
+            earlier = files.pop(state.key, None)
+            later = entry.get("file")
+            if isinstance(later, dict):
+                files[state.key] = earlier if _same_position(earlier, later) else later
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
     sessions.restore(list(saved.values()), learned)
     transcripts.resume(files)
+    ended = doc.get("ended")
+    transcripts.ended.restore(ended if isinstance(ended, dict) else {})
     stores = doc.get("stores")
     transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.

@@ -43,6 +43,9 @@ class DaemonStatistics:
     evicted: int
     accept_errors: int
     catching_up: int
+    #: The folders under the agents' roots against those watched, the inotify limit, and the
+    #: command that raises it when some are not watched (`Poller.statistics`).
+    watching: dict[str, object] | None = None
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -116,6 +119,8 @@ class Status:
                 "tokens_per_call": fc.tokens_per_call,
                 "calls_to_next_threshold": fc.calls_to_next_threshold,
                 "calls_to_compaction": fc.calls_to_compaction,
+                "idle_compaction_at": fc.idle_compaction_at,
+                "first_compaction": fc.first_compaction,
             },
             "warned": state.policy.warned.label,
             "handoff_asked": state.policy.handoff_asked,

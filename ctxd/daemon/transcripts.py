@@ -7,7 +7,8 @@ agents only through the agent registry (`ctxd.agents`).
 An agent that keeps all its sessions in one database (`AgentSpec.store`) has it followed here
 too, by its reader's position instead of a byte offset: a change to the database or its WAL, a
 hook of that agent and every sweep poll it for the rows written since, and each row's usage goes
-to the session it names (keyed by agent and session id, as a session with no transcript is).
+to the session it names (keyed by agent and session id, as a session with no transcript is);
+such a session's digest is read from the database when it is used (`stored_digest`).
 
 No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
 STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
@@ -22,6 +23,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,14 @@ import anyio
 import anyio.lowlevel
 
 from ctxd import agents
+from ctxd.agents.digest import DigestSource
 from ctxd.agents.store import StoreReader
 from ctxd.core import session as core
+from ctxd.core.digest import Digest, DigestBook
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
+from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
 from ctxd.daemon.sessions import Sessions
 
@@ -79,6 +84,9 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        #: The transcripts of sessions that ended and were dropped: followed again only once
+        #: they grow, so that a session that ended stays ended through discovery passes.
+        self.ended = EndedFiles()
         sessions.on_drop(self._forget)
 
     # ----------------------------------------------------------------- reading
@@ -88,6 +96,19 @@ class Transcripts:
 
     def file(self, key: str) -> TranscriptFile | None:
         return self._files.get(key)
+
+    def stored_digest(self, key: str) -> DigestSource | None:
+        """The digest of session `key` when its agent keeps it in a session store (no
+        transcript file): read from the database only when it is used (`digest`), its
+        compactions those the store's rows reported. None for any other session."""
+        state = self.sessions.get(key)
+        if state is None or state.transcript_path is not None:
+            return None
+        for path, (agent, _) in self._stores.items():
+            store = agents.spec(agent).store
+            if agent == state.agent and store is not None and store.digest is not None:
+                return _StoredDigest(path, state.session_id, state.compactions, store.digest)
+        return None
 
     def backlog_size(self) -> int:
         return len(self._backlog)
@@ -123,7 +144,10 @@ class Transcripts:
                 return self.sessions.rename(path, session_id)
             return existing
         sid = session_id or agents.spec(agent).files.session_id_from_path(path) or "unknown"
-        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent)
+        self.ended.forget(path)
+        # A session found on disk was last heard from when its transcript last changed, not
+        # now: history must not look current, nor be kept `idle_minutes` past the discovery.
+        self.sessions.open(agent, sid, path, cwd=cwd, parent=parent, at=_modified_at(path))
         self._files[path] = TranscriptFile(path, agent)
         self.catch_up(path, until)
         return self.sessions[path]
@@ -156,6 +180,10 @@ class Transcripts:
             now = self.sessions.clock()
             for update in updates:
                 state = core.apply_usage(state, update, now)
+            # Usage read from the disk is as recent as the file's last change (the transcript's
+            # own clock), never newer than what the session heard last (a hook, on ours).
+            heard = min(now, tracked.modified_at or now)
+            state = replace(state, updated_at=max(heard, self.sessions[path].updated_at))
             self.sessions.store(state)
             self.sessions.learn(state)
         self._log_skipped(path, tracked)
@@ -230,6 +258,8 @@ class Transcripts:
                 self.catch_up(path, until)  # one stat when nothing changed
         kept = self._settings().sessions
         self.sessions.expire(kept.idle_seconds, kept.ended_keep_seconds)
+        if everything:
+            self.ended.prune(now - kept.idle_seconds)
 
     def catch_up_store(self, agent: str, until: float | None = None) -> None:
         """Poll the store of `agent`, if it keeps its sessions in one (before judging a hook)."""
@@ -255,13 +285,16 @@ class Transcripts:
         return None if tracked is None else tracked.position()
 
     def positions(self) -> dict[str, dict[str, Any]]:
-        return {path: tracked.position() for path, tracked in self._files.items()}
+        """Where reading each transcript stands, with its reader's state where it can be kept
+        (what the snapshot saves; `resume` takes it back)."""
+        return {path: tracked.position(with_state=True) for path, tracked in self._files.items()}
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each
-        is read again up to its saved offset, in the background (the backlog), its updates
-        discarded (they are already folded into the saved session), so its reader's own state
-        is rebuilt; until then its session is catching up."""
+        is read on from its saved offset with its reader's saved state, or, without one, read
+        again up to that offset with its updates discarded (they are already folded into the
+        saved session) to rebuild the reader; in the background (the backlog), its session
+        catching up until then."""
         for state in self.sessions:
             saved = files.get(state.key)
             if saved and state.transcript_path:
@@ -294,7 +327,14 @@ class Transcripts:
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
             if key is None:
-                parent = row.parent_id and self.sessions.key_for(agent, row.parent_id)
+                parent = None
+                if row.parent_id is not None:
+                    # A subagent's steps can be written before its parent's first one (the
+                    # parent's step ends when its tool, the subagent, is done): the key the
+                    # parent will have, then.
+                    parent = self.sessions.key_for(agent, row.parent_id) or core.session_key(
+                        agent, row.parent_id, None
+                    )
                 opened = self.sessions.open(agent, row.session_id, None, cwd=row.cwd, parent=parent)
                 key = opened.key
             state = core.apply_usage(self.sessions[key], row.update, now)
@@ -308,7 +348,7 @@ class Transcripts:
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
-        if agent is None:
+        if agent is None or self.ended.still_ended(path):
             return False
         self.track(path, agent, parent=agents.spec(agent).parent_transcript(path), until=until)
         return True
@@ -343,7 +383,9 @@ class Transcripts:
             self._backlog_added.set()
 
     def _forget(self, key: str) -> None:
-        self._files.pop(key, None)
+        tracked = self._files.pop(key, None)
+        if tracked is not None and tracked.identity is not None:
+            self.ended.remember(key, tracked.identity, int(tracked.position()["offset"]))
         self._backlog.pop(key, None)
         self._skipped.pop(key, None)
 
@@ -365,8 +407,37 @@ def _open_store(agent: str, path: str, position: Mapping[str, Any] | None) -> St
     return store.open(path, position)
 
 
+def _modified_at(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
     """A payload's transcript path, if it names a regular file we can read (or track already)."""
     if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
         return None
     return path if path in known or os.path.isfile(path) else None
+
+
+class _StoredDigest:
+    """A store session's digest, read from the database the first time it is asked for (once
+    per compaction, for the note after it): one query over that session's parts."""
+
+    def __init__(
+        self, path: str, session_id: str, compactions: int, read: Callable[[str, str], Digest]
+    ) -> None:
+        self.path, self.session_id, self.compactions = path, session_id, compactions
+        self._read = read
+        self._digest: Digest | None = None
+
+    @property
+    def digest(self) -> Digest:
+        if self._digest is None:
+            try:
+                self._digest = self._read(self.path, self.session_id)
+            except OSError as exc:  # locked or gone: the answer goes out with what is known
+                logger.warning("cannot read the digest of %s: %s", self.session_id, exc)
+                self._digest = DigestBook().digest
+        return self._digest

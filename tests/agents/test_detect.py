@@ -118,3 +118,24 @@ def test_each_agent_opens_its_own_fresh_reader() -> None:
 def test_an_unknown_agent_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(InvalidInput, match="unknown agent 'cursor'; expected one of claude"):
         spec("cursor")
+
+
+_PUBLIC = Path(__file__).parents[1] / "data" / "public" / "gemini" / "chats"
+#: An older Gemini CLI recording: one indented object, 174 KB, its messages past any head.
+_INDENTED = (_PUBLIC / "session-2026-03-kind.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("head", "agent"),
+    [
+        (_INDENTED, "gemini"),  # the whole document
+        (_INDENTED[: 64 * 1024], "gemini"),  # cut inside its messages
+        (_INDENTED[:200], "gemini"),  # cut after sessionId and projectHash
+        (_INDENTED[:100], None),  # cut before projectHash: sessionId alone says nothing
+        (b"\n  {\n" + _INDENTED.split(b"\n", 1)[1][:300], "gemini"),  # blank lines first
+        (b'{\n  "foo": 1,\n  "bar": [1, 2]\n}\n', None),  # an indented object of no agent
+        (b"{\n", None),
+    ],
+)
+def test_detect_agent_from_an_object_spread_over_lines(head: bytes, agent: str | None) -> None:
+    assert detect_agent(head) == agent

@@ -35,6 +35,8 @@ EXPECTED_KIND: dict[tuple[str, str], EventKind] = {
     ("claude", "SessionStart"): "session_start",
     ("claude", "SessionEnd"): "session_end",
     ("claude", "Notification"): "other",
+    ("claude", "PreModelSwitch"): "model_switch",
+    ("claude", "PostModelSwitch"): "model_switched",
     ("gemini", "AfterTool"): "tool_call",
     ("gemini", "BeforeTool"): "other",
     ("gemini", "BeforeAgent"): "prompt",
@@ -53,7 +55,15 @@ EXPECTED_KIND: dict[tuple[str, str], EventKind] = {
     ("codex", "SessionEnd"): "session_end",
 }
 # Events whose file-name variant is the source / trigger / reason.
-SOURCE_EVENTS = {"SessionStart", "SessionEnd", "PreCompact", "PostCompact", "PreCompress"}
+SOURCE_EVENTS = {
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "PostCompact",
+    "PreCompress",
+    "PreModelSwitch",
+    "PostModelSwitch",
+}
 
 
 def _describe(path: Path) -> tuple[str, str, str | None]:
@@ -109,6 +119,16 @@ def test_transcript_path_belongs_to_the_session(path: Path) -> None:
     else:
         # Claude: <project>/<session_id>.jsonl; Codex: rollout-<ts>-<session_id>.jsonl
         assert event.transcript_path.endswith(f"{event.session_id}.jsonl")
+
+
+def test_a_model_switch_names_both_models_and_the_context_size() -> None:
+    # Captured from the real 2.1.332 in SDK mode (a `set_model` control request).
+    switches = [p for p in SAMPLES if _describe(p)[1].endswith("ModelSwitch")]
+    assert len(switches) == 2
+    for path in switches:
+        event, raw = _parse(path)
+        assert event.to_model == raw["to_model"] == "claude-sonnet-4-6"
+        assert event.context_tokens == raw["context_tokens"] == 13_050
 
 
 def test_subagent_stop_names_the_subagent_and_its_transcript() -> None:

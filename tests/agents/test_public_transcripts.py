@@ -79,3 +79,29 @@ def test_the_cli_replays_what_it_used_to_refuse(name: str) -> None:
     assert final["final"] is True
     assert final["tokens"] == reference.expected(path)["final_tokens"]
     assert [line["tokens"] for line in lines[:-1]] == reference.expected(path)["turn_tokens"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["gemini/chats/session-2026-03-kind.json", "gemini/chats/session-2025-10-zero-tokens.json"],
+)
+@pytest.mark.parametrize("copy_as", ["some-recording.json", "recording"])
+def test_an_indented_recording_replays_under_any_name(
+    name: str, copy_as: str, tmp_path: Path
+) -> None:
+    # Told by its content: outside `chats/session-*`, and without its suffix too.
+    source = os.path.join(reference.DATA_DIR, name)
+    path = tmp_path / copy_as
+    path.write_bytes(Path(source).read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert lines[-1]["agent"] == "gemini"
+    assert lines[-1]["tokens"] == reference.expected(source)["final_tokens"]
+    assert [line["tokens"] for line in lines[:-1]] == reference.expected(source)["turn_tokens"]

@@ -4,6 +4,8 @@ hook commands it judges are the ones installed in the agents' settings, run for 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,3 +143,68 @@ def test_installed_commands_in_flat_per_event_lists() -> None:
         f"{ours} stop": ["agentStop"],
         f"{ours} statusline": ["statusline"],
     }
+
+
+OPENCODE_BIN = Path(__file__).parents[1] / "e2e" / ".cache" / "npm" / "node_modules" / ".bin"
+
+
+def _runtime_only(world: World, runtime: str) -> None:
+    """PATH holds `runtime` alone (as found here), so that doctor can load the plugin with
+    nothing else."""
+    found = shutil.which(runtime, path=f"{OPENCODE_BIN}:{os.environ.get('PATH', '')}")
+    if found is None:
+        pytest.skip(f"no {runtime} here")
+    only = world.root / f"only-{runtime}"
+    only.mkdir()
+    (only / runtime).symlink_to(found)
+    world.env["PATH"] = str(only)
+
+
+def _opencode_plugin(world: World, source: str) -> None:
+    """opencode.json names a plugin of this source where ctxd's would be (an older copy)."""
+    path = world.root / "old" / "opencode" / "ctxd.js"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    settings = world.config_home / "opencode" / "opencode.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"plugin": [path.as_uri()]}))
+
+
+@pytest.mark.parametrize("runtime", ["opencode", "node"])
+def test_the_opencode_plugin_is_loaded_and_its_hook_run(world: World, runtime: str) -> None:
+    _runtime_only(world, runtime)
+    world.env["XDG_DATA_HOME"] = str(world.root / "my data")  # the client copy's URL is quoted
+    assert world.cli("install", "opencode").returncode == 0
+    code, marks, out = _lines(world)
+    assert marks["opencode plugin"] == "ok", out
+    assert marks["opencode plugin run"] == "ok", out
+    assert f"{runtime}" in out and "the answer reached the tool output" in out, out
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("export const CtxdPlugin = async () => ({})\n", "is not a function"),
+        (
+            'export const CtxdPlugin = async () => ({ "tool.execute.after": async () => {} })\n',
+            "its hook never reached ctxd",
+        ),
+        ("export const CtxdPlugin = async () => ({\n", "exits 1: SyntaxError"),
+    ],
+    ids=["no-hook", "never-asks", "syntax-error"],
+)
+def test_a_broken_opencode_plugin_fails(world: World, source: str, says: str) -> None:
+    _runtime_only(world, "node")
+    _opencode_plugin(world, source)
+    code, marks, out = _lines(world)
+    assert code == 1, out
+    assert marks["opencode plugin run"] == "FAIL" and says in out, out
+    assert "fix: `ctxd install opencode` copies a working plugin" in out
+
+
+def test_opencode_without_ctxd_is_a_skip(world: World) -> None:
+    code, marks, out = _lines(world)
+    assert marks["opencode plugin"] == "skip", out
+    assert "opencode plugin run" not in marks
+    assert code == 0, out

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxd.cli.report import WIDTH, pct_text, short_ids, status_lines
+from ctxd.cli.report import WIDTH, pct_text, short_ids, status_lines, watching_lines
 
 if TYPE_CHECKING:
     from conftest import World
@@ -80,6 +80,32 @@ def test_a_session_the_daemon_could_not_figure_is_shown_with_why_and_the_rest_st
         line.split()[:2] == ["claude", "0badbeef"] and "ValueError" in line for line in lines
     )
     assert any("1,234,567 / 2,000,000" in line for line in lines)
+
+
+def test_folders_past_the_inotify_limit_are_said_with_the_fix_within_100_columns() -> None:
+    watching = {
+        "folders": 790,
+        "watched": 512,
+        "unwatched": 278,
+        "measured": True,
+        "limit": 8192,
+        "limit_text": "fs.inotify.max_user_watches = 8,192",
+        "poll_interval_s": 2.0,
+        "fix": "sudo sysctl -w fs.inotify.max_user_watches=524288 (and put "
+        "`fs.inotify.max_user_watches = 524288` in /etc/sysctl.d/90-inotify.conf to keep it)",
+    }
+    doc = {"daemon": {"version": "0.1.0", "pid": 7, "requests": 1, "watching": watching}}
+    lines = status_lines({**doc, "sessions": []})
+    text = " ".join(line.strip() for line in lines)
+    assert "inotify limit reached (fs.inotify.max_user_watches = 8,192)" in text
+    assert "watching 512 of 790 folders; the other 278 are polled every 2.0 s" in text
+    assert "sudo sysctl -w fs.inotify.max_user_watches=524288" in text
+    assert all(len(line) <= WIDTH for line in lines), lines
+    assert watching_lines({**watching, "unwatched": 0}) == []  # all watched: nothing to say
+    failed = {**watching, "watched": 0, "unwatched": 790, "error": "Too many open files"}
+    (said, *_) = watching_lines(failed)
+    assert said.startswith("cannot watch the agents' folders (Too many open files): all 790")
+    assert watching_lines(None) == []  # an older daemon
 
 
 def test_grammar_of_counts() -> None:
@@ -245,3 +271,25 @@ def test_service_install_without_a_service_manager_fails(world: World) -> None:
     assert result.returncode == 1, result.stdout
     assert "nothing was installed" in result.stdout or "hooks start ctxd" in result.stdout
     assert world.cli("service", "install", "--dry-run").returncode == 0
+
+
+def test_status_names_the_token_limit_passed_and_the_idle_compaction_that_comes_first() -> None:
+    at = time.time() + 3000
+    hhmm = time.strftime("%H:%M", time.localtime(at))
+    row = _row(
+        limit_passed="warning_tokens",
+        limit_value=150_000,
+        idle_compaction_at=at,
+        forecast={
+            "tokens_per_call": 5_000.0,
+            "calls_to_next_threshold": None,
+            "calls_to_compaction": 134,
+            "idle_compaction_at": at,
+            "first_compaction": "idle",
+        },
+    )
+    text = "\n".join(status_lines({"sessions": [row]}))
+    assert "past warning_tokens = 150,000" in text
+    assert f"~134 calls to compaction, first: compacted if idle at {hhmm}" in text
+    by_percent = _row(limit_passed="warning", limit_value=35.0)
+    assert "past warning" not in "\n".join(status_lines({"sessions": [by_percent]}))

@@ -15,6 +15,7 @@ from ctxd.core.digest import (
     estimate_tokens,
     render_compact,
     render_markdown,
+    without_injected,
 )
 
 
@@ -158,3 +159,82 @@ def test_ran_is_a_command_and_its_result(
     two.command("make", call_id)
     two.result(call_id, failed, exit_code, error)
     assert one.digest == two.digest
+
+
+_TAGS = frozenset({"system-reminder", "task-notification", "command-name", "local-command-stdout"})
+
+
+@pytest.mark.parametrize(
+    ("text", "typed"),
+    [
+        ("fix the login bug", "fix the login bug"),
+        ("  padded \n", "padded"),
+        ("is a < b and b > c?", "is a < b and b > c?"),
+        ("<system-reminder>The file changed.</system-reminder>", ""),
+        ("<system-reminder>\nA\n</system-reminder>\n\nnow run the tests", "now run the tests"),
+        ("run them <system-reminder>x</system-reminder>", "run them"),
+        (
+            "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
+            "</task-notification>",
+            "",
+        ),
+        ("<command-name>/clear</command-name>", ""),
+        ('<local-command-stdout kind="x">Cleared</local-command-stdout>', ""),
+        ("<local-command-stdout>cut short, never closed", ""),
+        (
+            "<other-tag>kept: not the harness's</other-tag>",
+            "<other-tag>kept: not the harness's</other-tag>",
+        ),
+        ("<system-reminder>a</system-reminder><system-reminder>b</system-reminder>", ""),
+    ],
+)
+def test_without_injected_keeps_what_the_user_typed(text: str, typed: str) -> None:
+    assert without_injected(text, _TAGS) == typed
+
+
+def test_without_injected_with_no_tags_only_strips() -> None:
+    assert without_injected(" <system-reminder>x</system-reminder> ", frozenset()) == (
+        "<system-reminder>x</system-reminder>"
+    )
+
+
+def _runs(book: DigestBook, *runs: tuple[str, bool]) -> Digest:
+    """`book` told each (command, failed) in turn, a result after each command."""
+    for n, (text, failed) in enumerate(runs):
+        book.command(text, f"c{n}")
+        book.result(f"c{n}", failed, 1 if failed else 0, "Exit code 1\nE boom" if failed else "")
+    return book.digest
+
+
+@pytest.mark.parametrize(
+    ("runs", "fixed"),
+    [
+        ((("pytest", True),), [False]),  # failed, never run again
+        ((("pytest", True), ("pytest", False)), [True]),  # fixed by a later run
+        ((("pytest", True), ("pytest -x", False)), [False]),  # another command
+        ((("pytest", True), ("pytest", True)), [False, False]),  # failed again
+        ((("pytest", True), ("pytest", True), ("pytest", False)), [True, True]),
+        ((("pytest", False), ("pytest", True)), [False]),  # a success before proves nothing
+        ((("make", True), ("pytest", True), ("make", False)), [True, False]),
+    ],
+)
+def test_a_failed_command_a_later_run_fixed_is_marked_fixed(
+    runs: tuple[tuple[str, bool], ...], fixed: list[bool]
+) -> None:
+    d = _runs(DigestBook(mark_fixed=True), *runs)
+    assert [c.fixed for c in d.failed] == fixed
+    assert d.commands_failed == len(fixed)  # still counted as failures
+    ran = DigestBook(mark_fixed=True)
+    for n, (text, failed) in enumerate(runs):  # the outcome known at once: the same
+        ran.ran(text, f"r{n}", failed, 1 if failed else 0, "Exit code 1\nE boom" if failed else "")
+    assert [c.fixed for c in ran.digest.failed] == fixed
+
+
+def test_fixed_failures_are_shown_as_fixed_and_left_alone_when_not_asked_for() -> None:
+    runs = (("pytest", True), ("pytest", False))
+    marked = _runs(DigestBook(mark_fixed=True), *runs)
+    for text in (render_markdown(marked, "t"), render_compact(marked)):
+        assert "- `pytest` — exit 1: Exit code 1 — fixed: a later run succeeded" in text
+    plain = _runs(DigestBook(), *runs)
+    assert [c.fixed for c in plain.failed] == [False]
+    assert "fixed" not in render_markdown(plain, "t")

@@ -468,3 +468,44 @@ def test_handoff_text(basis: Basis) -> None:
 def test_on_stop_returns_the_handoff_text() -> None:
     _, text = on_stop(PolicyState(), HIGH, HandoffSettings(), "window", stop_hook_active=False)
     assert text == handoff_text(HIGH, "window")
+
+
+IDLE = Usage(250_000, WINDOW, POINT)  # 25 % of the window: far from the handoff point
+
+
+@pytest.mark.parametrize(
+    ("usage", "idle", "h", "active", "asked", "expect_text"),
+    [
+        (IDLE, False, HandoffSettings(), False, False, False),  # the size point is far
+        (IDLE, True, HandoffSettings(), False, False, True),  # the idle compaction comes first
+        (HIGH, True, HandoffSettings(), False, False, True),
+        (IDLE, True, HandoffSettings(), True, False, False),  # stop_hook_active
+        (IDLE, True, HandoffSettings(enabled=False), False, False, False),
+        (IDLE, True, HandoffSettings(), False, True, False),  # asked once per compaction
+    ],
+)
+def test_the_handoff_point_is_the_earlier_of_the_two_compactions(
+    usage: Usage, idle: bool, h: HandoffSettings, active: bool, asked: bool, expect_text: bool
+) -> None:
+    state = PolicyState(handoff_asked=asked)
+    new_state, text = on_stop(state, usage, h, "compaction", active, idle_compaction=idle)
+    assert (text is not None) == expect_text
+    assert new_state.handoff_asked == (asked or expect_text)
+
+
+@pytest.mark.parametrize(
+    ("calls_to_compaction", "idle_at", "first"),
+    [
+        (None, None, None),  # no rate, no idle compaction: nothing known
+        (40, None, "size"),
+        (None, 1_800_003_240.0, "idle"),
+        (40, 1_800_003_240.0, "idle"),  # left as it is, the idle one comes first
+        (1, 1_800_003_240.0, "size"),  # unless the next call reaches the size point
+        (0, 1_800_003_240.0, "size"),  # or it is due already
+    ],
+)
+def test_the_forecast_names_the_compaction_that_comes_first(
+    calls_to_compaction: int | None, idle_at: float | None, first: str | None
+) -> None:
+    fc = Forecast(5_000.0, None, calls_to_compaction, idle_compaction_at=idle_at)
+    assert fc.first_compaction == first

@@ -132,6 +132,15 @@ def test_stop_asks_for_a_handoff_once_as_a_message_or_a_block() -> None:
     assert reply.block_reason is None
 
 
+def test_a_subagents_stop_asks_for_no_handoff() -> None:
+    state = replace(_session(tokens=750_000), parent="/t/parent.jsonl")
+    blocking = replace(WINDOW_BASIS, handoff=HandoffSettings(action="block"))
+    for grounds in (Grounds(WINDOW_BASIS, RULE), Grounds(blocking, RULE)):
+        after, reply = on_hook(state, _event("stop", "Stop"), grounds, 2.0)
+        assert reply.user_message is None and reply.block_reason is None
+        assert not after.policy.handoff_asked
+
+
 def test_compaction_events_reset_and_session_end_marks_the_session() -> None:
     state = _session(tokens=700_000)
     state, _ = on_hook(state, _event("tool_call"), Grounds(WINDOW_BASIS, RULE), 2.0)

@@ -11,7 +11,7 @@ from ctxd import agents
 from ctxd.core.events import HookEvent
 from ctxd.core.measure import Severity
 from ctxd.core.policy import severity_for, tokens_severity
-from ctxd.core.session import Grounds, figures, new_session, on_hook
+from ctxd.core.session import Grounds, figures, figures_row, new_session, on_hook
 from ctxd.core.settings import Settings, Thresholds
 from ctxd.errors import InvalidInput
 
@@ -70,3 +70,28 @@ def test_the_config_file_takes_the_keys() -> None:
         parse_settings("[thresholds]\nwarning_tokens = 300000\ncritical_tokens = 200000\n")
     with pytest.raises(ConfigError):
         parse_settings('[thresholds]\nwarning_tokens = "150k"\n')
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "tokens", "limit"),
+    [
+        # On a 1,000,000 window and the compaction basis (Claude Code's point: 967,000).
+        (LIMITS, 100_000, None),  # nothing passed
+        (LIMITS, 160_000, ("warning_tokens", 150_000)),  # the token limit set the level
+        (LIMITS, 260_000, ("critical_tokens", 250_000)),
+        (LIMITS, 880_000, ("critical", 25.0)),  # the percentage says CRITICAL by itself
+        (Thresholds(), 700_000, ("warning", 35.0)),  # 28 % left
+        (Thresholds(warning_tokens=800_000), 700_000, ("warning", 35.0)),
+    ],
+)
+def test_the_figures_name_the_limit_that_set_the_level(
+    thresholds: Thresholds, tokens: int, limit: tuple[str, float] | None
+) -> None:
+    spec = agents.spec("claude")
+    settings = Settings(thresholds=thresholds, default_window=1_000_000)
+    grounds = Grounds(settings, spec.compaction)
+    state = replace(new_session("claude", "s1", None, 0.0), tokens=tokens)
+    fig = figures(state, grounds)
+    assert fig.limit_passed == limit
+    row = figures_row(fig)
+    assert (row["limit_passed"], row["limit_value"]) == (limit or (None, None))

@@ -108,8 +108,10 @@ def resolve(
     table: Mapping[str, int] | None = None,
     tokens: int = 0,
     default: int = 1_000_000,
+    configured: int | None = None,
 ) -> Window:
     return resolve_window(
+        configured=configured,
         statusline=statusline,
         agent_reported=agent_reported,
         model=model,
@@ -142,6 +144,19 @@ def resolve(
                 "learned": {"claude-sonnet-4-5": 2_000_000},
                 "tokens": 300_000,
             },
+            Window(258_400, "agent"),
+        ),
+        (
+            {
+                "configured": 128_000,
+                "model": "claude-sonnet-4-5[1m]",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 300_000,
+            },
+            Window(128_000, "config"),
+        ),
+        (
+            {"agent_reported": 258_400, "configured": 128_000, "tokens": 0},
             Window(258_400, "agent"),
         ),
         (

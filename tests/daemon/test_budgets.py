@@ -56,12 +56,32 @@ def test_a_copy_truncate_rewrite_longer_than_the_offset_is_read_afresh(tmp_path:
     assert [u.tokens for u in tracked.read_appended()] == [50_000, 90_000]
 
 
+def test_a_resume_with_the_readers_state_reads_only_what_was_appended(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(assistant(100_000, pad=50_000) * 20)
+    tracked = TranscriptFile(str(path), "claude")
+    tracked.read_appended()
+    saved = json.loads(json.dumps(tracked.position(with_state=True)))  # as the snapshot has it
+    turn = assistant(120_000)
+    with path.open("ab") as f:
+        f.write(turn)
+    resumed = TranscriptFile.resume(str(path), "claude", saved)
+    assert resumed.behind == len(turn)
+    assert [u.tokens for u in resumed.read_appended()] == [120_000]
+
+    # A state written by other code (another version of ctxd) is not taken: read again.
+    saved["state"]["code"] = "another version"
+    resumed = TranscriptFile.resume(str(path), "claude", saved)
+    assert resumed.behind == path.stat().st_size
+    assert [u.tokens for u in resumed.read_appended()] == [120_000]
+
+
 def test_an_append_after_a_saved_position_is_read_on_resume(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(assistant(100_000))
     tracked = TranscriptFile(str(path), "claude")
     tracked.read_appended()
-    saved = tracked.position()
+    saved = tracked.position()  # no reader state: the bytes before are read again
     with path.open("ab") as f:
         f.write(assistant(120_000))
     resumed = TranscriptFile.resume(str(path), "claude", saved)

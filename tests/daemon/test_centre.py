@@ -10,7 +10,9 @@ process, the watcher, restarts) stays in the subprocess tests beside this one.
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,13 +20,18 @@ import pytest
 from trio.testing import MockClock
 
 from ctxd.core.settings import Settings
+from ctxd.daemon import snapshot
 from ctxd.daemon.answers import TOOL_CALL_WAIT
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
+from ctxd.daemon.files import TranscriptFile
 from ctxd.protocol import resolve
 
 if TYPE_CHECKING:
     from conftest import ClaudeTranscript, World
+
+# The world gives these tests files and an environment; no ctxd process runs.
+pytestmark = pytest.mark.in_process
 
 WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
 #: On basis "window" with the 1,000,000 default: remaining 40 / 30 / 20 % (see test_daemon_policy).
@@ -332,3 +339,187 @@ def test_after_a_model_switch_the_window_and_tokens_are_taken_at_once(
     (row,) = centre.status.document()["sessions"]
     assert row["model"] == "claude-sonnet-4-6" and row["tokens"] == 125_000
     assert row["window"] == 200_000 and row["window_source"] != "statusline"
+
+
+def test_an_idle_compaction_comes_first_and_a_token_limit_is_named(
+    world: World, clock: FakeClock
+) -> None:
+    """At 300,000 of 1,000,000 on a warm 1-hour cache Claude Code compacts the idle session long
+    before the size point: the forecast says it comes first, the Stop asks for the handoff (the
+    size point alone would not, at 31 %), and status and metrics name the token limit passed."""
+    from ctxd.daemon.metrics import render
+
+    centre = open_centre(world, clock, "[thresholds]\nwarning_tokens = 250000\n")
+    t = world.claude()
+    t.assistant(300_000)
+    expires = int(clock.now) + 3600
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, 300_000, "1h", expires)
+    )
+    (row,) = centre.status.document()["sessions"]
+    assert row["window"] == 1_000_000 and row["basis_used_pct"] < 70
+    assert row["forecast"]["first_compaction"] == "idle"
+    assert row["forecast"]["idle_compaction_at"] == expires - 360
+    assert (row["severity"], row["limit_passed"], row["limit_value"]) == (
+        "warning",
+        "warning_tokens",
+        250_000,
+    )
+    metrics = render(centre.status.document())
+    labels = f'agent="claude",model="{row["model"]}",session="{t.session_id}"'
+    assert f'ctxd_limit_passed{{{labels},limit="warning_tokens"}} 250000' in metrics
+    assert f"ctxd_idle_compaction_timestamp_seconds{{{labels}}} {float(expires - 360)!r}" in (
+        metrics
+    )
+
+    answer = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+    assert isinstance(answer, bytes)
+    said = json.loads(answer)["systemMessage"]
+    assert said.startswith("CONTEXT HANDOFF:") and "left idle, this session is compacted" in said
+    assert centre.answers.counts["handoffs", "claude"] == 1
+
+
+COPILOT_CAPTURE = Path(__file__).parents[1] / "data" / "transcripts" / "copilot-1.0.102"
+COPILOT_PAYLOADS = Path(__file__).parents[1] / "data" / "payloads" / "copilot" / "1.0.102"
+
+
+def test_a_hook_that_names_only_its_session_is_found_under_the_agents_own_home(
+    world: World, clock: FakeClock, tmp_path: Path
+) -> None:
+    # Copilot CLI's hooks give a session id and no file: the events file is found where the
+    # agent's environment puts its home, which need not be where the daemon would look.
+    payload = (COPILOT_PAYLOADS / "print" / "04-postToolUse.json").read_bytes()
+    session_id = json.loads(payload)["sessionId"]
+    home = tmp_path / "elsewhere"
+    events = home / "session-state" / session_id / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_bytes((COPILOT_CAPTURE / "transcript.print.jsonl").read_bytes())
+    centre = open_centre(world, clock)
+
+    centre.answers.handle_hook("copilot", "postToolUse", payload, {"COPILOT_HOME": str(home)})
+
+    rows = [r for r in centre.status.document()["sessions"] if r["session_id"] == session_id]
+    usage = json.loads((COPILOT_CAPTURE / "usage.print.json").read_text())
+    assert [(r["transcript_path"], r["tokens"]) for r in rows] == [
+        (str(events), usage[-1]["usage"]["prompt_tokens"])
+    ]
+
+
+def rows_by_path(centre: Centre) -> dict[str, dict[str, Any]]:
+    return {row["transcript_path"]: row for row in centre.status.document()["sessions"]}
+
+
+def test_an_ended_session_stays_ended_through_a_discovery_pass(world: World) -> None:
+    # The wall clock near the files' own mtimes: discovery finds what changed lately.
+    clock = FakeClock(time.time())
+    centre = open_centre(world, clock, "[sessions]\nended_minutes = 15\n")
+    t, other = world.claude(), world.claude()
+    for each in (t, other):
+        each.assistant(100_000)
+        answer_of(centre, each.payload("PostToolUse"))
+    centre.answers.handle_hook("claude", None, json.dumps(t.payload("SessionEnd")).encode())
+    clock.advance(16 * 60)
+    centre.transcripts.sweep()
+    assert set(rows_by_path(centre)) == {str(other.path)}
+
+    # The next discovery pass (every 5 minutes) finds the file again, recent as it is.
+    clock.advance(5 * 60)
+    centre.transcripts.discover([world.claude_projects])
+    centre.transcripts.sweep()
+    assert set(rows_by_path(centre)) == {str(other.path)}, "the ended session came back"
+
+    # It is followed again once it grows: its agent wrote to it, it is live.
+    t.assistant(150_000)
+    centre.transcripts.discover([world.claude_projects])
+    row = rows_by_path(centre)[str(t.path)]
+    assert (row["tokens"], row["ended_at"]) == (150_000, None)
+
+
+def test_an_ended_session_stays_ended_across_a_restart(world: World) -> None:
+    clock = FakeClock(time.time())
+    config = "[sessions]\nended_minutes = 15\n"
+    centre = open_centre(world, clock, config)
+    t = world.claude()
+    t.assistant(100_000)
+    answer_of(centre, t.payload("PostToolUse"))
+    centre.answers.handle_hook("claude", None, json.dumps(t.payload("SessionEnd")).encode())
+    clock.advance(16 * 60)
+    centre.transcripts.sweep()
+    state = world.state_file
+    snapshot.save(centre.sessions, centre.transcripts, state)
+
+    again = open_centre(world, clock, config)
+    snapshot.restore(again.sessions, again.transcripts, state)
+    again.transcripts.discover([world.claude_projects])
+    assert rows_by_path(again) == {}
+
+
+def test_a_session_found_on_disk_is_as_old_as_its_transcript(world: World) -> None:
+    clock = FakeClock(time.time())
+    centre = open_centre(world, clock, "[sessions]\nidle_minutes = 480\n")
+    t = world.claude()
+    t.assistant(100_000)
+    six_hours_ago = clock.now - 6 * 3600
+    os.utime(t.path, (six_hours_ago, six_hours_ago))
+
+    centre.transcripts.discover([world.claude_projects])
+    (row,) = centre.status.document()["sessions"]
+    assert row["tokens"] == 100_000
+    assert row["age_s"] == pytest.approx(6 * 3600, abs=1), "history shown as just updated"
+
+    # Idle is judged on the transcript's clock: 8 hours after its last change, not after ours.
+    clock.advance(2 * 3600 + 60)
+    centre.transcripts.sweep()
+    (row,) = centre.status.document()["sessions"]
+    assert row["ended_reason"] == "idle"
+
+
+def test_a_restart_reads_on_from_where_it_stood_with_the_same_digest(
+    world: World, clock: FakeClock
+) -> None:
+    centre = open_centre(world, clock)
+    t = world.claude()
+    for tokens in (100_000, 110_000):
+        t.assistant(tokens)
+        answer_of(centre, t.payload("PostToolUse"))
+    snapshot.save(centre.sessions, centre.transcripts, world.state_file)
+    read_before = t.path.stat().st_size
+    t.assistant(120_000)  # while the daemon is down
+
+    again = open_centre(world, clock)
+    snapshot.restore(again.sessions, again.transcripts, world.state_file)
+    key = str(t.path)
+    size = t.path.stat().st_size
+    assert again.transcripts.catching_up(key) == {"read": read_before, "size": size}
+    again.transcripts.catch_up(key)
+    (row,) = again.status.document()["sessions"]
+    assert row["tokens"] == 120_000
+    # The digest goes on as if the daemon had read the whole file in one go.
+    fresh = TranscriptFile(key, "claude")
+    fresh.read_appended()
+    tracked = again.transcripts.file(key)
+    assert tracked is not None and tracked.facts is not None and fresh.facts is not None
+    assert tracked.facts.digest == fresh.facts.digest
+    assert tracked.facts.digest.commands_run + len(tracked.facts.digest.files) > 0
+
+
+def test_a_warning_journaled_after_the_snapshot_keeps_its_readers_state(
+    world: World, clock: FakeClock
+) -> None:
+    # A crash right after a warning: the session's last word is a journal line, whose position
+    # carries no reader state; it is the snapshot's position, so the snapshot's state serves.
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[40])
+    answer_of(centre, t.payload("PostToolUse"))
+    journal = snapshot.Journal(world.state_file.with_suffix(".journal"))
+    snapshot.save(centre.sessions, centre.transcripts, world.state_file, journal.seq)
+    journal.start()
+    key = str(t.path)
+    journal.append(centre.sessions[key], centre.transcripts.position(key))
+    journal.close()
+
+    again = open_centre(world, clock, WINDOW_BASIS)
+    snapshot.restore(again.sessions, again.transcripts, world.state_file, journal)
+    size = t.path.stat().st_size
+    assert again.transcripts.catching_up(key) == {"read": size, "size": size}

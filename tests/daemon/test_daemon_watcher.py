@@ -197,3 +197,60 @@ async def _request(path: Path, op: str, payload: bytes) -> bytes:
                 except anyio.EndOfStream:
                     break
     return data[4:]
+
+
+def _gemini_document(*tokens: int) -> bytes:
+    """An older Gemini CLI recording (one indented object, as it writes them) of a live session
+    with a turn for each of `tokens`."""
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    messages: list[dict[str, Any]] = []
+    for n, figure in enumerate(tokens):
+        messages.append(
+            {"id": f"u{n}", "timestamp": now, "type": "user", "content": [{"text": "go on"}]}
+        )
+        messages.append(
+            {
+                "id": f"g{n}",
+                "timestamp": now,
+                "type": "gemini",
+                "content": "done",
+                "tokens": {"input": figure, "output": 5, "cached": 0, "total": figure + 5},
+                "model": "gemini-2.5-pro",
+            }
+        )
+    doc = {
+        "sessionId": "0b5a1f3e-6c1d-4b8e-9d7a-2f4e8c6a1b3d",
+        "projectHash": "ab14fe397f91d5f283525b3178d2314aef552f761131c42172a21b7bf735e73d",
+        "startTime": now,
+        "lastUpdated": now,
+        "messages": messages,
+    }
+    return json.dumps(doc, indent=2).encode()
+
+
+async def test_the_daemon_finds_and_follows_gemini_recordings_written_as_one_json_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon, _ = _daemon_with_a_transcript(tmp_path, monkeypatch)
+    chats = tmp_path / "home" / ".gemini" / "tmp" / "ab14fe39" / "chats"
+    chats.mkdir(parents=True)
+    there_before = chats / "session-2026-12-02T01-00-0b5a1f3e.json"  # found by the first scan
+    there_before.write_bytes(_gemini_document(12_000))
+    started_later = chats / "session-2026-12-02T01-05-7c9d2e4f.json"  # found by the watcher
+
+    def tokens(path: Path) -> int | None:
+        state = daemon.centre.sessions.get(str(path))
+        return None if state is None else state.tokens
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(daemon.run)
+        with anyio.fail_after(10):
+            while tokens(there_before) != 12_000:
+                await anyio.sleep(0.02)
+            started_later.write_bytes(_gemini_document(30_000))
+            while tokens(started_later) != 30_000:
+                await anyio.sleep(0.02)
+            started_later.write_bytes(_gemini_document(30_000, 45_000))  # rewritten whole
+            while tokens(started_later) != 45_000:
+                await anyio.sleep(0.02)
+        daemon._stopping.set()

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -251,3 +252,52 @@ def test_the_dashboard_shows_the_sessions_and_follows_an_append(
     shot = os.environ.get("CTXD_DASHBOARD_SCREENSHOT")
     if shot:
         browser.screenshot(Path(shot))
+
+
+STATUSLINE = Path(__file__).parents[1] / "data" / "payloads" / "statusline" / "claude-2.1.332.jsonl"
+
+
+def test_the_dashboard_shows_the_idle_compaction_time_and_the_token_limit_passed(
+    world: World, browser: Browser
+) -> None:
+    port = free_port()
+    world.write_config(
+        f"[thresholds]\nwarning_tokens = 250000\n[http]\nenabled = true\nport = {port}\n"
+    )
+    world.start()
+    idle, plain = world.claude(), world.claude()
+    for t, tokens in ((idle, 300_000), (plain, 120_000)):
+        t.model = "claude-opus-5-5"
+        t.assistant(tokens)
+        world.hook_out("claude", t.payload("PostToolUse"))
+    # Claude Code's statusline says its 1-hour cache is warm: idle, it is compacted at 54 min.
+    expires = int(time.time()) + 3600
+    doc = json.loads(STATUSLINE.read_text().splitlines()[2])
+    doc.update(session_id=idle.session_id, transcript_path=str(idle.path), cwd=str(world.work))
+    usage = doc["context_window"]["current_usage"]
+    usage.update(input_tokens=300_000, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    doc["prompt_cache"].update(ttl="1h", expires_at=expires, warm=True)
+    world.hook("claude", json.dumps(doc).encode(), "statusline")
+    row = world.wait_for(
+        lambda: (r := world.row(idle)) and r.get("idle_compaction_at") and r, 5, "idle time"
+    )
+    assert row["limit_passed"] == "warning_tokens"
+
+    browser.go(f"http://127.0.0.1:{port}/")
+    card = f"document.querySelector(\"[data-session='{idle.session_id}']\")"
+    shown = browser.wait(f"{card}?.querySelector('.idle-compaction')?.textContent", 10)
+    # The viewer's local clock time of the moment the status gives.
+    expected = browser.evaluate(
+        f"new Date({row['idle_compaction_at']} * 1000).toLocaleTimeString([], "
+        "{hour: '2-digit', minute: '2-digit', hourCycle: 'h23'})"
+    )
+    assert shown == expected and re.fullmatch(r"\d\d:\d\d", shown), shown
+    limit = browser.evaluate(f"{card}.querySelector('.limit-passed').textContent")
+    assert limit == "250,000"
+    assert "past warning_tokens" in browser.evaluate(f"{card}.innerText")
+    other = f"document.querySelector(\"[data-session='{plain.session_id}']\")"
+    assert (
+        browser.evaluate(f"{other}.querySelectorAll('.idle-compaction, .limit-passed').length") == 0
+    )
+    errors = browser.console_errors()
+    assert errors == [], errors

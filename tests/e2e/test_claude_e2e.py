@@ -10,8 +10,10 @@ cache_read + 5,000 (see `claude_usage`).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -591,3 +593,99 @@ def test_an_automatic_compaction_teaches_the_window(make_rig: Callable[..., Rig]
     assert row["compactions"] == 1
     assert (row["window"], row["window_source"]) == (200_000, "compaction")
     assert row["compaction_at"] == 167_000
+
+
+def _sdk_switch(rig: Rig, model: str, to_model: str) -> list[Json]:
+    """One SDK-mode session (`--input-format stream-json`, as the Agent SDK drives the CLI): a
+    prompt, a `set_model` control request to `to_model`, a second prompt; its stream events."""
+    argv = [
+        str(rig.bin),
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-hook-events",
+        "--dangerously-skip-permissions",
+        "--model",
+        model,
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=rig.rd.work,
+        env=rig.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    events: list[Json] = []
+
+    def send(message: Json, until: str) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            event = json.loads(line)
+            events.append(event)
+            if event.get("type") == until:
+                return
+        raise AssertionError(f"the CLI ended before a {until}: {events}")
+
+    def prompt(text: str) -> Json:
+        user = {"role": "user", "content": text}
+        return {"type": "user", "message": user, "parent_tool_use_id": None, "session_id": ""}
+
+    with proc:
+        send(prompt("hello"), "result")
+        request = {"subtype": "set_model", "model": to_model}
+        send(
+            {"type": "control_request", "request_id": "switch", "request": request},
+            "control_response",
+        )
+        send(prompt("again"), "result")
+        proc.stdin.close()
+        proc.wait(30)
+    return events
+
+
+@pytest.mark.parametrize(
+    ("config", "cache_read", "said"),
+    [
+        ("", 295_000, "message"),  # 300,000 tokens: more than sonnet-4-6's whole window
+        ("", 45_000, None),  # 50,000: quiet
+        ('[model_switch]\naction = "deny"\n', 295_000, "deny"),
+    ],
+)
+def test_a_model_switch_past_the_new_models_window_is_said_or_refused(
+    make_rig: Callable[..., Rig], config: str, cache_read: int, said: str | None
+) -> None:
+    """The real CLI's model switch (the SDK's `set_model`, source "sdk"): ctxd's PreModelSwitch
+    answer is one the CLI takes, a message the user sees, or a refusal that keeps the model."""
+    usage = claude_usage(cache_read)
+    rig = make_rig([{"text": "One.", "usage": usage}, {"text": "Two.", "usage": usage}], config)
+    events = _sdk_switch(rig, "claude-opus-4-8[1m]", "claude-sonnet-4-6")
+
+    answers = [
+        e
+        for e in events
+        if e.get("subtype") == "hook_response" and e.get("hook_event") == "PreModelSwitch"
+    ]
+    assert len(answers) == 1, events
+    output = str(answers[0].get("output") or answers[0].get("stdout") or "")
+    (switched,) = [e for e in events if e.get("type") == "control_response"]
+    models = [e["message"]["model"] for e in events if e.get("type") == "assistant"]
+    if said is None:
+        assert output.strip() == ""
+    else:
+        # The size the CLI states (`context_tokens`): the last usage and a little more.
+        text = r"this session holds 300,0\d\d tokens, more than its 200,000-token window"
+        assert re.search(text, output), answers
+    if said == "deny":
+        assert models == ["claude-opus-4-8", "claude-opus-4-8"], (switched, models)
+    else:
+        assert models == ["claude-opus-4-8", "claude-sonnet-4-6"], (switched, models)
+    rows = rig.ctxd.rows(str(events[-1]["session_id"]))
+    assert [r["model"] for r in rows if r.get("transcript_path")] == [models[-1]]

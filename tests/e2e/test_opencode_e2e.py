@@ -8,19 +8,36 @@ from 25 % (126,000 - 40).
 
 OpenCode writes a step's `step-finish` part (its figures) after the step's tools ran, so the
 plugin's `tool.execute.after` for call i is judged on step i - 1's figure: ctxd's text for a
-figure first reported at step i reaches the model in the request after call i + 1.
+figure first reported at step i reaches the model in the request after call i + 1. The handoff
+is asked when the session goes idle at 70 % of the room used (117,600 - 40): the plugin sends
+it as the user's next message, and `opencode run` answers it before it exits.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, marks, run, write_json
+from e2e_support import (
+    Ctxd,
+    Json,
+    Mock,
+    Result,
+    RunDir,
+    Tmux,
+    base_env,
+    marks,
+    run,
+    wait_for,
+    write_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -28,6 +45,9 @@ MODEL = "mock-model"
 WINDOW = 200_000
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
+HANDOFF = "CONTEXT HANDOFF:"
+#: In OpenCode's request for a compaction's summary (1.18.33), which offers no tools.
+SUMMARY_PROMPT = "Do not mention the summary process"
 
 
 def opencode_config(rd: RunDir, ctxd: Ctxd, mock: Mock) -> Path:
@@ -84,9 +104,13 @@ def bash_steps(prompts: Sequence[int]) -> list[Json]:
                 }
             }
         )
-        step["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
+        step["usage"] = usage(prompt)
         steps.append(step)
     return steps
+
+
+def usage(prompt: int) -> Json:
+    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
 
 
 def last_turn_text(body: Json) -> str:
@@ -132,17 +156,32 @@ def rig(opencode_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Rig]:
         yield Rig(opencode_bin, rd, ctxd, mock)
 
 
-def start(rig: Rig, steps: list[Json]) -> None:
+def start(rig: Rig, steps: list[Json], **script: object) -> None:
     rig.mock.stop()
-    rig.mock.script = {"steps": steps}
+    rig.mock.script = {"steps": steps, **script}
     rig.mock.start()
     rig.ctxd.install("opencode", opencode_config(rig.rd, rig.ctxd, rig.mock))  # the new port
 
 
-def test_warnings_reach_the_model_and_status_has_the_mock_figures(rig: Rig) -> None:
+def handoffs(main: list[Json]) -> list[int]:
+    """The requests whose new user message is ctxd's handoff request."""
+    return [
+        i
+        for i, r in enumerate(main)
+        if any(
+            m.get("role") == "user" and HANDOFF in json.dumps(m)
+            for m in json.loads(last_turn_text(r["body"]))
+        )
+    ]
+
+
+def test_warnings_and_the_handoff_reach_the_model_and_status_has_the_mock_figures(
+    rig: Rig,
+) -> None:
     # step:  0       1        2(W)     3        4        5        6        7(W 5th)  8(C)
     prompts = [50_000, 60_000, 110_000, 111_000, 112_000, 113_000, 114_000, 115_000, 127_000]
-    start(rig, bash_steps([*prompts, 128_000]))
+    # ... step 9 one more call, so that step 8's CRITICAL is judged; the answer at 76 % used
+    start(rig, bash_steps([*prompts, 127_500, 128_000]))
     rig.ctxd.start(rig.mock.wrap)
     res = rig.opencode("Run the steps")
     assert "Done." in res.stdout, res.describe()
@@ -151,20 +190,88 @@ def test_warnings_reach_the_model_and_status_has_the_mock_figures(rig: Rig) -> N
     )
 
     main = rig.main()
-    assert len(main) == len(prompts) + 1
+    # 10 tool calls, the answer, and the answer to the handoff request
+    assert len(main) == len(prompts) + 3
     # one call late (see the module docstring): step 2's figure warns at call 3, ...
     assert at_calls(main, WARNING) == [3, 8]
-    assert at_calls(main, CRITICAL) == []  # step 8's figure is judged by no later call
+    assert at_calls(main, CRITICAL) == [9]
+    # asked once, when the session went idle, as the user's message; its answer's idle is
+    # not asked again
+    assert handoffs(main) == [len(main) - 1]
 
     rows = [s for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
     assert len(rows) == 1, rows
     assert rows[0]["tokens"] == 128_000  # the mock's last prompt_tokens, exactly
     assert rows[0]["window"] == WINDOW
+    assert rows[0]["handoff_asked"] is True
 
 
-def test_without_a_daemon_the_session_completes_quietly(rig: Rig) -> None:
+def test_a_real_compaction_resets_the_warnings(rig: Rig) -> None:
+    # step 3 reports 170,000 + 40 (over 168,000): OpenCode compacts after its call, asks the
+    # model for a summary and goes on with a synthetic "Continue" message
+    # step:  0       1(W)     2        3(over)  4       5(W)     6        7
+    prompts = [50_000, 115_000, 116_000, 170_000, 60_000, 115_000, 116_000, 117_000]
+    start(rig, bash_steps(prompts), step_mode="counter")
+    rig.ctxd.start(rig.mock.wrap)
+    res = rig.opencode("Run the steps")
+    assert "Done." in res.stdout, res.describe()
+
+    main = rig.main()
+    assert len(main) == len(prompts)
+    summaries = [
+        r for r in rig.mock.requests() if SUMMARY_PROMPT in json.dumps(r.get("body") or {})
+    ]
+    assert len(summaries) == 1, [r.get("answer") for r in rig.mock.requests()]
+    assert main[3]["ts"] < summaries[0]["ts"] < main[4]["ts"]
+    # step 5's WARNING is given at once: without the reset, call 1's would hold it back
+    # (the debounce repeats it only 5 calls later, at call 7)
+    assert at_calls(main, WARNING) == [2, 6]
+    assert handoffs(main) == []  # 117,040 is under 70 % of 168,000
+
+    rows = [s for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
+    assert len(rows) == 1, rows
+    assert rows[0]["compactions"] == 1
+    assert rows[0]["tokens"] == 117_000
+
+
+def test_a_stopped_daemon_leaves_the_session_working_quietly(rig: Rig) -> None:
     start(rig, bash_steps([120_000, 130_000, 140_000]))
+    rig.ctxd.start(rig.mock.wrap)
+    rig.ctxd.stop_with_cli()
     res = rig.opencode("Run the steps")
     assert "Done." in res.stdout, res.describe()
     assert "ctxd" not in res.stderr.lower(), res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
+    assert len(rig.main()) == 3  # no handoff turn either
+
+
+def test_the_ui_asks_the_handoff_once_and_quits_during_its_turn(rig: Rig, tmp_path: Path) -> None:
+    """The interactive UI under tmux: the handoff request is the user's next message, on screen
+    too, answered once; /exit while that answer's tool runs quits at once (the plugin's
+    `dispose`, which `opencode run` waits on, does not hold the UI)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    steps = bash_steps([50_000, 120_000, 125_000])  # the answer at 74 % used
+    slow = {"command": "sleep 30", "description": "slow"}
+    steps.append({"tool": {"name": "bash", "arguments": slow}, "usage": usage(126_000)})
+    start(rig, steps)
+    rig.ctxd.start(rig.mock.wrap)
+    words = " ".join(
+        shlex.quote(f"{k}={v}") for k, v in env(rig.rd, rig.mock, rig.ctxd.env).items()
+    )
+    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--prompt", "Run the steps"]))
+    tmux = Tmux(tmp_path / "tmux.sock", "opencode")
+    work = shlex.quote(str(rig.rd.work))
+    tmux.start(f"cd {work} && env -i {words} {argv}; echo OPENCODE-EXITED; sleep 30")
+    try:
+        assert wait_for(lambda: len(rig.main()) == 4, 90), tmux.pane()
+        assert handoffs(rig.main()) == [3]
+        assert tmux.wait("sleep 30", 20), tmux.pane()
+        assert "CONTEXT HANDOFF:" in tmux.pane()
+        began = time.monotonic()
+        tmux.send("/exit")
+        assert tmux.wait("OPENCODE-EXITED", 15), tmux.pane()
+        assert time.monotonic() - began < 10
+    finally:
+        tmux.kill()
+    assert len(rig.main()) == 4

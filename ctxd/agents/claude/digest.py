@@ -3,15 +3,20 @@
 What a Claude Code transcript says, line by line (1.0.51 to 2.1.332):
 - a `"type":"user"` line whose `message.content` is a string (or holds `text` blocks) is a
   request the user typed, unless it is meta (`isMeta`), a compaction summary
-  (`isCompactSummary`) or a local command's echo (`<command-name>`, `<local-command-…>`);
+  (`isCompactSummary`), a background task's notification (`origin.kind: task-notification`,
+  and its `<task-notification>` text), or what is left once the blocks the harness adds in its
+  own tags (`<system-reminder>`, a local command's `<command-name>` echo and
+  `<local-command-stdout>`, `!` shell mode's `<bash-input>`/`<bash-stdout>`, the IDE's
+  `<ide_opened_file>`, …) are taken out is empty;
 - a `"type":"assistant"` line holds one content block: `text` (what the assistant said) or a
   `tool_use` with its `input`: Read/Edit/MultiEdit/Write/NotebookEdit name the file
   (`file_path`, `notebook_path`), Bash the `command`, TodoWrite the whole `todos` list
   (`content`, `status`), TaskCreate/TaskUpdate one item (`subject`; `taskId`, `status`),
   Task/Agent a subagent (`description`);
 - a user line with `tool_result` blocks answers tool calls by `tool_use_id`; `is_error: true`
-  marks a failure, and a failed Bash's content starts with `Exit code N`. A TaskCreate's
-  result (`toolUseResult.task.id`) gives the id later TaskUpdates name;
+  marks a failure, and a failed Bash's content starts with `Exit code N` (a later run of the
+  same command that succeeds marks it fixed). A TaskCreate's result (`toolUseResult.task.id`)
+  gives the id later TaskUpdates name;
 - a `system` line with `subtype: compact_boundary` is a compaction.
 
 `ClaudeFacts` is the `FactListener` of the usage reader (`transcript.py`), which decodes each
@@ -32,11 +37,38 @@ from typing import Any
 
 from ctxd.agents.claude.transcript import RecentCalls
 from ctxd.agents.digest import Facts, todo_status, todos_from
+from ctxd.core.digest import without_injected
 
 __all__ = ["ClaudeFacts"]
 
 _EXIT = re.compile(r"^Exit code (\d+)")
-_SKIPPED_ASKS = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
+#: The tags Claude Code wraps what it adds to a user message in (read from its 2.1.332 bundle
+#: and seen in real transcripts): never what the user typed.
+_INJECTED = frozenset(
+    {
+        "system-reminder",
+        "task-notification",
+        "command-name",
+        "command-message",
+        "command-args",
+        "command-contents",
+        "local-command-stdout",
+        "local-command-stderr",
+        "local-command-caveat",
+        "bash-input",
+        "bash-stdout",
+        "bash-stderr",
+        "bash-exit-code",
+        "user-prompt-submit-hook",
+        "ide_opened_file",
+        "ide_selection",
+        "ide_diagnostics",
+        "teammate-message",
+        "cross-session-message",
+        "persisted-output",
+        "tick",
+    }
+)
 #: The tools that name a file, and what they do with it.
 _FILE_USES = {
     "Read": "read",
@@ -53,6 +85,8 @@ class ClaudeFacts(Facts):
     see the module docstring."""
 
     __slots__ = ("_asks", "_calls", "_replies")
+
+    mark_fixed = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -161,8 +195,9 @@ class ClaudeFacts(Facts):
             return
         content = message.get("content")
         if isinstance(content, str):
-            if _is_ask(content):
-                self._asks.append(content)
+            ask = _ask(content)
+            if ask and not _notification(record):
+                self._asks.append(ask)
             return
         if not isinstance(content, list):
             return
@@ -176,8 +211,9 @@ class ClaudeFacts(Facts):
                     self._result(call_id, block, record)
             elif kind == "text":
                 text = block.get("text")
-                if isinstance(text, str) and _is_ask(text):
-                    self._asks.append(text)
+                ask = _ask(text) if isinstance(text, str) else ""
+                if ask and not _notification(record):
+                    self._asks.append(ask)
 
     def _result(self, call_id: str, block: dict[str, Any], record: dict[str, Any]) -> None:
         call = self.pending.pop(call_id, None)
@@ -216,11 +252,18 @@ def _task_key(record: dict[str, Any]) -> str | None:
     return str(key) if isinstance(key, str | int) else None
 
 
-def _is_ask(text: str) -> bool:
-    stripped = text.lstrip()
-    if not stripped or stripped.startswith(_SKIPPED_ASKS):
-        return False
-    return not stripped.startswith("[Request interrupted")
+def _ask(text: str) -> str:
+    """What the user typed in a user message's `text`: "" when nothing (all of it added by the
+    harness, or the interruption mark)."""
+    typed = without_injected(text, _INJECTED)
+    return "" if typed.startswith("[Request interrupted") else typed
+
+
+def _notification(record: dict[str, Any]) -> bool:
+    """A user message that a background task's notification made (2.1.332 says so in
+    `origin`, beside the `<task-notification>` text)."""
+    origin = record.get("origin")
+    return isinstance(origin, dict) and origin.get("kind") == "task-notification"
 
 
 def _text(content: object) -> str:

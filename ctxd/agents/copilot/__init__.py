@@ -60,4 +60,7 @@ SPEC = AgentSpec(
     statusline=Statusline(parse=parse_statusline, render=render_figures),
     settings_files=_settings_files,
     implied_transcript=files.implied_transcript,
+    # Where its session-state lives: a hook names only the session id, so the daemon finds
+    # the events file under the agent's own home, not its own.
+    config_env=("COPILOT_HOME",),
 )

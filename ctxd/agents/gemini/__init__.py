@@ -23,8 +23,23 @@ __all__ = ["SPEC"]
 NAME = "gemini"
 
 
+#: Enough of a recording to tell its format by.
+_HEAD = 256
+
+
 def _is_legacy(path: str | None) -> bool:
-    return path is not None and path.endswith(".json")
+    """Whether `path` is an older single-object recording: told by its first bytes, so that a
+    copy under any name reads right; by its name while it has none yet."""
+    if path is None:
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD)
+    except OSError:
+        head = b""
+    if head.strip():
+        return files.is_document(head)
+    return path.endswith(".json")
 
 
 def _open_reader(

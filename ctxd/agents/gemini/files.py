@@ -17,6 +17,7 @@ from ctxd.paths import home
 
 __all__ = [
     "has_layout",
+    "is_document",
     "is_transcript",
     "recognises",
     "recognises_prefix",
@@ -62,6 +63,12 @@ def recognises(record: Mapping[str, Any]) -> bool:
         and "id" in record
         and not any(key in record for key in ("sessionId", "uuid", "payload"))
     )
+
+
+def is_document(head: bytes) -> bool:
+    """Whether a recording's first bytes start one object spread over lines (the older format,
+    which Gemini CLI writes indented) rather than JSON lines."""
+    return head.lstrip().split(b"\n", 1)[0].strip() == b"{"
 
 
 def recognises_prefix(prefix: bytes) -> bool:

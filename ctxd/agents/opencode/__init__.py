@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxd.agents.opencode import files, install
+from ctxd.agents.opencode import config, doctor, files, install
 from ctxd.agents.opencode.compaction import compaction_point
+from ctxd.agents.opencode.digest import session_digest
 from ctxd.agents.opencode.hooks import DIALECT
-from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.opencode.store import OpenCodeStore, database_path, recognises
 from ctxd.agents.reader import NO_FACTS, FactListener
+from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer
 from ctxd.agents.store import SessionStore
 from ctxd.core.compaction import for_agent
@@ -58,6 +60,13 @@ SPEC = AgentSpec(
         install=install.install,
         uninstall=install.uninstall,
         checks=install.checks,
+        plugin=True,
+        plugin_run=doctor.plugin_run,
     ),
-    store=SessionStore(path=database_path, open=_open_store),
+    settings_files=config.settings_files,
+    read_settings=settings_reader(config.settings_config),
+    configured_window=config.configured_window,
+    store=SessionStore(
+        path=database_path, open=_open_store, recognises=recognises, digest=session_digest
+    ),
 )

@@ -1,12 +1,18 @@
 """Where OpenCode compacts.
 
-Its rule (1.18.33, `SessionCompaction.isOverflow`, session/compaction.ts): compact once a step's
-`tokens.total` (input + output + cache, so the answer counts) reaches the usable context,
-`limit.input - reserved` for a model with an input limit (`reserved` = config
-`compaction.reserved`, else min(20,000, the model's output limit)), else `limit.context -
-min(limit.output, 32,000)` (OUTPUT_TOKEN_MAX); never with `compaction.auto: false` or a context
-limit of 0. The limits come from its model catalogue (models.dev) or the provider's config, which
-ctxd does not read: the window is ctxd's (`[windows]`), and the output reserve is taken as the
+Its rule (1.18.33, `isOverflow` in session/compaction.ts, read from the shipped bundle): compact
+once a step's `tokens.total` (input + output + cache, so the answer counts) reaches the usable
+context; never with config `compaction.auto: false` or a context limit of 0. The usable context
+is `limit.input - reserved` for a model with an input limit (`reserved` = config
+`compaction.reserved`, else min(20,000, its output reserve)), else `limit.context - its output
+reserve`, the output reserve being min(`limit.output`, 32,000) (OUTPUT_TOKEN_MAX). Checked with
+the real CLI at the token on either side of the point, for the output reserve, an input limit
+and `compaction.reserved` (tests/e2e/test_opencode_limits_e2e.py).
+
+The limits come from OpenCode's model catalogue (models.dev), which ctxd does not read, or from
+its config (`ctxd.agents.opencode.config`: `provider.<id>.models.<id>.limit`), which it does:
+the window is the config's `limit.context` when it sets one (`config.configured_window`), else
+ctxd's (`[windows]`); without the config's `limit.output` the output reserve is taken as the
 largest OpenCode uses, 32,000 (a model with a smaller output limit compacts a little later).
 """
 
@@ -14,15 +20,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ctxd.agents.opencode.config import limit, setting
 from ctxd.core.compaction import AgentOverrides, at_least_one, check_window
 
-__all__ = ["OUTPUT_TOKEN_MAX", "compaction_point"]
+__all__ = ["COMPACTION_BUFFER", "OUTPUT_TOKEN_MAX", "compaction_point"]
 
 OUTPUT_TOKEN_MAX = 32_000
+#: The reserve below an input limit when the config sets none (`COMPACTION_BUFFER`).
+COMPACTION_BUFFER = 20_000
 
 
 def compaction_point(
     window: int, model: str | None, overrides: AgentOverrides, config: Mapping[str, str]
-) -> int:
+) -> int | None:
     check_window(window)
-    return at_least_one(window - min(OUTPUT_TOKEN_MAX, window))
+    if setting(config, "auto") is False or limit(config, "context", model) == 0:
+        return None
+    output = limit(config, "output", model)
+    reserve = min(output, OUTPUT_TOKEN_MAX) if output else OUTPUT_TOKEN_MAX
+    input_limit = limit(config, "input", model)
+    if input_limit:
+        reserved = setting(config, "reserved")
+        if type(reserved) is not int or reserved < 0:
+            reserved = min(COMPACTION_BUFFER, reserve)
+        return at_least_one(input_limit - reserved)
+    return at_least_one(window - min(reserve, window))

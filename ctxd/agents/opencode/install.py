@@ -11,12 +11,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from ctxd.agents.hookcmd import client_dir
 from ctxd.agents.spec import Check, InstallRequest, Json
 from ctxd.paths import home
 
-__all__ = ["PLUGIN", "checks", "install", "settings_path", "uninstall"]
+__all__ = [
+    "PLUGIN",
+    "checks",
+    "install",
+    "installed_plugin",
+    "plugin_path",
+    "settings_path",
+    "uninstall",
+]
 
 #: The plugin's path inside the client directory.
 PLUGIN = "opencode/ctxd.js"
@@ -52,19 +62,31 @@ def uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]
     return ({**new, "plugin": kept} if kept else new), ()
 
 
-def checks(doc: Json) -> list[Check]:
+def installed_plugin(doc: Json) -> str | None:
+    """The `file://` URL of ctxd's plugin in the document's `plugin` list, if it is there."""
     plugins = doc.get("plugin")
     ours = [p for p in plugins if _ours(p)] if isinstance(plugins, list) else []
-    if not ours:
+    return ours[0] if ours else None
+
+
+def plugin_path(url: str) -> Path:
+    """The file a `file://` URL names (`as_uri` quoted it: a space is %20)."""
+    return Path(url2pathname(urlsplit(url).path))
+
+
+def checks(doc: Json) -> list[Check]:
+    url = installed_plugin(doc)
+    if url is None:
         return [
             Check(
                 "opencode plugin",
                 False,
                 "ctxd's plugin is not in opencode.json",
-                "ctxd install opencode",
+                "`ctxd install opencode` if you use OpenCode",
+                skipped=True,
             )
         ]
-    path = Path(ours[0].removeprefix("file://"))
+    path = plugin_path(url)
     ok = path.is_file()
     detail = f"{path} {'exists' if ok else 'is missing'}"
     return [Check("opencode plugin", ok, detail, None if ok else "ctxd install opencode")]

@@ -11,11 +11,14 @@ summary (what the context holds after it, until the next step reports); a step's
 counts towards the compaction point (`pending`), as OpenCode counts it. A session started by
 another (a subagent's) names it in `session.parent_id`.
 
-The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (an
-index walk, so its cost is what is new, not the file), in batches, and opens the database
-read-only (`mode=ro`) with no busy wait: OpenCode's writes are never delayed, and a poll that
-finds the database locked raises OSError and is retried at the next change. Each SELECT is its
-own short read transaction, so a checkpoint of the WAL is never held up for long.
+The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (a
+walk of the rowid b-tree from there, so its cost is what is new, not the file), in batches, and
+opens the database read-only (`mode=ro`) with no busy wait: OpenCode's writes are never delayed,
+and a poll that finds the database locked raises OSError and is retried at the next change.
+Each SELECT is its own short read transaction, so a checkpoint of the WAL is never held up for
+long. When the newest parts are deleted (OpenCode reverting the last turns), SQLite gives their
+rowids to the next parts: a read that finds the largest rowid below its position reads on from
+there.
 """
 
 from __future__ import annotations
@@ -33,17 +36,22 @@ from ctxd.agents.store import StoreUpdate
 from ctxd.core.events import UsageUpdate
 from ctxd.paths import home
 
-__all__ = ["BATCH", "OpenCodeStore", "database_path"]
+__all__ = ["BATCH", "OpenCodeStore", "connect", "database_path", "recognises"]
 
-#: Parts read per query: a poll checks its deadline between batches.
+#: Parts (rowids) scanned per query: a poll checks its deadline between batches.
 BATCH = 500
 
 _NEW_PARTS = (
-    "SELECT p.rowid, p.id, p.session_id, p.time_created, p.data, m.data"
+    "SELECT p.id, p.session_id, p.time_created, p.data, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id"
-    " WHERE p.rowid > ? AND p.data LIKE '%\"step-finish\"%' ORDER BY p.rowid LIMIT ?"
+    " WHERE p.rowid > ? AND p.rowid <= ? AND p.data LIKE '%\"step-finish\"%'"
+    " ORDER BY p.rowid"
 )
+_LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
 _SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
+#: The tables a database of OpenCode's holds (and this reader reads).
+_TABLES = frozenset({"session", "message", "part"})
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def database_path(env: Mapping[str, str]) -> Path:
@@ -54,6 +62,34 @@ def database_path(env: Mapping[str, str]) -> Path:
     if named:
         return Path(named) if os.path.isabs(named) else data / named
     return data / "opencode.db"
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """The database at `path`, read-only. timeout=0: never wait for OpenCode's lock (a locked
+    database is an error, retried later); autocommit: no read transaction held open, so a
+    checkpoint of the WAL is never held up for long. Raises sqlite3.Error."""
+    return sqlite3.connect(
+        f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0, isolation_level=None
+    )
+
+
+def recognises(path: str) -> bool:
+    """The file at `path` is a SQLite database with OpenCode's session, message and part
+    tables (a copy anywhere: what `ctxd replay` is handed)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+                return False
+        db = connect(path)
+    except (OSError, sqlite3.Error):
+        return False
+    try:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+    return names >= _TABLES
 
 
 class OpenCodeStore:
@@ -76,14 +112,22 @@ class OpenCodeStore:
         db = self._connect()
         updates: list[StoreUpdate] = []
         try:
+            (last,) = db.execute(_LAST_PART).fetchone()
+            if last < self.rowid:
+                # The newest parts were deleted (OpenCode's revert of the last turns): SQLite
+                # hands their rowids out again, to the parts written next.
+                self.rowid = last
             while True:
-                rows = db.execute(_NEW_PARTS, (self.rowid, BATCH)).fetchall()
-                for rowid, part_id, session_id, created, part, message in rows:
-                    self.rowid = rowid
+                # A batch is a span of rowids, not of matches: what a query costs is the parts
+                # it scans, whichever they are. Each part is looked at once.
+                upto = min(last, self.rowid + BATCH)
+                rows = db.execute(_NEW_PARTS, (self.rowid, upto)).fetchall()
+                for part_id, session_id, created, part, message in rows:
                     update = self._update(part_id, session_id, created, part, message)
                     if update is not None:
                         updates.append(update)
-                self.behind = len(rows) == BATCH
+                self.rowid = upto
+                self.behind = upto < last
                 if not self.behind or (until is not None and clock() >= until):
                     return updates
         except sqlite3.Error as exc:
@@ -107,13 +151,7 @@ class OpenCodeStore:
             self.rowid = 0  # another database at that path: read it from the start
             self._sessions.clear()
         try:
-            # timeout=0: never wait for OpenCode's lock; autocommit: no transaction held open.
-            db = sqlite3.connect(
-                f"{Path(self.path).absolute().as_uri()}?mode=ro",
-                uri=True,
-                timeout=0,
-                isolation_level=None,
-            )
+            db = connect(self.path)
         except sqlite3.Error as exc:
             raise OSError(f"{self.path}: {exc}") from None
         self._db, self._identity = db, identity

@@ -356,3 +356,109 @@ def test_the_last_reply_is_the_newest_text_that_is_not_blank() -> None:
             reader.feed(data)
         assert facts.digest.last_reply == "second answer"
     assert _fed(second + first).digest.last_reply == "first answer"
+
+
+def _user(content: object, **extra: object) -> bytes:
+    record = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "uuid": "u9",
+        **extra,
+    }
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+_TYPED = _user("add a --verbose flag")
+
+
+@pytest.mark.parametrize(
+    "injected",
+    [
+        # A background task's notification (2.1.332: its origin says so, and its tags).
+        _user(
+            "<task-notification>\n<task-id>bx1</task-id>\n<status>completed</status>\n"
+            "<summary>Background command finished</summary>\n</task-notification>",
+            origin={"kind": "task-notification"},
+        ),
+        _user("the build is green", origin={"kind": "task-notification"}),
+        # A local command: its echo and its output (as in the 2.1.38 and 2.1.197 samples).
+        _user(
+            "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+            "<command-args></command-args>"
+        ),
+        _user("<local-command-stdout>Set model to opus</local-command-stdout>"),
+        # `!` shell mode (as in the 1.0.51 sample).
+        _user("<bash-input>uv run ty check</bash-input>"),
+        _user("<bash-stdout>warning: x</bash-stdout><bash-stderr></bash-stderr>"),
+        # Reminders alone, as a string and as text blocks (the IDE's note as in 2.0.28).
+        _user("<system-reminder>\nThe file was modified.\n</system-reminder>"),
+        _user(
+            [
+                {"type": "text", "text": "<ide_opened_file>The user opened a.py</ide_opened_file>"},
+                {"type": "text", "text": "<system-reminder>x</system-reminder>"},
+            ]
+        ),
+        _user("[Request interrupted by user for tool use]"),
+    ],
+)
+def test_what_the_harness_adds_as_a_user_message_is_no_request(injected: bytes) -> None:
+    d = _fed(_TYPED + injected).digest
+    assert d.asks == ("add a --verbose flag",)
+    assert "add a --verbose flag" in render_compact(d)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "<system-reminder>\nThe file was modified.\n</system-reminder>\nnow add tests",
+        [
+            {"type": "text", "text": "<ide_opened_file>The user opened a.py</ide_opened_file>"},
+            {"type": "text", "text": "now add tests"},
+        ],
+    ],
+)
+def test_a_request_beside_what_the_harness_added_is_what_the_user_typed(content: object) -> None:
+    assert _fed(_TYPED + _user(content)).digest.asks[-1] == "now add tests"
+
+
+def _bash(call: str, command: str) -> bytes:
+    record = {
+        "parentUuid": "p0",
+        "isSidechain": False,
+        "type": "assistant",
+        "message": {
+            "id": f"m-{call}",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": [
+                {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10},
+        },
+        "uuid": f"a-{call}",
+    }
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def _outcome(call: str, output: str, failed: bool) -> bytes:
+    block = {"type": "tool_result", "tool_use_id": call, "content": output, "is_error": failed}
+    return _user([block])
+
+
+def test_a_failed_command_that_a_later_run_fixed_shows_as_fixed() -> None:
+    data = (
+        _bash("t1", "make test")
+        + _outcome("t1", "Exit code 2\nmake: *** [test] Error 2", True)
+        + _bash("t2", "make lint")
+        + _outcome("t2", "Exit code 1\nE501 line too long", True)
+        + _bash("t3", "make test")
+        + _outcome("t3", "42 passed", False)
+    )
+    d = _fed(data).digest
+    assert [(c.text, c.fixed) for c in d.failed] == [("make test", True), ("make lint", False)]
+    note = render_markdown(d, "t")
+    assert "- `make test` — exit 2: make: *** [test] Error 2 — fixed: a later run succeeded" in note
+    assert "- `make lint` — exit 1: E501 line too long\n" in note

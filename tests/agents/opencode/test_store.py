@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from ctxd.agents import spec
-from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.opencode.store import BATCH, OpenCodeStore, database_path
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
 SESSION = "ses_dcc44cf90ffeorGSkkrofIPjZq"
@@ -85,3 +85,97 @@ def test_the_spec_finds_the_database() -> None:
         "/h/.local/share/opencode/x.db"
     )
     assert database_path({"XDG_DATA_HOME": "/d", "OPENCODE_DB": "/a/b.db"}) == Path("/a/b.db")
+
+
+def test_a_step_written_after_the_newest_parts_were_deleted_is_read(tmp_path: Path) -> None:
+    # OpenCode's revert deletes the last turns' rows; SQLite gives their rowids to the next.
+    path = copy(tmp_path)
+    reader = OpenCodeStore(path)
+    assert len(reader.read()) == 3
+    writer = sqlite3.connect(path)
+    message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
+    writer.execute("delete from part where rowid >= 8")
+    writer.commit()
+    assert reader.read() == []
+    writer.execute(
+        "insert into part values ('prt_after', ?, ?, 3, 3, ?)",
+        (message, SESSION, '{"type":"step-finish","tokens":{"input":500,"output":1,"cache":{}}}'),
+    )
+    writer.commit()
+    (new,) = reader.read()
+    assert (new.update.turn_id, new.update.tokens) == ("prt_after", 500)
+    writer.close()
+
+
+def test_a_read_does_not_look_again_at_the_parts_after_the_last_step(tmp_path: Path) -> None:
+    path = copy(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    writer = sqlite3.connect(path)
+    message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
+    writer.execute(
+        'insert into part values (\'prt_text\', ?, ?, 3, 3, \'{"type":"text","text":"x"}\')',
+        (message, SESSION),
+    )
+    writer.commit()
+    assert reader.read() == []
+    assert reader.position() == {"rowid": 11}
+    writer.close()
+
+
+DATA = CAPTURE.parent
+
+
+def test_a_real_compaction_is_a_reset_to_the_summarys_output() -> None:
+    # opencode.compact.db: the mock's prompts 50,000 and 170,000 (over OpenCode's 168,000 on a
+    # 200,000 window), its summary request answered with 5 tokens, then 20,000 and 21,000.
+    rows = OpenCodeStore(str(DATA / "opencode.compact.db")).read()
+    assert [(r.update.tokens, r.update.compaction) for r in rows] == [
+        (50_000, False),
+        (170_000, False),
+        (5, True),
+        (20_000, False),
+        (21_000, False),
+    ]
+
+
+def test_a_real_subagents_steps_come_before_its_parents_first_and_name_it() -> None:
+    # opencode.subagent.db: a `task` call in the parent's first step (10,000), the subagent's
+    # two steps (30,000, 31,000), then the parent's answer (12,000).
+    rows = OpenCodeStore(str(DATA / "opencode.subagent.db")).read()
+    parent = next(r.session_id for r in rows if r.parent_id is None)
+    assert [(r.update.tokens, r.parent_id) for r in rows] == [
+        (30_000, parent),
+        (31_000, parent),
+        (10_000, None),
+        (12_000, None),
+    ]
+
+
+def test_a_read_past_its_deadline_stops_after_one_span_and_the_next_goes_on(
+    tmp_path: Path,
+) -> None:
+    path = copy(tmp_path)
+    writer = sqlite3.connect(path)
+    message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
+    for i in range(2 * BATCH):  # a long tool output's worth of other parts, then one step
+        writer.execute(
+            'insert into part values (?, ?, ?, 3, 3, \'{"type":"text","text":"x"}\')',
+            (f"prt_{i:05d}", message, SESSION),
+        )
+    writer.execute(
+        "insert into part values ('prt_last', ?, ?, 4, 4, ?)",
+        (message, SESSION, '{"type":"step-finish","tokens":{"input":7,"output":1,"cache":{}}}'),
+    )
+    writer.commit()
+    writer.close()
+    reader = OpenCodeStore(path)
+    spans = []
+    while True:
+        spans.append(reader.read(until=0.0, clock=lambda: 1.0))  # the deadline has passed
+        if not reader.behind:
+            break
+    # each call scanned one span of BATCH parts, whatever they held
+    assert len(spans) == 3
+    assert [len(s) for s in spans] == [3, 0, 1]
+    assert [r.update.tokens for s in spans for r in s] == [10_000, 15_000, 20_000, 7]

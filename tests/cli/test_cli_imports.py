@@ -1,0 +1,94 @@
+"""`ctxd status` and `ctxd watch` are a look at the daemon's answer, run by hand and often: as
+processes they import the client's round trip and the report's text, not the agent registry, the
+daemon, the event loop or the file watcher (what a user would otherwise wait for at every look).
+Checked on the real command, from what `python -X importtime` says it imported."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import World
+
+#: Modules a look never needs: their top-level packages. (shutil: argparse's help formatter
+#: imports it, with three compression modules, unless told the width.)
+HEAVY = ("anyio", "watchfiles", "orjson", "shutil", "ctxd.daemon", "ctxd.agents", "ctxd.core")
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules named in `-X importtime`'s report."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+
+
+def _look(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ctxd", *args],
+        env=world.env,
+        cwd=world.root,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+
+
+def test_status_imports_neither_the_agents_nor_the_daemon(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(120_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+
+    table = _look(ctxd, "status")
+    one = _look(ctxd, "status", t.session_id[:8])
+
+    assert table.returncode == 0, table.stderr
+    assert t.session_id[:8] in table.stdout and "120,000" in table.stdout
+    assert one.returncode == 0, one.stderr
+    assert "120,000" in one.stdout
+    for result in (table, one):
+        modules = _imported(result.stderr)
+        assert "ctxd.cli.report" in modules  # the report was made, by this process
+        assert _heavy(modules) == []
+
+
+def test_status_without_a_daemon_says_so_as_cheaply(world: World) -> None:
+    result = _look(world, "status")
+
+    assert result.returncode == 3
+    assert "no ctxd daemon is running" in result.stderr
+    assert _heavy(_imported(result.stderr)) == []
+
+
+def test_watch_imports_neither_the_agents_nor_the_daemon(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(90_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+
+    screen = ctxd.root / "watch.out"
+    with screen.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "ctxd", "watch", "--interval", "0.1"],
+            env=ctxd.env,
+            cwd=ctxd.root,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    try:
+        ctxd.wait_for(lambda: screen.read_text().count("90,000") >= 2 or None, 10, "two redraws")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+
+    assert proc.returncode == 0, err
+    assert _heavy(_imported(err)) == []
