@@ -8,10 +8,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from conftest import World
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 
 #: Modules a look never needs: their top-level packages. (shutil: argparse's help formatter
 #: imports it, with three compression modules, unless told the width.)
@@ -92,3 +95,27 @@ def test_watch_imports_neither_the_agents_nor_the_daemon(ctxd: World) -> None:
 
     assert proc.returncode == 0, err
     assert _heavy(_imported(err)) == []
+
+
+#: What `ctxd handoff --transcript` never needs: the daemon and its event loop, and the network
+#: (urllib.request alone loads http.client and email: ~15-35 ms of a process whose budget is
+#: 1.5x the CPU of decoding the file, docs/benchmarks.md §10).
+HANDOFF_NEVER = ("anyio", "watchfiles", "ctxd.daemon", "urllib.request", "http", "email")
+
+
+def test_handoff_of_a_transcript_imports_neither_the_daemon_nor_the_network(
+    world: World,
+) -> None:
+    sample = DATA / "gemini-cli-0.61.0" / "transcript.exitcodes.1.jsonl"
+    result = _look(world, "handoff", "--agent", "gemini", "--transcript", str(sample))
+
+    assert result.returncode == 0, result.stderr
+    assert "Run four echos" in result.stdout
+    modules = _imported(result.stderr)
+    assert "ctxd.agents.gemini.digest" in modules
+    assert (
+        sorted(
+            m for m in modules if m.split(".")[0] in HANDOFF_NEVER or m.startswith(HANDOFF_NEVER)
+        )
+        == []
+    )

@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from ctxd.agents.hookcmd import client_dir
 from ctxd.agents.spec import Check, InstallRequest, Json
@@ -71,6 +70,10 @@ def installed_plugin(doc: Json) -> str | None:
 
 def plugin_path(url: str) -> Path:
     """The file a `file://` URL names (`as_uri` quoted it: a space is %20)."""
+    # Imported here: urllib.request loads http.client and email (~15 ms), and every command
+    # that asks the agent registry (`ctxd handoff`, `replay`...) imports this module.
+    from urllib.request import url2pathname
+
     return Path(url2pathname(urlsplit(url).path))
 
 
