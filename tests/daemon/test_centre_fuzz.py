@@ -11,7 +11,6 @@ change its figures.
 
 from __future__ import annotations
 
-import copy
 import json
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
+from usage_lines import claude_assistant
 
 from ctxd import agents
 from ctxd.daemon.centre import Centre
@@ -47,16 +47,7 @@ class FakeClock:
 
 
 def _assistant(session_id: str, tokens: int) -> bytes:
-    record = copy.deepcopy(LINES["claude-assistant"])
-    record.update(sessionId=session_id, uuid=str(uuid.uuid4()), timestamp="2027-01-15T08:00:00Z")
-    record["message"]["id"] = f"msg_{uuid.uuid4().hex[:20]}"
-    record["message"]["usage"].update(
-        input_tokens=1000,
-        cache_creation_input_tokens=2000,
-        cache_read_input_tokens=tokens - 3000,
-        output_tokens=100,
-    )
-    return json.dumps(record).encode() + b"\n"
+    return claude_assistant(session_id, tokens, timestamp="2027-01-15T08:00:00Z")
 
 
 def _live_centre(tmp_path: Path) -> tuple[Centre, dict[str, int]]:

@@ -3,13 +3,14 @@ time (the daemon polls every POLL_INTERVAL; `test_watch_limit.py` runs it for re
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from usage_lines import claude_assistant
 
 from ctxd.daemon import poller, watches
 from ctxd.daemon.centre import Centre
@@ -22,18 +23,9 @@ DAY = 86_400.0
 
 
 def _assistant(path: Path, tokens: int) -> None:
-    record = copy.deepcopy(LINES["claude-assistant"])
-    record.update(sessionId=path.stem, uuid=str(uuid.uuid4()))
-    record["message"]["id"] = f"msg_{uuid.uuid4().hex[:20]}"
-    record["message"]["usage"].update(
-        input_tokens=1000,
-        cache_creation_input_tokens=2000,
-        cache_read_input_tokens=tokens - 3000,
-        output_tokens=100,
-    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("ab") as f:
-        f.write(json.dumps(record).encode() + b"\n")
+        f.write(claude_assistant(path.stem, tokens))
 
 
 def _unwatched(root: Path, centre: Centre) -> Poller:
