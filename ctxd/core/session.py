@@ -233,33 +233,9 @@ def figures(
     """What the session's numbers mean now: its window (and the source that said so), where
     its agent compacts by the rule under its configuration, the severity on the configured
     basis and the forecast."""
-    settings, rule, learned = grounds.settings, grounds.rule, grounds.learned
+    settings = grounds.settings
     tokens = state.tokens
-    agent_config = _config(state, grounds.config)
-    compacted_from = state.compacted_from
-
-    def inferred() -> int | None:
-        if compacted_from is None:
-            return None
-        return infer_window(
-            compacted_from,
-            lambda size: rule(size, state.model, settings.compaction, agent_config),
-        )
-
-    window = window_override or resolve_window(
-        statusline=state.statusline_window,
-        agent_reported=state.agent_window,
-        model=state.model,
-        learned=learned,
-        table=settings.windows,
-        tokens=tokens or 0,
-        default=settings.default_window,
-        inferred=inferred if compacted_from is not None else None,
-        configured=None
-        if grounds.configured_window is None
-        else grounds.configured_window(state.model, agent_config),
-    )
-    point = rule(window.size, state.model, settings.compaction, agent_config)
+    window, point, agent_config = _window_and_point(state, grounds, window_override)
     auto = point is not None
     # Without auto-compaction the window is the only limit: the basis falls back to it.
     point = window.size if point is None else point
@@ -284,6 +260,38 @@ def figures(
         idle_compaction_at=idle_at,
         limit_passed=policy.limit_passed(usage, settings.thresholds),
     )
+
+
+def _window_and_point(
+    state: SessionState, grounds: Grounds, window_override: Window | None = None
+) -> tuple[Window, int | None, Mapping[str, str]]:
+    """The session's window, where its agent compacts it (None: it never will) and the agent
+    configuration both were read with: all a hook is judged on (`figures` adds what `status`
+    shows; a hook, on every tool call, pays for none of it)."""
+    settings, rule = grounds.settings, grounds.rule
+    agent_config = _config(state, grounds.config)
+    model, overrides, compacted_from = state.model, settings.compaction, state.compacted_from
+
+    def point_for(size: int) -> int | None:
+        return rule(size, model, overrides, agent_config)
+
+    def inferred() -> int | None:
+        return None if compacted_from is None else infer_window(compacted_from, point_for)
+
+    window = window_override or resolve_window(
+        statusline=state.statusline_window,
+        agent_reported=state.agent_window,
+        model=model,
+        learned=grounds.learned,
+        table=settings.windows,
+        tokens=state.tokens or 0,
+        default=settings.default_window,
+        inferred=inferred if compacted_from is not None else None,
+        configured=None
+        if grounds.configured_window is None
+        else grounds.configured_window(model, agent_config),
+    )
+    return window, point_for(window.size), agent_config
 
 
 def idle_compaction_at(
@@ -346,25 +354,26 @@ def on_hook(
     if state.tokens is None or event.kind not in ("tool_call", "prompt", "stop"):
         return _answered(state, event, now, state.policy), Reply()
     current = state if state.model or not event.model else replace(state, model=event.model)
-    fig = figures(current, grounds, recent=False)
-    usage = _usage(state, fig.window, fig.compaction_at)
+    window, point, agent_config = _window_and_point(current, grounds)
+    usage = _usage(state, window, window.size if point is None else point)
     settings = grounds.settings
     t = settings.thresholds
     if event.kind == "stop":
         # A subagent's turn ends inside its parent's (an agent may report its end like any
         # session's): a handoff, or a note on idling, is for the parent's turn to ask.
         held = event.stop_hook_active or state.parent is not None
+        idle_at = idle_compaction_at(current, grounds, agent_config)
         new_policy, text = policy.on_stop(
             state.policy,
             usage,
             settings.handoff,
             t.basis,
             held,
-            idle_compaction=fig.idle_compaction_at is not None,
+            idle_compaction=idle_at is not None,
         )
         reply = policy.handoff_reply(text, settings.handoff)
-        if fig.idle_compaction_at is not None and not held:
-            idle = messages.idle_compaction_text(fig.idle_compaction_at, grounds.utc_offset)
+        if idle_at is not None and not held:
+            idle = messages.idle_compaction_text(idle_at, grounds.utc_offset)
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
     else:

@@ -228,11 +228,12 @@ def resolve_window(
         return Window(size, "model-id")
     if model and (size := _positive(learned.get(model_key(model)))) is not None:
         return Window(size, "learned")
-    assumed = Window(default, "default")
     if inferred is not None and (size := _positive(inferred())) is not None:
         assumed = Window(size, "compaction")
     elif (size := lookup_table(model, table)) is not None:
         assumed = Window(size, "table")
+    else:
+        assumed = Window(default, "default")
     if tokens > assumed.size:
         return Window(window_for_usage(tokens), "usage")
     return assumed
