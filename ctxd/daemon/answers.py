@@ -65,22 +65,42 @@ class Answers:
         #: agent) -> how many (what `GET /metrics` counts, with the compactions).
         self.counts: Counter[tuple[str, ...]] = Counter()
         self._announced: set[str] = set()  # sessions told they are catching up, this time
+        self._grounds: dict[str, Grounds] = {}  # by agent: see `grounds`
         #: Called with a session's key before an answer that depends on its new state leaves
         #: (a warning given, a handoff asked): the daemon makes that state durable there.
         self.persist_now: Callable[[str], None] | None = None
         sessions.on_drop(self._forget)
 
     def grounds(self, state: SessionState) -> Grounds:
-        """What `state` is judged with now."""
-        return Grounds(
-            self._settings(),
-            agents.spec(state.agent).compaction,
-            self.agent_settings.config(state),
+        """What `state` is judged with now.
+
+        Every hook asks, and what goes in changes rarely: the value built for an agent is kept
+        while ctxd's settings, the agent's configuration from its settings files and the time
+        zone's offset are still the ones it was built with.
+        """
+        settings = self._settings()
+        config = self.agent_settings.config(state)
+        utc_offset = time.localtime().tm_gmtoff
+        kept = self._grounds.get(state.agent)
+        if (
+            kept is not None
+            and kept.settings is settings
+            and kept.config is config
+            and kept.utc_offset == utc_offset
+        ):
+            return kept
+        spec = agents.spec(state.agent)
+        grounds = Grounds(
+            settings,
+            spec.compaction,
+            config,
             self.sessions.learned,
-            agents.spec(state.agent).idle_compaction,
-            time.localtime().tm_gmtoff,
-            agents.spec(state.agent).configured_window,
+            spec.idle_compaction,
+            utc_offset,
+            spec.configured_window,
         )
+        self._grounds[state.agent] = grounds
+        return grounds
 
     def handle_hook(
         self,
@@ -126,7 +146,7 @@ class Answers:
         reply = self.continuity.amend(event, state, new_state, reply, facts, self._settings())
         if self.persist_now is not None and _must_persist(state.policy, new_state.policy, reply):
             self.persist_now(key)
-        return agents.render(event, reply) if reply != Reply() else b""
+        return agents.render(event, reply) if reply != _SILENT else b""
 
     def _answer_catching_up(self, event: HookEvent, key: str) -> bytes:
         """A hook of a session whose transcript is still being read: the event is recorded
@@ -259,6 +279,9 @@ class Answers:
         self._announced.discard(key)
 
 
+#: A reply with nothing in it, what most hooks get (built once: every answer compares with it).
+_SILENT = Reply()
+
 #: Longer than any path or setting a variable of the agent's names (PATH_MAX is 4,096).
 MAX_ENV_VALUE = 4096
 
@@ -296,7 +319,7 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
     restart that forgot it would say it again), or what was said so far changed (a warning
     level, a handoff asked, a compaction's reset of both)."""
     return (
-        reply != Reply()
+        reply != _SILENT
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
     )
