@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -270,6 +271,56 @@ def test_idle_compaction_from_statusline_payloads(
         assert f"left idle, this session is compacted at {hhmm}" in said, said
     else:
         assert "left idle" not in said
+
+
+def test_settings_applied_between_two_hooks_judge_the_second(
+    world: World, clock: FakeClock
+) -> None:
+    """What a hook is judged with is kept between hooks only while it holds: a config applied
+    in between (the daemon re-read the file) is what the very next hook is judged on."""
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(TOKENS_AT_REMAINING[40])
+    assert level(answer_of(centre, t.payload("PostToolUse"))) is None
+    centre.settings.apply(parse_settings('[thresholds]\nbasis = "window"\nwarning = 45\n'))
+    clock.advance(1.0)
+    assert level(answer_of(centre, t.payload("PostToolUse"))) == "WARNING"
+
+
+@pytest.fixture
+def time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set the process's time zone (a POSIX TZ string); the real one comes back after."""
+
+    def set_zone(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_the_idle_note_tells_the_time_in_the_zone_in_force_now(
+    world: World, clock: FakeClock, time_zone: Callable[[str], None]
+) -> None:
+    """A clock time in a message is in the user's time zone as it is at that answer (a summer
+    time change between two Stop hooks shows in the second)."""
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(300_000)
+    expires = 1_800_003_600  # 2027-01-15 09:00 UTC; compacted 6 minutes before
+    centre.answers.handle_hook(
+        "claude", "statusline", statusline_payload(world, t, 300_000, "1h", expires)
+    )
+    said = []
+    for zone in ("UTC0", "XST-2"):  # UTC, then two hours east of it
+        time_zone(zone)
+        answer = centre.answers.handle_hook("claude", None, json.dumps(t.payload("Stop")).encode())
+        assert isinstance(answer, bytes)
+        said.append(json.loads(answer)["systemMessage"])
+        clock.advance(1.0)
+    assert "compacted at 08:54 UTC" in said[0], said[0]
+    assert "compacted at 10:54 " in said[1], said[1]
 
 
 def switch_payload(t: Any, event: str, tokens: int, to_model: str, source: str) -> bytes:
