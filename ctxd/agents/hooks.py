@@ -146,14 +146,13 @@ def _text(value: object) -> str | None:
 
 def _token(value: object) -> str | None:
     # An id some agent gives as a number (Copilot CLI's hook timestamps) is its decimal text.
-    if type(value) is int:
-        return str(value)
-    return value if isinstance(value, str) and value else None
+    return str(value) if type(value) is int else _text(value)
 
 
 def _path(value: object) -> str | None:
     # A NUL byte cannot be in a real path; such a value is treated as absent, not trusted.
-    return value if isinstance(value, str) and value and "\x00" not in value else None
+    text = _text(value)
+    return text if text is not None and "\x00" not in text else None
 
 
 def _said(text: str | None) -> str | None:
