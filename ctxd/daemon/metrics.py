@@ -150,7 +150,24 @@ def render(status: Mapping[str, Any], extra: Mapping[str, Mapping[str, int]] | N
         "# TYPE ctxd_sessions gauge",
         f"ctxd_sessions {len(status.get('sessions') or ())}",
     ]
+    lines += _watching(daemon.get("watching"))
     return "\n".join(lines) + "\n"
+
+
+def _watching(watching: object) -> list[str]:
+    """The agents' folders the kernel watches and those polled instead (past the inotify
+    limit): an alert on the second is how a user learns that figures now lag by seconds."""
+    if not isinstance(watching, Mapping):
+        return []
+    lines: list[str] = []
+    for key, name, text in (
+        ("watched", "ctxd_watched_folders", "Agents' folders watched through inotify."),
+        ("unwatched", "ctxd_unwatched_folders", "Agents' folders polled: past the inotify limit."),
+    ):
+        value = watching.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge", f"{name} {value}"]
+    return lines
 
 
 #: Upper bounds of the request duration histogram, in seconds.
