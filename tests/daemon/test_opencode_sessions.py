@@ -8,6 +8,7 @@ import json
 import shutil
 from typing import TYPE_CHECKING
 
+import pytest
 from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
 
 from ctxd.agents.opencode.store import database_path
@@ -17,6 +18,9 @@ from ctxd.daemon.config import parse_settings
 
 if TYPE_CHECKING:
     from conftest import World
+
+# The world gives these tests files and an environment; no ctxd process runs.
+pytestmark = pytest.mark.in_process
 
 
 def test_a_subagent_whose_first_step_ends_before_its_parents_is_still_its_subagent(
