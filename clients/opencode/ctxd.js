@@ -5,8 +5,11 @@
 // as the one that answer caused. It speaks the hook client's wire format (clients/ctxd_wire.py):
 // a 4-byte big-endian length, then a JSON header line and the payload; the answer's header line
 // is {"v":1,"ok":true}, its result the hook answer ctxd renders for OpenCode. Fail-open and
-// bounded: any error, or no answer within TIMEOUT_MS, changes nothing. `ctxd install opencode`
-// names this file in opencode.json.
+// bounded: any error, or no answer within TIMEOUT_MS, changes nothing. When no daemon listens
+// it starts one, as pi's extension does (clients/pi/ctxd.ts), and goes on without waiting.
+// `ctxd install opencode` copies this file beside the hook client and names it in opencode.json.
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import net from "node:net"
 import os from "node:os"
 
@@ -18,6 +21,25 @@ function socketPath(env) {
   if (env.XDG_RUNTIME_DIR) return `${env.XDG_RUNTIME_DIR}/ctxd/ctxd.sock`
   const state = env.XDG_STATE_HOME || `${env.HOME || os.homedir()}/.local/state`
   return `${state}/ctxd/run/ctxd.sock`
+}
+
+let spawned = false
+
+// `ctxd serve --spawned`, detached, once per OpenCode process: the command is in the
+// `ctxd-command` file every ctxd run writes beside the client (this file's parent directory).
+// A daemon already starting or running keeps its lock, and the new one exits.
+function startDaemon() {
+  if (spawned || process.env.CTXD_NO_SPAWN === "1") return
+  spawned = true
+  try {
+    const file = new URL("../ctxd-command", import.meta.url)
+    const [command, ...args] = readFileSync(file, "utf8").split("\n").filter(Boolean)
+    if (!command) return
+    const argv = [...args, "serve", "--spawned"]
+    const child = spawn(command, argv, { detached: true, stdio: "ignore" })
+    child.on("error", () => {})
+    child.unref()
+  } catch {}
 }
 
 function ask(event, payload) {
@@ -33,7 +55,10 @@ function ask(event, payload) {
     }
     const sock = net.createConnection(socketPath(process.env))
     const timer = setTimeout(() => finish(null), TIMEOUT_MS)
-    sock.on("error", () => finish(null))
+    sock.on("error", (err) => {
+      if (!done && (err.code === "ENOENT" || err.code === "ECONNREFUSED")) startDaemon()
+      finish(null)
+    })
     sock.on("data", (chunk) => {
       chunks.push(chunk)
       const data = Buffer.concat(chunks)

@@ -238,11 +238,38 @@ def test_a_stopped_daemon_leaves_the_session_working_quietly(rig: Rig) -> None:
     start(rig, bash_steps([120_000, 130_000, 140_000]))
     rig.ctxd.start(rig.mock.wrap)
     rig.ctxd.stop_with_cli()
-    res = rig.opencode("Run the steps")
+    res = rig.opencode("Run the steps", CTXD_NO_SPAWN="1")
     assert "Done." in res.stdout, res.describe()
     assert "ctxd" not in res.stderr.lower(), res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
     assert len(rig.main()) == 3  # no handoff turn either
+    assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists(), "a daemon was spawned"
+
+
+def test_with_no_daemon_the_first_tool_call_starts_one(rig: Rig) -> None:
+    """No daemon and spawning allowed: the plugin's first tool call starts one, with the command
+    in the `ctxd-command` file beside the client, and goes on; the daemon finds the session in
+    the database, and its WARNING reaches the model a few calls later."""
+    # step:  0        1(slow)  2(W)     3        4        5
+    steps = bash_steps([50_000, 60_000, 110_000, 111_000, 112_000, 113_000])
+    # the second call gives the new daemon time to come up (it is not waited for)
+    steps[1]["tool"]["arguments"] = {"command": "sleep 4", "description": "slow"}
+    start(rig, steps)
+    assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists()
+    try:
+        res = rig.opencode("Run the steps", CTXD_NO_SPAWN="0")
+        assert "Done." in res.stdout, res.describe()
+        main = rig.main()
+        assert len(main) == 6, res.describe()
+        # step 2's figure, given at call 3 as with a daemon already running
+        assert at_calls(main, WARNING) == [3], [last_turn_text(r["body"]) for r in main]
+
+        def tokens() -> list[int]:
+            return [s["tokens"] for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
+
+        assert wait_for(lambda: tokens() == [113_000], 10), rig.ctxd.status()
+    finally:
+        rig.ctxd.ctl("stop")
 
 
 def test_the_ui_asks_the_handoff_once_and_quits_during_its_turn(rig: Rig, tmp_path: Path) -> None:
