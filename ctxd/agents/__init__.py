@@ -27,6 +27,7 @@ __all__ = [
     "builtin_windows",
     "detect_agent",
     "detect_agent_from_path",
+    "has_format",
     "parse",
     "render",
     "spec",
@@ -133,22 +134,31 @@ def detect_agent(head: bytes) -> str | None:
     start of one object spread over lines (an indented JSON document, not JSON lines) is judged
     by the members it holds whole.
     """
-    detection = _detection()
+    return _detect(_detection(), head)
+
+
+def has_format(agent: str, head: bytes) -> bool:
+    """Whether the first bytes of a transcript have `agent`'s line format, judged as
+    `detect_agent` judges them but by that agent alone (whose package alone is imported)."""
+    return _detect((spec(agent),), head) == agent
+
+
+def _detect(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
     lines = head.split(b"\n")
     complete, partial = lines[:-1], lines[-1]
     for line in (*complete[:_HEAD_LINES], partial):
         record = decode(line)
         if record is not None:
-            for s in detection:
+            for s in specs:
                 if s.files.recognises(record):
                     return s.name
     if not complete:
-        for s in detection:
+        for s in specs:
             if s.files.recognises_prefix(partial):
                 return s.name
     members = leading_members(head)
     if members:
-        for s in detection:
+        for s in specs:
             if s.files.recognises(members):
                 return s.name
     return None
