@@ -50,7 +50,14 @@ from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_second
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["GeminiJsonReader", "GeminiReader", "is_summary", "is_summary_text", "message_texts"]
+__all__ = [
+    "GeminiJsonReader",
+    "GeminiReader",
+    "is_summary",
+    "is_summary_text",
+    "may_hold_summary",
+    "message_texts",
+]
 
 _SNAPSHOT = "<state_snapshot>"
 _ACK = "Got it. Thanks for the additional context!"
