@@ -2,16 +2,19 @@
 
 Everything outside `ctxd.agents` sees an agent only through its `AgentSpec` (`spec(name)`), and
 the helpers here that ask every spec in turn. To add an agent, write a package that builds an
-`AgentSpec` (see `ctxd.agents.spec` and docs/architecture.md) and add it to `_SPECS`.
+`AgentSpec` (see `ctxd.agents.spec` and docs/architecture.md) and add it to `_PACKAGES`.
+
+A spec is imported when it is first asked for: a command about one agent (`ctxd handoff
+--agent gemini`) loads that agent's package alone, and the helpers that ask every agent load
+them all.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 
-from ctxd.agents import claude, codex, copilot, gemini, opencode, pi, qwen
 from ctxd.agents.hooks import parse_hook, render_reply
 from ctxd.agents.lines import decode, leading_members
 from ctxd.agents.spec import AgentSpec
@@ -24,6 +27,7 @@ __all__ = [
     "builtin_windows",
     "detect_agent",
     "detect_agent_from_path",
+    "has_format",
     "parse",
     "render",
     "spec",
@@ -33,42 +37,49 @@ __all__ = [
     "transcript_roots",
 ]
 
-_SPECS: Mapping[str, AgentSpec] = MappingProxyType(
-    {
-        s.name: s
-        for s in (
-            claude.SPEC,
-            gemini.SPEC,
-            codex.SPEC,
-            qwen.SPEC,
-            opencode.SPEC,
-            pi.SPEC,
-            copilot.SPEC,
-        )
-    }
-)
+#: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
+_PACKAGES: Mapping[str, str] = {
+    name: f"ctxd.agents.{name}"
+    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot")
+}
 
 #: The agents' names, in the order ctxd lists them.
-AGENTS: tuple[str, ...] = tuple(_SPECS)
+AGENTS: tuple[str, ...] = tuple(_PACKAGES)
+
+#: The specs imported so far, by name.
+_loaded: dict[str, AgentSpec] = {}
 
 #: How many lines of a transcript's head are looked at before giving up.
 _HEAD_LINES = 8
 
-#: The order a transcript's head is matched in: newest agent first, since a later agent may
-#: write records an earlier one's check also accepts (Qwen Code's carry every key Claude Code's
-#: check looks for, and more).
-_DETECTION: tuple[AgentSpec, ...] = tuple(_SPECS.values())[::-1]
-
 
 def spec(name: str) -> AgentSpec:
     """The agent called `name`; InvalidInput naming the known ones otherwise."""
-    found = _SPECS.get(name)
+    found = _loaded.get(name)
     if found is None:
-        # The name comes from a request: a refusal that echoed all of a huge one would flood
-        # the log and the answer.
-        shown = repr(name) if len(name) <= 64 else f"{name[:64]!r}... ({len(name):,} characters)"
-        raise InvalidInput(f"unknown agent {shown}; expected one of {', '.join(AGENTS)}")
+        package = _PACKAGES.get(name)
+        if package is None:
+            # The name comes from a request: a refusal that echoed all of a huge one would
+            # flood the log and the answer.
+            shown = (
+                repr(name) if len(name) <= 64 else f"{name[:64]!r}... ({len(name):,} characters)"
+            )
+            raise InvalidInput(f"unknown agent {shown}; expected one of {', '.join(AGENTS)}")
+        loaded: AgentSpec = importlib.import_module(package).SPEC
+        found = _loaded[name] = loaded
     return found
+
+
+def _specs() -> tuple[AgentSpec, ...]:
+    """Every agent's spec, in the order ctxd lists them."""
+    return tuple(spec(name) for name in AGENTS)
+
+
+def _detection() -> tuple[AgentSpec, ...]:
+    """The order a transcript's head is matched in: newest agent first, since a later agent
+    may write records an earlier one's check also accepts (Qwen Code's carry every key Claude
+    Code's check looks for, and more)."""
+    return _specs()[::-1]
 
 
 def parse(agent: str, payload: bytes, event_hint: str | None = None) -> HookEvent:
@@ -83,17 +94,17 @@ def render(event: HookEvent, reply: Reply) -> bytes:
 
 def transcript_roots(env: Mapping[str, str]) -> dict[str, Path]:
     """Each agent's transcript root, watched recursively by the daemon."""
-    return {name: s.files.transcript_root(env) for name, s in _SPECS.items()}
+    return {s.name: s.files.transcript_root(env) for s in _specs()}
 
 
 def store_paths(env: Mapping[str, str]) -> dict[str, Path]:
     """Each database that holds an agent's sessions (agents with a `store`), by agent."""
-    return {name: s.store.path(env) for name, s in _SPECS.items() if s.store is not None}
+    return {s.name: s.store.path(env) for s in _specs() if s.store is not None}
 
 
 def store_owner(path: str) -> str | None:
     """The agent whose session database the file at `path` is (any path), else None."""
-    for s in _SPECS.values():
+    for s in _specs():
         if s.store is not None and s.store.recognises(path):
             return s.name
     return None
@@ -102,14 +113,14 @@ def store_owner(path: str) -> str | None:
 def transcript_owner(path: str, roots: Mapping[str, Path]) -> str | None:
     """The agent whose transcript `path` is, by the root it lies under and its name."""
     for name, root in roots.items():
-        if path.startswith(f"{root}/") and _SPECS[name].files.is_transcript(path):
+        if path.startswith(f"{root}/") and spec(name).files.is_transcript(path):
             return name
     return None
 
 
 def detect_agent_from_path(path: str) -> str | None:
     """The agent whose transcript layout `path` has, else None. Looks at the path only."""
-    for s in _SPECS.values():
+    for s in _specs():
         if s.files.has_layout(path):
             return s.name
     return None
@@ -123,21 +134,31 @@ def detect_agent(head: bytes) -> str | None:
     start of one object spread over lines (an indented JSON document, not JSON lines) is judged
     by the members it holds whole.
     """
+    return _detect(_detection(), head)
+
+
+def has_format(agent: str, head: bytes) -> bool:
+    """Whether the first bytes of a transcript have `agent`'s line format, judged as
+    `detect_agent` judges them but by that agent alone (whose package alone is imported)."""
+    return _detect((spec(agent),), head) == agent
+
+
+def _detect(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
     lines = head.split(b"\n")
     complete, partial = lines[:-1], lines[-1]
     for line in (*complete[:_HEAD_LINES], partial):
         record = decode(line)
         if record is not None:
-            for s in _DETECTION:
+            for s in specs:
                 if s.files.recognises(record):
                     return s.name
     if not complete:
-        for s in _DETECTION:
+        for s in specs:
             if s.files.recognises_prefix(partial):
                 return s.name
     members = leading_members(head)
     if members:
-        for s in _DETECTION:
+        for s in specs:
             if s.files.recognises(members):
                 return s.name
     return None
@@ -146,6 +167,6 @@ def detect_agent(head: bytes) -> str | None:
 def builtin_windows() -> dict[str, int]:
     """Every agent's built-in model table (model id prefix -> window)."""
     table: dict[str, int] = {}
-    for s in _SPECS.values():
+    for s in _specs():
         table.update(s.windows)
     return table

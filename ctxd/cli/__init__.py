@@ -22,7 +22,6 @@ from ctxd.errors import CtxdError, InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
-    from types import ModuleType
     from typing import Any
 
 Verb = Callable[[argparse.Namespace], int]
@@ -396,6 +395,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # (the agents' names come from the agent registry) without making every other verb pay too.
 
 
+#: Stands in a help text for the agents whose sessions live in a database (`_HelpFormatter`).
+_WITH_STORE = "{agents with a database}"
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse's own, told the terminal's width as `shutil.get_terminal_size` would tell it:
     argparse asks shutil, whose import loads three compression modules, every run of every verb
@@ -403,6 +406,14 @@ class _HelpFormatter(argparse.HelpFormatter):
 
     def __init__(self, prog: str) -> None:
         super().__init__(prog, width=_columns() - 2)  # argparse's own margin
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        # The agents that keep a session database are named only when help is printed: naming
+        # them imports every agent's package, which a verb about one agent need not.
+        text = super()._get_help_string(action)
+        if text is not None and _WITH_STORE in text:
+            text = text.replace(_WITH_STORE, _with_store())
+        return text
 
 
 def _columns() -> int:
@@ -467,7 +478,6 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     from pathlib import Path
 
-    from ctxd import agents
     from ctxd.agents import AGENTS
 
     replay.add_argument(
@@ -483,7 +493,7 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument(
         "--session",
         metavar="ID",
-        help=f"of an agent's session database ({_with_store(agents)}): only the session whose "
+        help=f"of an agent's session database ({_WITH_STORE}): only the session whose "
         "id starts with ID (default: every session, each subagent's after its parent's)",
     )
     replay.add_argument("--window", type=_positive_int, help="measure against this window")
@@ -497,8 +507,10 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     )
 
 
-def _with_store(agents: ModuleType) -> str:
+def _with_store() -> str:
     """The agents whose sessions live in a database rather than in transcript files."""
+    from ctxd import agents
+
     return ", ".join(agents.spec(n).title for n in agents.AGENTS if agents.spec(n).store)
 
 
@@ -570,7 +582,6 @@ def _doctor_arguments(doctor: argparse.ArgumentParser) -> None:
 
 
 def _handoff_arguments(handoff: argparse.ArgumentParser) -> None:
-    from ctxd import agents
     from ctxd.agents import AGENTS
 
     handoff.add_argument("session", nargs="?", help="the start of its id (default: the latest)")
@@ -578,7 +589,7 @@ def _handoff_arguments(handoff: argparse.ArgumentParser) -> None:
     handoff.add_argument(
         "--transcript",
         metavar="PATH",
-        help=f"a transcript file instead, or an agent's session database ({_with_store(agents)})",
+        help=f"a transcript file instead, or an agent's session database ({_WITH_STORE})",
     )
     handoff.add_argument(
         "--session",

@@ -24,6 +24,8 @@ from ctxd.errors import InvalidInput, TranscriptError
 __all__ = ["digest_of", "handoff_document", "pick_session"]
 
 _CHUNK = 1 << 20
+#: How much of a transcript is looked at to tell whose it is.
+_HEAD = 256 * 1024
 
 
 def digest_of(agent: str, path: str, stored: str | None = None) -> Digest:
@@ -111,11 +113,25 @@ def _from_store(path: str, agent: str, args: argparse.Namespace) -> dict[str, An
     return handoff_document(agent, chosen.session_id, path, chosen.cwd, args.tokens, stored=True)
 
 
+def _is_transcript_of(agent: str | None, path: str) -> bool:
+    """Whether the file at `path` begins as a transcript of `agent` (the one named, if any)
+    does: then it is no agent's database, and the databases are not asked (which imports
+    every agent's package, for a note about one agent's file)."""
+    if agent is None:
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD)
+    except OSError:
+        return False  # said when it is read
+    return agents.has_format(agent, head)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The document for the parsed command line."""
     if args.transcript:
         path = os.path.abspath(args.transcript)
-        owner = agents.store_owner(path)
+        owner = None if _is_transcript_of(args.agent, path) else agents.store_owner(path)
         if owner is not None:
             if args.agent is not None and args.agent != owner:
                 raise InvalidInput(f"{path} is a {agents.spec(owner).title} database")
@@ -123,7 +139,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         agent = args.agent or agents.detect_agent_from_path(path)
         if agent is None:
             with open(path, "rb") as f:
-                agent = agents.detect_agent(f.read(256 * 1024))
+                agent = agents.detect_agent(f.read(_HEAD))
         if agent is None:
             raise InvalidInput(f"{path}: not a transcript of a known agent (use --agent)")
         sid = agents.spec(agent).files.session_id_from_path(path) or os.path.basename(path)

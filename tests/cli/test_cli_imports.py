@@ -119,3 +119,17 @@ def test_handoff_of_a_transcript_imports_neither_the_daemon_nor_the_network(
         )
         == []
     )
+
+
+def test_handoff_of_a_named_agents_transcript_imports_no_other_agent(world: World) -> None:
+    # Every agent's package costs its imports (~20 ms of start-up, bench/handoff_budget.py).
+    from ctxd.agents import AGENTS
+
+    sample = DATA / "gemini-cli-0.61.0" / "transcript.exitcodes.1.jsonl"
+    result = _look(world, "handoff", "--agent", "gemini", "--transcript", str(sample))
+
+    assert result.returncode == 0, result.stderr
+    assert "Run four echos" in result.stdout
+    modules = _imported(result.stderr)
+    others = tuple(f"ctxd.agents.{name}" for name in AGENTS if name != "gemini")
+    assert sorted(m for m in modules if m.startswith(others)) == []

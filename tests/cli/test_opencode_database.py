@@ -133,6 +133,12 @@ def test_replay_refuses_another_agents_name_for_the_database(env: dict[str, str]
     assert "OpenCode database" in result.stderr and "--agent opencode" in result.stderr
 
 
+def test_handoff_refuses_another_agents_name_for_the_database(env: dict[str, str]) -> None:
+    result = ctxd(env, "handoff", "--agent", "gemini", "--transcript", str(CAPTURE))
+    assert result.returncode == 2
+    assert "OpenCode database" in result.stderr and result.stdout == ""
+
+
 def test_handoff_of_the_captured_database_holds_its_request_and_commands(
     env: dict[str, str],
 ) -> None:

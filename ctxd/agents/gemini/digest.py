@@ -20,6 +20,8 @@ What a recording (0.61.0) says, record by record:
   session's new file holds the conversation so far: its facts are taken), and after a
   compression, whose new `<state_snapshot>` summary (or the CLI's fixed acknowledgement of one)
   counts as a compaction. A summary already seen (a resume repeats it) does not count again.
+  Only a new summary matters in a later rewrite: a reader opened for the facts alone does not
+  decode one whose bytes hold none (`transcript.may_hold_summary`).
 Requests and what the model said wait for the end of the feed (`flush`): only the session's
 first request, the newest `Limits.asks` and the newest reply can show, and only they are read.
 The legacy single-object `.json` recordings keep no digest (`open_facts` gives None for them).

@@ -30,7 +30,9 @@ session digest, `digest.py`), every other line is decoded once, read for usage a
 Without one (`ctxd replay`), a message line is decoded only when its head, in Gemini CLI's own
 key order, does not show its id and usage (`_gemini_line`: a gemini message line is 2-14 KB in
 real recordings, thoughts, tool calls and their results, for a few fields). Opened for the
-facts alone (`usage=False`, `ctxd handoff`), it hands the records over and keeps no message list.
+facts alone (`usage=False`, `ctxd handoff`), it hands the records over and keeps no message list;
+once it has handed over a message, it skips a `$set` of messages whose bytes hold no summary
+(`may_hold_summary`), since the digest reads a later rewrite only for a new summary.
 
 Older versions (up to at least early 2026) write one JSON object, `{sessionId, projectHash,
 startTime, lastUpdated, messages: [...]}`, rewritten whole on every change: `GeminiJsonReader`
@@ -48,10 +50,19 @@ from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_second
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["GeminiJsonReader", "GeminiReader", "is_summary", "is_summary_text", "message_texts"]
+__all__ = [
+    "GeminiJsonReader",
+    "GeminiReader",
+    "is_summary",
+    "is_summary_text",
+    "may_hold_summary",
+    "message_texts",
+]
 
 _SNAPSHOT = "<state_snapshot>"
 _ACK = "Got it. Thanks for the additional context!"
+_SNAPSHOT_BYTES = _SNAPSHOT.encode()
+_ACK_BYTES = _ACK.encode()
 _MESSAGE_PREFIX = b'{"id":"'
 _TOKENS_KEY = b'"tokens"'
 _SET_PREFIX = b'{"$set":'
@@ -86,6 +97,8 @@ class GeminiReader:
         self._messages: dict[str, _Figure | None] = {}
         self._changed = False  # the list changed since the figure was last looked at
         self._reported = Changes()
+        #: A message was handed to the listener: a `$set` of messages is no longer the start.
+        self._begun = False
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed (the
@@ -96,10 +109,17 @@ class GeminiReader:
         on_record = self._on_record
         usage = self.usage
         loads = orjson.loads
+        begun = self._begun
+        # For the facts alone, a rewrite after the start matters only by a new summary
+        # (`digest.py`): one whose bytes hold none is not decoded (measured).
+        skip_rewrites = begun and not usage
         for line in self._lines.feed(data):
-            if not line or (line.startswith(_SET_PREFIX) and _MESSAGES_KEY not in line):
+            if not line or (
+                line.startswith(_SET_PREFIX)
                 # `lastUpdated`, `sessionId`, `summary`: metadata, half of all lines, for no
                 # listener: not decoding them pays (measured), with the digest too.
+                and (_MESSAGES_KEY not in line or (skip_rewrites and not may_hold_summary(line)))
+            ):
                 continue
             if take is None:
                 compaction = self._on_line(line)
@@ -111,6 +131,9 @@ class GeminiReader:
                 if type(record) is not dict:
                     continue
                 take(record)
+                if not begun:
+                    begun = self._begun = _is_message(record)
+                    skip_rewrites = begun and not usage
                 if not usage:
                     continue
                 compaction = on_record(record)
@@ -142,6 +165,7 @@ class GeminiReader:
         self._messages = {}
         self._changed = False
         self._reported.reset()
+        self._begun = False
         self.facts.reset()
 
     def saw_answer(self) -> bool:
@@ -293,6 +317,18 @@ def _gemini_line(line: bytes) -> tuple[str, _Figure | None] | None:
         "model": line[model_start:model_end].decode("utf-8", "replace"),
     }
     return line[start:id_end].decode("utf-8", "replace"), _figure(message)
+
+
+def _is_message(record: dict[str, Any]) -> bool:
+    """A record is a message (not a rewrite of the list, a rewind or the metadata)."""
+    return "$set" not in record and "$rewindTo" not in record and isinstance(record.get("id"), str)
+
+
+def may_hold_summary(line: bytes) -> bool:
+    """Whether a line's bytes could hold a summary message (`is_summary`): False when neither
+    text occurs in them. Gemini CLI writes its JSON with `JSON.stringify`, which escapes
+    neither text's characters."""
+    return _SNAPSHOT_BYTES in line or _ACK_BYTES in line
 
 
 def message_texts(message: dict[str, Any]) -> list[str]:
