@@ -149,6 +149,14 @@ class Facts:
         for i, j in sorted(chosen):
             self.book.ask(cache[i][j])
 
+    def fold_reply(self, taken: Sequence[str]) -> None:
+        """Fold in the newest reply among `taken` (a feed's replies, oldest first) that says
+        something: only the newest can show, so the others are never clipped."""
+        for text in reversed(taken):
+            if text.strip():
+                self.book.reply(text)
+                return
+
 
 def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:
     """A todo list as the agents write it (a list of objects with a text under one of

@@ -121,10 +121,7 @@ class ClaudeFacts(Facts):
             self.fold_requests(asks, _one)
         if self._replies:
             replies, self._replies = self._replies, []
-            for text in reversed(replies):
-                if text.strip():
-                    self.book.reply(text)
-                    break
+            self.fold_reply(replies)
 
     def _assistant(self, record: dict[str, Any]) -> None:
         message = record.get("message")

@@ -93,10 +93,7 @@ class GeminiFacts(Facts):
             self.fold_requests(asks, _asks_of)
         if self._replies:
             replies, self._replies = self._replies, []
-            for text in reversed(replies):
-                if text.strip():
-                    self.book.reply(text)
-                    break
+            self.fold_reply(replies)
 
     def _first_time(self, key: str) -> bool:
         seen = self._seen
