@@ -183,7 +183,7 @@ class Answers:
             return (
                 event.kind == "tool_call"
                 and event.tool_use_id is not None
-                and self._implied(event, dict(self.sessions[key].agent_config)) is not None
+                and self._implied(event, self._agent_env(key)) is not None
             )
         if event.kind == "tool_call" and event.tool_use_id is not None:
             return not tracked.reader.saw_tool_use(event.tool_use_id)
@@ -196,10 +196,8 @@ class Answers:
             while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 if self.transcripts.file(key) is None:
-                    agent_env = dict(self.sessions[key].agent_config)
-                    key = self._session_for(
-                        event, self.transcripts.deadline(HOOK_BUDGET), agent_env
-                    )
+                    until = self.transcripts.deadline(HOOK_BUDGET)
+                    key = self._session_for(event, until, self._agent_env(key))
                 else:
                     self.transcripts.catch_up(key)
         if self.transcripts.catching_up(key) is not None:
@@ -236,6 +234,10 @@ class Answers:
         if known is None:
             known = self.sessions.open(event.agent, event.session_id, None, cwd=event.cwd).key
         return known
+
+    def _agent_env(self, key: str) -> dict[str, str]:
+        """The agent's own variables its hooks last passed for session `key`."""
+        return dict(self.sessions[key].agent_config)
 
     def _implied(self, event: HookEvent, agent_env: Mapping[str, str]) -> str | None:
         """The transcript the agent's layout names for a hook that names none, found where the
