@@ -64,11 +64,13 @@ class Forecast:
 
     #: Mean growth per tool call over the recent calls (None: too few calls, or not growing).
     tokens_per_call: float | None
-    #: Tool calls until the next severity level is reached (None at CRITICAL or without a rate).
+    #: Tool calls until the next severity level is reached, at a percentage threshold or a token
+    #: limit, whichever comes first (None at CRITICAL or without a rate).
     calls_to_next_threshold: int | None
     #: Tool calls until compaction is due (0 when it already is; None without a rate).
     calls_to_compaction: int | None
-    #: The level `calls_to_next_threshold` counts towards.
+    #: The level `calls_to_next_threshold` counts towards: the one above the current level,
+    #: token limits included.
     next_severity: Severity | None = None
     #: When the agent compacts the session if it stays idle (epoch seconds; None: it will not),
     #: which comes first unless the size point is reached by the next call.

@@ -110,13 +110,37 @@ def _growing_tail(series: tuple[int, ...]) -> tuple[int, ...]:
     return series[start:]
 
 
+def _tokens_to(level: Severity, usage: Usage, t: Thresholds) -> float:
+    """Tokens the session grows by until `severity_for` gives it `level` or higher: the nearest
+    of the percentage thresholds and token limits of `level` and the levels above it (a
+    critical token limit may come before the warning percentage)."""
+    remaining = remaining_pct(usage, t.basis)
+    # Percentage points of the basis, the same figure the severity is judged on.
+    base = usage.window if t.basis == "window" else usage.compaction_at
+    limits = (
+        (Severity.WARNING, t.warning, t.warning_tokens),
+        (Severity.CRITICAL, t.critical, t.critical_tokens),
+    )
+    gaps: list[float] = []
+    for limit_level, pct, tokens in limits:
+        if limit_level < level:
+            continue
+        gaps.append((remaining - pct) / 100.0 * base)
+        if tokens is not None:
+            gaps.append(tokens - usage.tokens)
+    return min(gaps)
+
+
 def forecast(recent: tuple[int, ...], usage: Usage, t: Thresholds) -> Forecast:
     """Forecast from `recent` token counts (oldest first) and the current `usage`.
 
     `usage.tokens` is taken as the newest point; it is appended unless `recent` already ends
     with it (as `on_tool_call` passes it). The rate is the mean growth per call since the last
-    drop in tokens; with fewer than two such points or no growth nothing is forecast. Calls are
-    rounded up: "2" means the second call from now crosses the line.
+    drop in tokens; with fewer than two such points or no growth nothing is forecast. The
+    current level is `severity_for`'s, token limits included; the next is the one above it,
+    reached at its percentage threshold or its token limit, whichever comes first (or at a
+    higher level's, when that comes sooner). Calls are rounded up: "2" means the second call
+    from now crosses the line.
     """
     series = recent if recent and recent[-1] == usage.tokens else (*recent, usage.tokens)
     tail = _growing_tail(series)
@@ -124,17 +148,12 @@ def forecast(recent: tuple[int, ...], usage: Usage, t: Thresholds) -> Forecast:
         return Forecast(None, None, None)
     rate = (tail[-1] - tail[0]) / (len(tail) - 1)
 
-    remaining = remaining_pct(usage, t.basis)
-    level = severity_for(remaining, t)
+    level = severity_for(remaining_pct(usage, t.basis), t, usage.tokens)
     next_severity: Severity | None = None
     to_next: int | None = None
     if level < Severity.CRITICAL:
         next_severity = Severity(level + 1)
-        threshold = t.warning if next_severity == Severity.WARNING else t.critical
-        # Work in percentage points of the basis, the same figure the severity is judged on.
-        base = usage.window if t.basis == "window" else usage.compaction_at
-        gap_tokens = (remaining - threshold) / 100.0 * base
-        to_next = max(1, math.ceil(gap_tokens / rate))
+        to_next = max(1, math.ceil(_tokens_to(next_severity, usage, t) / rate))
     to_compaction = math.ceil(max(0, usage.compaction_at - usage.tokens - usage.pending) / rate)
     return Forecast(rate, to_next, to_compaction, next_severity)
 

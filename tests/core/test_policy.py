@@ -385,6 +385,62 @@ def test_forecast(recent: tuple[int, ...], usage: Usage, t: Thresholds, expected
     assert forecast(recent, usage, t) == expected
 
 
+def _limits(warning: int | None, critical: int | None, basis: Basis = "window") -> Thresholds:
+    return Thresholds(basis=basis, warning_tokens=warning, critical_tokens=critical)
+
+
+# 5,000 tokens per call on the 1,000,000 window basis: WARNING at 650,000 tokens by the
+# percentage, CRITICAL at 750,000; the token limits count `tokens` (without `pending`), as
+# `severity_for` does.
+@pytest.mark.parametrize(
+    ("tokens", "t", "next_severity", "to_next"),
+    [
+        # Only warning_tokens set. Above the usage: it comes first (10,000 / 5,000 -> 2, not
+        # the percentage's 102); 9,000 -> 1.8 -> 2; 1 -> at least 1.
+        (140_000, _limits(150_000, None), W, 2),
+        (141_000, _limits(150_000, None), W, 2),
+        (149_999, _limits(150_000, None), W, 1),
+        # At and below it the session is at WARNING already: the next level is CRITICAL, at
+        # the percentage (no critical limit): 600,000 / 5,000 and 590,000 / 5,000.
+        (150_000, _limits(150_000, None), C, 120),
+        (160_000, _limits(150_000, None), C, 118),
+        # Only critical_tokens set. Above the usage, before the warning percentage: the session
+        # reaches WARNING (CRITICAL, in fact) at the token limit, 160,000 / 5,000.
+        (140_000, _limits(None, 300_000), W, 32),
+        # At and below it: CRITICAL already, nothing above.
+        (300_000, _limits(None, 300_000), None, None),
+        (310_000, _limits(None, 300_000), None, None),
+        # Both set. Above both: the warning limit first.
+        (140_000, _limits(150_000, 250_000), W, 2),
+        # Between them: WARNING by tokens, the critical limit first (50,000 / 5,000).
+        (200_000, _limits(150_000, 250_000), C, 10),
+        # At and past the critical limit: CRITICAL.
+        (250_000, _limits(150_000, 250_000), None, None),
+        (260_000, _limits(150_000, 250_000), None, None),
+        # WARNING by tokens, the critical percentage first: 550,000 / 5,000, not 700,000.
+        (200_000, _limits(100_000, 900_000), C, 110),
+    ],
+)
+def test_forecast_counts_the_token_limits(
+    tokens: int, t: Thresholds, next_severity: Severity | None, to_next: int | None
+) -> None:
+    usage = Usage(tokens, WINDOW, POINT)
+    fc = forecast((tokens - 10_000, tokens - 5_000), usage, t)
+    level = severity_for(remaining_pct(usage, t.basis), t, tokens)
+    assert (fc.next_severity, fc.calls_to_next_threshold) == (next_severity, to_next)
+    assert fc.next_severity == (None if level == C else Severity(level + 1))
+    assert fc.tokens_per_call == 5_000.0
+
+
+def test_forecast_token_limits_on_the_compaction_basis() -> None:
+    """The percentage counts `tokens + pending` of the compaction point, the token limit
+    `tokens` alone: at 140,000 + 20,000 pending WARNING is 449,375 tokens away by the
+    percentage (90 calls), 10,000 by the limit (2)."""
+    usage = Usage(140_000, WINDOW, POINT, pending=20_000)
+    fc = forecast((130_000, 135_000), usage, _limits(150_000, None, "compaction"))
+    assert (fc.next_severity, fc.calls_to_next_threshold) == (W, 2)
+
+
 # --- texts ------------------------------------------------------------------------------------
 
 IMPERATIVES = re.compile(r"\b(STOP|NOW|IMMEDIATELY|MUST)\b")

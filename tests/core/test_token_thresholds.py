@@ -10,7 +10,7 @@ import pytest
 from ctxd import agents
 from ctxd.core.events import HookEvent
 from ctxd.core.measure import Severity
-from ctxd.core.policy import severity_for, tokens_severity
+from ctxd.core.policy import PolicyState, severity_for, tokens_severity
 from ctxd.core.session import Grounds, figures, figures_row, new_session, on_hook
 from ctxd.core.settings import Settings, Thresholds
 from ctxd.errors import InvalidInput
@@ -95,3 +95,48 @@ def test_the_figures_name_the_limit_that_set_the_level(
     assert fig.limit_passed == limit
     row = figures_row(fig)
     assert (row["limit_passed"], row["limit_value"]) == (limit or (None, None))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "severity", "next_severity", "to_next"),
+    [
+        (140_000, Severity.OK, Severity.WARNING, 2),  # 10,000 to the warning limit
+        (200_000, Severity.WARNING, Severity.CRITICAL, 10),  # 50,000 to the critical limit
+        (260_000, Severity.CRITICAL, None, None),
+    ],
+)
+def test_the_figures_forecast_from_the_level_the_token_limits_give(
+    tokens: int, severity: Severity, next_severity: Severity | None, to_next: int | None
+) -> None:
+    """Growing 5,000 a call on a 1,000,000 window: the forecast counts from the level the
+    figures show, to the next one's token limit when it comes before its percentage."""
+    settings = Settings(thresholds=LIMITS, default_window=1_000_000)
+    grounds = Grounds(settings, agents.spec("claude").compaction)
+    state = new_session("claude", "s1", None, 0.0)
+    recent = PolicyState(recent=(tokens - 10_000, tokens - 5_000))
+    fig = figures(replace(state, tokens=tokens, policy=recent), grounds)
+    assert fig.severity == severity
+    assert fig.forecast is not None
+    assert (fig.forecast.next_severity, fig.forecast.calls_to_next_threshold) == (
+        next_severity,
+        to_next,
+    )
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_a_warning_past_the_token_limit_forecasts_the_critical_one(agent: str) -> None:
+    spec = agents.spec(agent)
+    settings = Settings(thresholds=LIMITS, default_window=1_000_000)
+    grounds = Grounds(settings, spec.compaction)
+    state = replace(
+        new_session(agent, "s1", None, 0.0),
+        tokens=200_000,
+        policy=PolicyState(recent=(190_000, 195_000)),
+    )
+    event = HookEvent(agent, "PostToolUse", "tool_call", "s1", None, None)
+    _, reply = on_hook(state, event, grounds, 1.0)
+    assert reply.context is not None
+    assert reply.context.startswith(
+        "CONTEXT WARNING: past the user's warning limit of 150,000 tokens."
+    )
+    assert "~5,000 tokens per tool call: about 10 tool calls until CRITICAL" in reply.context
