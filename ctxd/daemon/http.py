@@ -1,4 +1,5 @@
-"""The optional loopback HTTP listener: Claude Code's HTTP hooks, `GET /metrics`, the dashboard.
+"""The optional loopback HTTP listener: HTTP hooks (Claude Code's and Qwen Code's, the agents
+whose `Installer.http_hooks` is set), `GET /metrics`, the dashboard.
 
 Served by the daemon's own event loop, beside the Unix socket, and answered by the same
 handlers: `POST /ctxd/hook/<agent>[/<event>]` builds the very `Request` the hook client frames

@@ -1,4 +1,13 @@
-"""OpenCode: everything ctxd knows about it, as one `AgentSpec`."""
+"""OpenCode: everything ctxd knows about it, as one `AgentSpec`.
+
+It writes no transcript files (`files`): every session is in one SQLite database,
+`opencode.db`, followed as a session store read by rowid (`store`, `AgentSpec.store`), and a
+session's digest is read from its parts there (`digest`). Its model limits and compaction
+settings come from its `opencode.json` (`config`). It runs no command hooks: ctxd's plugin,
+clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the handoff
+as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin through
+`Installer.plugin_run` (`doctor`).
+"""
 
 from __future__ import annotations
 
