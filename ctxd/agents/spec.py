@@ -29,6 +29,7 @@ __all__ = [
     "InstallRequest",
     "Installer",
     "Json",
+    "Packaged",
     "PluginRun",
     "Statusline",
     "TranscriptFiles",
@@ -80,6 +81,18 @@ class PluginRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Packaged:
+    """ctxd's own plugin or extension, enabled in an agent."""
+
+    #: "plugin", "extension": the agent's word for it.
+    kind: str
+    #: Which one, or where it is ("ctxd@ctxd", a folder).
+    where: str
+    #: The command its hooks run.
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -97,6 +110,11 @@ class Installer:
     plugin: bool = False
     #: (document, environment) -> how to run the installed plugin, None when none is installed.
     plugin_run: Callable[[Json, Mapping[str, str]], PluginRun | None] | None = None
+    #: (settings document, its path) -> ctxd's own package for the agent (a plugin or an
+    #: extension that the agent loads and whose hooks run `ctxd-hook`) when the agent has it
+    #: enabled: (what it is, its hook command). With ctxd's hooks installed too, every hook
+    #: would run twice.
+    packaged: Callable[[Json, Path], Packaged | None] = lambda doc, path: None
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,6 +174,21 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
             continue
         commands = installed_commands(doc, spec.statusline is not None)
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
+        packaged = spec.installer.packaged(doc, path)
+        if packaged is not None and not events:
+            # Its hooks run the console script, not the client copy: named apart from "hooks".
+            yield Check(
+                f"{agent} {packaged.kind}",
+                True,
+                f"ctxd's {packaged.kind} {packaged.where} runs `{packaged.command}`",
+            )
+            yield from spec.installer.checks(doc)
+            fix = (
+                f"`{packaged.command.split()[0]}` must be on {spec.title}'s PATH (install ctxd "
+                f"where it runs), or disable the {packaged.kind} and run `ctxd install {agent}`"
+            )
+            yield _run_installed(agent, packaged.command, False, env, fix)
+            continue
         if not events:
             state = "does not exist" if not path.exists() else "has no ctxd hooks"
             yield Check(
@@ -184,13 +199,24 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 skipped=True,
             )
             continue
-        yield Check(name, True, f"{path}: {', '.join(events)}")
+        if packaged is None:
+            yield Check(name, True, f"{path}: {', '.join(events)}")
+        else:
+            yield Check(
+                name,
+                False,
+                f"{path} has ctxd's hooks and ctxd's {packaged.kind} {packaged.where} is "
+                "enabled too: every hook runs twice, and the warnings come twice as often",
+                f"keep one: `ctxd uninstall {agent}`, or disable the {packaged.kind}",
+            )
         yield from spec.installer.checks(doc)
         for command, found in commands.items():
             yield _run_installed(agent, command, "statusline" in found, env)
 
 
-def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str, str]) -> Check:
+def _run_installed(
+    agent: str, command: str, statusline: bool, env: Mapping[str, str], fix: str | None = None
+) -> Check:
     """Run one installed command as the agent does (through a shell, payload on stdin), against
     a probe socket; FAIL when it exits non-zero, prints anything but ctxd's answer, or is slow."""
     from ctxd.cli.probe import open_probe
@@ -199,7 +225,7 @@ def _run_installed(agent: str, command: str, statusline: bool, env: Mapping[str,
     payload = _probe_payload(agent, statusline)
     if payload is None:
         return Check(name, False, "no sample payload to run it with", skipped=True)
-    fix = f"`ctxd install {agent}` writes a working command"
+    fix = fix or f"`ctxd install {agent}` writes a working command"
     foreign = unwrap_command(command)
     if foreign is not None:
         return _run_wrapped(name, command, foreign, payload, env, fix)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,3 +209,75 @@ def test_opencode_without_ctxd_is_a_skip(world: World) -> None:
     assert marks["opencode plugin"] == "skip", out
     assert "opencode plugin run" not in marks
     assert code == 0, out
+
+
+#: Where `ctxd-hook` is for a pip user of the interpreter running the tests: its venv's bin.
+_SCRIPTS = Path(sys.executable).parent
+_GEMINI_EXTENSION = Path(__file__).resolve().parents[2] / "clients" / "gemini-extension"
+
+
+def _enable_claude_plugin(world: World) -> None:
+    """What `claude plugin install ctxd@ctxd` leaves in the user's settings."""
+    path = _settings(world)
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc["enabledPlugins"] = {"ctxd@ctxd": True}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def _install_gemini_extension(world: World) -> None:
+    """What `gemini extensions install clients/gemini-extension` leaves: a copy of the folder."""
+    shutil.copytree(_GEMINI_EXTENSION, world.home / ".gemini" / "extensions" / "ctxd")
+
+
+@pytest.mark.skipif(not (_SCRIPTS / "ctxd-hook").exists(), reason="no ctxd-hook installed")
+@pytest.mark.parametrize(
+    ("agent", "enable", "says"),
+    [
+        ("claude", _enable_claude_plugin, "ctxd's plugin ctxd@ctxd runs `ctxd-hook claude`"),
+        ("gemini", _install_gemini_extension, "runs `ctxd-hook gemini`"),
+    ],
+    ids=["claude-plugin", "gemini-extension"],
+)
+def test_ctxds_plugin_alone_is_checked_by_running_its_command(
+    world: World, agent: str, enable: Any, says: str
+) -> None:
+    """A user of the plugin (or extension) alone runs no `ctxd install`: doctor says the
+    plugin's hooks are there, runs their `ctxd-hook` for real, and asks for no client copy."""
+    world.env["PATH"] = f"{_SCRIPTS}:{world.env['PATH']}"
+    enable(world)
+    code, marks, out = _lines(world)
+    kind = "plugin" if agent == "claude" else "extension"
+    assert marks[f"{agent} {kind}"] == "ok" and says in out, out
+    assert marks[f"{agent} hook command"] == "ok" and "ctxd's answer verbatim" in out, out
+    assert f"{agent} hooks" not in marks, out
+    assert marks["hook client"] == "skip", out
+    assert code == 0, out
+
+
+def test_ctxds_plugin_without_ctxd_hook_on_the_path_fails_with_a_fix(world: World) -> None:
+    world.env["PATH"] = "/usr/bin:/bin"
+    _enable_claude_plugin(world)
+    code, marks, out = _lines(world)
+    assert code == 1, out
+    assert marks["claude hook command"] == "FAIL" and "exits 127" in out, out
+    assert "fix: `ctxd-hook` must be on Claude Code's PATH" in out, out
+
+
+@pytest.mark.skipif(not (_SCRIPTS / "ctxd-hook").exists(), reason="no ctxd-hook installed")
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_ctxds_hooks_and_its_plugin_together_fail_as_twice(world: World, agent: str) -> None:
+    world.env["PATH"] = f"{_SCRIPTS}:{world.env['PATH']}"
+    assert world.cli("install", agent).returncode == 0
+    if agent == "claude":
+        _enable_claude_plugin(world)
+    else:
+        _install_gemini_extension(world)
+    code, marks, out = _lines(world)
+    assert code == 1, out
+    assert marks[f"{agent} hooks"] == "FAIL" and "every hook runs twice" in out, out
+    assert f"fix: keep one: `ctxd uninstall {agent}`" in out, out
+    # ... and what doctor says to do fixes it.
+    assert world.cli("uninstall", agent).returncode == 0
+    code, marks, out = _lines(world)
+    assert "every hook runs twice" not in out and marks[f"{agent} hook command"] == "ok", out

@@ -68,3 +68,25 @@ def test_gemini_extension_wires_every_event_to_ctxd_hook() -> None:
         assert handler["command"] == "ctxd-hook gemini"
         assert handler["timeout"] == 10_000  # milliseconds
         assert handler["type"] == "command" and handler["name"] == "ctxd"
+
+
+def test_doctor_runs_the_command_the_plugin_and_the_extension_run(tmp_path: Path) -> None:
+    """`ctxd doctor` checks a plugin user's hooks by running `Installer.packaged`'s command:
+    the one every handler of the plugin and of the extension runs."""
+    from ctxd import agents
+
+    claude_plugin = agents.spec("claude").installer.packaged(
+        {"enabledPlugins": {"ctxd@ctxd": True}}, tmp_path / "settings.json"
+    )
+    (tmp_path / "extensions" / "ctxd").mkdir(parents=True)
+    (tmp_path / "extensions" / "ctxd" / "gemini-extension.json").write_text("{}")
+    gemini_extension = agents.spec("gemini").installer.packaged({}, tmp_path / "settings.json")
+    assert claude_plugin is not None and gemini_extension is not None
+    for packaged, hooks_file in (
+        (claude_plugin, CLIENTS / "claude-plugin" / "hooks" / "hooks.json"),
+        (gemini_extension, CLIENTS / "gemini-extension" / "hooks" / "hooks.json"),
+    ):
+        commands = {
+            h["command"] for found in wired(load(hooks_file)["hooks"]).values() for _, h in found
+        }
+        assert commands == {packaged.command}

@@ -19,11 +19,19 @@ from ctxd.agents.claude.idle import idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command
+from ctxd.agents.hookcmd import CLIENT_SCRIPT, is_ctxd_command, unwrap_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
-from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json, Statusline
+from ctxd.agents.spec import (
+    AgentSpec,
+    Check,
+    Installer,
+    InstallRequest,
+    Json,
+    Packaged,
+    Statusline,
+)
 from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]
@@ -68,6 +76,11 @@ def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...
     return install.uninstall(doc)
 
 
+def _packaged(doc: Json, path: Path) -> Packaged | None:
+    key = install.enabled_plugin(doc)
+    return None if key is None else Packaged("plugin", key, f"{CLIENT_SCRIPT} {NAME}")
+
+
 def _statusline_check(doc: Json) -> list[Check]:
     line = doc.get("statusLine")
     command = line.get("command") if isinstance(line, dict) else None
@@ -101,6 +114,7 @@ SPEC = AgentSpec(
         uninstall=_uninstall,
         checks=_statusline_check,
         http_hooks=True,
+        packaged=_packaged,
     ),
     parent_transcript=files.parent_transcript,
     subagent_transcript=files.subagent_transcript,

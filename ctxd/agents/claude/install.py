@@ -33,6 +33,7 @@ HTTP_ENV = (*CONFIG_ENV, "CLAUDE_CONFIG_DIR")
 __all__ = [
     "EVENTS",
     "HTTP_ENV",
+    "enabled_plugin",
     "hook_specs",
     "http_handler",
     "install",
@@ -75,6 +76,17 @@ def _describe(statusline: object) -> str:
     return repr(statusline)
 
 
+def enabled_plugin(doc: Json) -> str | None:
+    """The key of ctxd's plugin in `enabledPlugins` ("ctxd@<marketplace>") when it is enabled."""
+    plugins = doc.get("enabledPlugins")
+    if not isinstance(plugins, dict):
+        return None
+    return next(
+        (key for key, on in plugins.items() if key.split("@", 1)[0] == "ctxd" and on),
+        None,
+    )
+
+
 def install(
     doc: Json,
     command: str,
@@ -91,10 +103,7 @@ def install(
     """
     out = add_hooks(doc, hook_specs(command, http_url), is_ctxd_command)
     notes: list[str] = []
-    plugins = doc.get("enabledPlugins")
-    if isinstance(plugins, dict) and any(
-        key.split("@", 1)[0] == "ctxd" and enabled for key, enabled in plugins.items()
-    ):
+    if enabled_plugin(doc) is not None:
         notes.append(
             "the ctxd plugin is enabled too: every hook would run twice; keep one of the two "
             "(disable the plugin with /plugin, or run `ctxd uninstall claude`)"

@@ -12,10 +12,11 @@ from ctxd.agents.gemini.digest import GeminiFacts
 from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
 from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
+from ctxd.agents.hookcmd import CLIENT_SCRIPT
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
-from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json, Packaged
 from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]
@@ -62,13 +63,24 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
     return (user, Path(cwd) / ".gemini" / "settings.json") if cwd else (user,)
 
 
+def _extension(settings: Path) -> Path | None:
+    """ctxd's Gemini extension's folder, when Gemini CLI has it installed."""
+    folder = settings.parent / "extensions" / install.NAME
+    return folder if (folder / "gemini-extension.json").exists() else None
+
+
+def _packaged(doc: Json, path: Path) -> Packaged | None:
+    folder = _extension(path)
+    return None if folder is None else Packaged("extension", str(folder), f"{CLIENT_SCRIPT} {NAME}")
+
+
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
     new, notes = install.install(doc, request.command(None))
-    extension = request.path.parent / "extensions" / install.NAME / "gemini-extension.json"
-    if extension.exists():
+    folder = _extension(request.path)
+    if folder is not None:
         notes = (
             *notes,
-            f"the ctxd Gemini extension is installed too ({extension.parent}): every hook "
+            f"the ctxd Gemini extension is installed too ({folder}): every hook "
             "would run twice; keep one (`gemini extensions uninstall ctxd`, or "
             "`ctxd uninstall gemini`)",
         )
@@ -88,7 +100,10 @@ SPEC = AgentSpec(
     compaction=for_agent(NAME, compaction_point),
     config_keys=CONFIG_KEYS,
     installer=Installer(
-        settings_path=install.settings_path, install=_install, uninstall=_uninstall
+        settings_path=install.settings_path,
+        install=_install,
+        uninstall=_uninstall,
+        packaged=_packaged,
     ),
     windows=MappingProxyType(model_windows(MODELS)),
     settings_files=_settings_files,
