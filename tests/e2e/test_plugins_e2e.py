@@ -76,6 +76,17 @@ def assert_no_ctxd_install(env: dict[str, str]) -> None:
     assert not client_dir(env).exists(), sorted(client_dir(env).rglob("*"))
 
 
+def doctor_sees(env: dict[str, str], cwd: Path, agent: str, kind: str) -> None:
+    """`ctxd doctor` as the user runs it after installing the plugin (or extension) with the
+    agent's own command: it finds it enabled and runs its `ctxd-hook` for real."""
+    res = run([PYTHON, "-m", "ctxd", "doctor"], cwd=cwd, env=env, timeout=60)
+    assert f"ok   {agent} {kind}: ctxd's {kind} " in res.stdout, res.describe()
+    assert f"ok   {agent} hook command: exit 0, ctxd's answer verbatim" in res.stdout, (
+        res.describe()
+    )
+    assert "FAIL" not in res.stdout, res.describe()
+
+
 def status_lists(ctxd: Ctxd, session_id: str) -> Result:
     """`ctxd status` (the table a user reads) names the session by the start of its id."""
     res = ctxd.ctl("status")
@@ -199,6 +210,7 @@ def test_claude_plugin_warns_the_model_and_the_session_is_tracked(
     # 8(C: escalation) 9     final answer (Stop: 78 % used -> handoff)
     cache_read += [755_000, 765_000, 775_000]
     rig = claude_rig(claude_tool_steps(10, cache_read, CLAUDE_TOOL_SECONDS))
+    doctor_sees(rig.env(), rig.rd.work, "claude", "plugin")
     res = rig.claude("Run the steps")
 
     # the session loaded the plugin from the marketplace
@@ -322,6 +334,7 @@ def test_gemini_extension_warns_the_model_and_the_session_is_tracked(
     # 8(C: escalation) 9       final answer (AfterAgent: 77 % used -> handoff)
     prompt += [400_000, 402_000, 405_000]
     rig = gemini_rig(gemini_tool_steps(10, prompt))
+    doctor_sees(rig.env(), rig.rd.work, "gemini", "extension")
     res = rig.gemini("Run the steps")
     assert json.loads(res.stdout)["response"].strip() == "Done.", res.describe()
 
