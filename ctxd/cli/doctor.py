@@ -210,18 +210,30 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 f"keep one: `ctxd uninstall {agent}`, or disable the {packaged.kind}",
             )
         yield from spec.installer.checks(doc)
+        # Several hook commands (Copilot CLI's name their event; a user's edit or an old install
+        # can leave one event's apart): each check names the events that run its command.
+        several = sum("statusline" not in found for found in commands.values()) > 1
         for command, found in commands.items():
-            yield _run_installed(agent, command, "statusline" in found, env)
+            label = ", ".join(found) if several and "statusline" not in found else None
+            yield _run_installed(agent, command, "statusline" in found, env, events=label)
 
 
 def _run_installed(
-    agent: str, command: str, statusline: bool, env: Mapping[str, str], fix: str | None = None
+    agent: str,
+    command: str,
+    statusline: bool,
+    env: Mapping[str, str],
+    fix: str | None = None,
+    events: str | None = None,
 ) -> Check:
     """Run one installed command as the agent does (through a shell, payload on stdin), against
-    a probe socket; FAIL when it exits non-zero, prints anything but ctxd's answer, or is slow."""
+    a probe socket; FAIL when it exits non-zero, prints anything but ctxd's answer, or is slow.
+    `events`, when given, is named in the check's name: the events that run this command."""
     from ctxd.cli.probe import open_probe
 
     name = f"{agent} {'statusline' if statusline else 'hook'} command"
+    if events:
+        name += f" ({events})"
     payload = _probe_payload(agent, statusline)
     if payload is None:
         return Check(name, False, "no sample payload to run it with", skipped=True)

@@ -260,7 +260,8 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         fields.append(("subagent of", _short_path(row["parent"])))
     if row.get("ended_at"):
         fields.append(("ended", str(row.get("ended_reason"))))
-    return [f"{name + ':':<15}{value}" for name, value in fields]
+    width = max(len(name) for name, _ in fields) + 2  # the longest label, its colon, a blank
+    return [f"{name + ':':<{width}}{value}" for name, value in fields]
 
 
 REPLAY_HEADER = (

@@ -217,7 +217,7 @@ def _launchd_install(env: Mapping[str, str], python: str, uid: int) -> ServicePl
     )
 
 
-def _none_plan(would: ServicePlan | None, platform: str) -> ServicePlan:
+def _none_plan(would: ServicePlan | None, platform: str, done: str = "installed") -> ServicePlan:
     if would is None:
         return ServicePlan(
             "none",
@@ -231,7 +231,7 @@ def _none_plan(would: ServicePlan | None, platform: str) -> ServicePlan:
         {},
         (),
         (
-            f"no {would.manager} user manager runs here, so nothing was installed; hooks start "
+            f"no {would.manager} user manager runs here, so nothing was {done}; hooks start "
             f"ctxd on demand. With one, this would: {lines}",
         ),
     )
@@ -306,9 +306,9 @@ def plan_service_uninstall(
     if chosen == "launchd":
         return _launchd_uninstall(env, _launchd_uid(uid))
     if platform.startswith("linux"):
-        return _none_plan(_systemd_uninstall(env), platform)
+        return _none_plan(_systemd_uninstall(env), platform, "removed")
     if platform == "darwin":
-        return _none_plan(_launchd_uninstall(env, _launchd_uid(uid)), platform)
+        return _none_plan(_launchd_uninstall(env, _launchd_uid(uid)), platform, "removed")
     return _none_plan(None, platform)
 
 

@@ -594,6 +594,11 @@ def _fit(head: str, sections: list[_Section], limit_tokens: int) -> str:
     return text
 
 
+def _count(n: int, word: str) -> str:
+    """`n word` in English: 1 tool call, 2 tool calls."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def render_markdown(d: Digest, title: str, limit_tokens: int = 2000) -> str:
     """The handoff note: what the session was for, where it stands, open todos, failed
     commands, files, the last ask; within `limit_tokens` (about), longest sections trimmed
@@ -614,9 +619,9 @@ def render_markdown(d: Digest, title: str, limit_tokens: int = 2000) -> str:
         stands.append("Last assistant message:")
         stands += _quote(d.last_reply).splitlines()
     stands.append(
-        f"- {d.tool_calls} tool calls, {d.commands_run} commands ({d.commands_failed} failed), "
-        f"{len(d.files) + d.files_dropped} files, {d.compactions} compactions, "
-        f"{d.subagents_spawned} subagents"
+        f"- {_count(d.tool_calls, 'tool call')}, {_count(d.commands_run, 'command')} "
+        f"({d.commands_failed} failed), {_count(len(d.files) + d.files_dropped, 'file')}, "
+        f"{_count(d.compactions, 'compaction')}, {_count(d.subagents_spawned, 'subagent')}"
     )
     sections.append(_Section("Where it stands", stands, trimmable=False))
     if d.todos:

@@ -62,7 +62,7 @@ from ctxd.core.settings import (
     Settings,
     Thresholds,
 )
-from ctxd.core.window import DEFAULT_WINDOW
+from ctxd.core.window import DEFAULT_WINDOW, model_key
 from ctxd.errors import ConfigError, InvalidInput
 
 __all__ = [
@@ -177,7 +177,16 @@ def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
     if len(table) > MAX_WINDOWS:
         raise ConfigError(f"[windows] has {len(table):,} entries; at most {MAX_WINDOWS:,} are read")
     user = {model: _integer(table, model, "windows", 1) for model in table}
-    return MappingProxyType({**DEFAULT_WINDOWS, **user})
+    # The user's entries outrank the built-in ones whatever their length: a built-in entry that
+    # a user's key is a prefix of would otherwise win the longest-prefix match, and
+    # `"claude-opus-5" = 800000` would not apply to claude-opus-5-5.
+    keys = [model_key(model) for model in user]
+    builtin = {
+        model: size
+        for model, size in DEFAULT_WINDOWS.items()
+        if not any(model_key(model).startswith(key) for key in keys)
+    }
+    return MappingProxyType({**builtin, **user})
 
 
 def _compaction(doc: Mapping[str, Any]) -> CompactionOverrides:

@@ -28,6 +28,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
+from ctxd.core.settings import Settings
 from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
@@ -57,6 +58,12 @@ CONFIG_CHECK_INTERVAL = 1.0
 # the settings in force; a read still running after this is not waited for again.
 CONFIG_WAIT = 0.5
 SHUTDOWN_GRACE = 2.0
+
+
+def _load_settings(path: Path) -> tuple[Settings, bool]:
+    """The settings from `path` (the defaults when it does not exist), and whether it existed."""
+    settings = load_settings(path)
+    return settings, path.exists()
 
 
 class Daemon:
@@ -182,7 +189,9 @@ class Daemon:
         rejects) keeps the last good settings and is reported in `config_error`."""
         path = self.paths.config
         try:
-            settings = await anyio.to_thread.run_sync(load_settings, path, abandon_on_cancel=True)
+            settings, found = await anyio.to_thread.run_sync(
+                _load_settings, path, abandon_on_cancel=True
+            )
         except ConfigError as exc:
             self.centre.settings.refuse(str(exc))
             logger.error("config not applied, keeping the last good one: %s", exc)
@@ -192,7 +201,10 @@ class Daemon:
             logger.exception("config not applied, keeping the last good one")
             return
         self.centre.settings.apply(settings)
-        logger.info("config loaded from %s", path)
+        if found:
+            logger.info("config loaded from %s", path)
+        else:
+            logger.info("no config at %s: the defaults", path)
 
     # -------------------------------------------------------------- run
 

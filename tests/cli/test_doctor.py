@@ -146,6 +146,22 @@ def test_installed_commands_in_flat_per_event_lists() -> None:
     }
 
 
+def test_one_command_per_event_is_one_line_per_event_each_naming_it(world: World) -> None:
+    """Copilot CLI's hooks are one command per event: doctor printed five identical
+    "copilot hook command" lines, and a FAIL among them would not say which event's."""
+    assert world.cli("install", "copilot").returncode == 0
+    code, marks, out = _lines(world)
+    assert code == 0, out
+    for event in ("sessionStart", "userPromptSubmitted", "postToolUse", "agentStop", "sessionEnd"):
+        assert marks[f"copilot hook command ({event})"] == "ok", out
+    assert "copilot hook command" not in marks, out
+    assert marks["copilot statusline command"] == "ok", out
+    # One command for every event (Claude Code's) stays one line, as before.
+    assert world.cli("install", "claude").returncode == 0
+    _, marks, out = _lines(world)
+    assert marks["claude hook command"] == "ok", out
+
+
 OPENCODE_BIN = Path(__file__).parents[1] / "e2e" / ".cache" / "npm" / "node_modules" / ".bin"
 
 

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxd.cli.report import WIDTH, pct_text, short_ids, status_lines, watching_lines
+from ctxd.cli.report import (
+    WIDTH,
+    pct_text,
+    session_lines,
+    short_ids,
+    status_lines,
+    watching_lines,
+)
 
 if TYPE_CHECKING:
     from conftest import World
@@ -108,6 +115,16 @@ def test_folders_past_the_inotify_limit_are_said_with_the_fix_within_100_columns
     assert watching_lines(None) == []  # an older daemon
 
 
+def test_a_session_in_full_has_every_label_apart_from_its_value_in_one_column() -> None:
+    """`ctxd status ID`: "idle compaction:-" ran its value into the longest label."""
+    lines = session_lines(_row(idle_compaction_at=None))
+    labels = [line.split(":", 1)[0] for line in lines]
+    assert "idle compaction" in labels and "subagent of" in labels
+    column = {len(line) - len(line.split(":", 1)[1].lstrip()) for line in lines}
+    assert len(column) == 1, lines
+    assert all(line.split(":", 1)[1].startswith(" ") for line in lines), lines
+
+
 def test_grammar_of_counts() -> None:
     doc = {"daemon": {"version": "0.1.0", "pid": 7, "requests": 2}, "sessions": [_row()]}
     assert status_lines(doc)[0] == "ctxd 0.1.0 (pid 7) · 1 session · 2 requests served"
@@ -140,7 +157,7 @@ def test_status_accepts_the_id_it_shows_and_any_unique_prefix(ctxd: World) -> No
             continue
         result = ctxd.cli("status", prefix)
         assert result.returncode == 0, result.stderr
-        assert f"session:       {a.session_id}" in result.stdout  # the full id
+        assert result.stdout.splitlines()[0].split() == ["session:", a.session_id]  # in full
         assert b.session_id not in result.stdout
     doc = json.loads(ctxd.cli("status", "--json", "aaaa").stdout)
     assert [s["session_id"] for s in doc["sessions"]] == [a.session_id]

@@ -100,6 +100,26 @@ def test_every_command_in_the_readme_has_help_for_its_options(verb: str, options
         assert re.search(rf"{option}\b.*\n?\s+\S", done.stdout), (option, done.stdout)
 
 
+def test_the_command_table_names_every_option_each_verb_takes() -> None:
+    """The other way round: an option `ctxd VERB --help` lists is in the verb's row (the rows
+    had lost `install --transport` and `handoff --agent`)."""
+    import argparse
+
+    from ctxd.cli import build_parser
+
+    for verb, shown in _table_commands():
+        parser = build_parser(verb)
+        (verbs,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        options = {
+            option
+            for action in verbs.choices[verb]._actions
+            if action.help is not argparse.SUPPRESS
+            for option in action.option_strings
+            if option.startswith("--") and option != "--help"
+        }
+        assert options <= shown, (verb, sorted(options - shown))
+
+
 def test_every_ctxd_command_in_the_code_blocks_parses() -> None:
     """Each `ctxd VERB ...` line of the sh blocks is a command the parser accepts."""
     from ctxd.cli import build_parser

@@ -225,5 +225,7 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
     assert run(world, broken, world.claude().payload("PostToolUse")).returncode != 0
     doctor = venv.ctxd(world, "doctor")
     assert doctor.returncode == 1, doctor.stdout
-    assert "FAIL claude hook command:" in doctor.stdout and "ModuleNotFoundError" in doctor.stdout
+    # Only PostToolUse's command is broken now, and doctor names it.
+    assert "FAIL claude hook command (PostToolUse):" in doctor.stdout, doctor.stdout
+    assert "ModuleNotFoundError" in doctor.stdout
     stop(world, venv, started)

@@ -181,6 +181,19 @@ def test_without_a_service_manager_nothing_is_done_but_everything_is_said(
     run = FakeRun()
     assert apply_service_plan(plan, run=run) == [note]
     assert run.calls == [] and not unit_dir.exists()
+    assert "so nothing was installed" in note
+
+
+@pytest.mark.parametrize("platform", ["linux", "darwin"])
+def test_uninstall_without_a_service_manager_says_nothing_was_removed(
+    env: dict[str, str], platform: str
+) -> None:
+    """It said "nothing was installed", as if it were the install."""
+    plan = plan_service_uninstall(manager="none", env=env, platform=platform, uid=501)
+    assert (plan.files, plan.commands, plan.remove) == ({}, (), ())
+    (note,) = plan.notes
+    assert "so nothing was removed" in note and "installed" not in note, note
+    assert "remove " in note
 
 
 def test_status_reports_installed_out_of_date_and_state(env: dict[str, str]) -> None:

@@ -129,6 +129,15 @@ def test_markdown_within_its_limit_longest_sections_trimmed_first() -> None:
     assert "more" in small  # trimmed sections say so
 
 
+def test_the_counts_in_where_it_stands_read_as_english() -> None:
+    """The note said "1 tool calls, ... 1 compactions, 1 subagents"."""
+    one = Digest(tool_calls=1, commands_run=1, files_dropped=1, compactions=1, subagents_spawned=1)
+    md = render_markdown(one, "S")
+    assert "- 1 tool call, 1 command (0 failed), 1 file, 1 compaction, 1 subagent\n" in md
+    md = render_markdown(Digest(tool_calls=2, commands_run=3, commands_failed=2), "S")
+    assert "- 2 tool calls, 3 commands (2 failed), 0 files, 0 compactions, 0 subagents" in md
+
+
 def test_compact_within_its_limit_and_empty_without_facts() -> None:
     d = _big()
     note = render_compact(d, 1000)

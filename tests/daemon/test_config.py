@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxd.agents import AGENTS, spec
+from ctxd.core.window import lookup_table
 from ctxd.daemon.config import (
     DEFAULT_WINDOWS,
     MAX_CONFIG_BYTES,
@@ -72,6 +73,21 @@ def test_user_windows_extend_the_builtin_table() -> None:
     assert s.windows["gemini-"] == 2_000_000
     assert s.windows["my-model"] == 50_000
     assert default_settings().windows == DEFAULT_WINDOWS
+
+
+def test_a_user_prefix_outranks_the_longer_builtin_entries_it_covers() -> None:
+    """`"claude-opus-5" = 800000` applies to claude-opus-5-5 too: the built-in table's own
+    claude-opus-5-5 entry, a longer prefix, used to win and the user's line did nothing."""
+    s = parse_settings('[windows]\n"Claude-Opus-5" = 800000\n')
+    assert lookup_table("claude-opus-5-5", s.windows) == 800_000
+    assert lookup_table("claude-opus-5", s.windows) == 800_000
+    # The built-in entries the user's key does not cover stay.
+    assert lookup_table("claude-opus-4-8", s.windows) == DEFAULT_WINDOWS["claude-opus-4-8"]
+    assert lookup_table("claude-sonnet-5-5", s.windows) == DEFAULT_WINDOWS["claude-sonnet-5-5"]
+    # A user entry longer than a built-in one beside it changes only what it names.
+    s = parse_settings('[windows]\n"claude-opus-5-5-exp" = 300000\n')
+    assert lookup_table("claude-opus-5-5-exp-1", s.windows) == 300_000
+    assert lookup_table("claude-opus-5-5", s.windows) == DEFAULT_WINDOWS["claude-opus-5-5"]
 
 
 @pytest.mark.parametrize(

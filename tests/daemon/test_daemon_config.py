@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ctxd.daemon.lifecycle import Daemon
 
 if TYPE_CHECKING:
     from conftest import ClaudeTranscript, World
@@ -94,3 +100,33 @@ def test_config_from_ctxd_config_env(world: World) -> None:
     t.assistant(700_000)
     out = world.hook_out("claude", t.payload("Stop"))
     assert out is not None and out["decision"] == "block"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_log_says_when_there_is_no_config_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`ctxd serve` logged "config loaded from <path>" for a file that does not exist."""
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    daemon = Daemon(env)
+    config = tmp_path / "config" / "ctxd" / "config.toml"
+    with caplog.at_level(logging.INFO, logger="ctxd.daemon.lifecycle"):
+        await daemon.load_config()
+    assert f"no config at {config}: the defaults" in caplog.text
+    assert "config loaded" not in caplog.text
+    caplog.clear()
+    config.parent.mkdir(parents=True)
+    config.write_text("[handoff]\nat = 50\n")
+    with caplog.at_level(logging.INFO, logger="ctxd.daemon.lifecycle"):
+        await daemon.load_config()
+    assert f"config loaded from {config}" in caplog.text

@@ -1,5 +1,5 @@
 """Fixtures of the end-to-end suite: the installed CLIs (a test skips with the reason when its CLI
-is not installed) and the loopback-only network namespace Gemini CLI and Codex CLI run in.
+is not installed) and the loopback-only network namespace every CLI but Claude Code runs in.
 conftest.py hands them to pytest."""
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def copilot_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def netns() -> bool:
-    """Gemini CLI and Codex CLI reach for outside hosts; they only ever run in a namespace with
-    nothing but loopback. Where `unshare -rn` is refused the tests that need it skip."""
+    """Every CLI but Claude Code only ever runs in a namespace with nothing but loopback (Gemini
+    CLI and Codex CLI reach for outside hosts). Where `unshare -rn` is refused the tests that
+    need it skip."""
     if not netns_available():
         pytest.skip("`unshare -rn` is not available: cannot isolate the CLI from the network")
     return True
