@@ -16,13 +16,14 @@ It merges its config files deeply, a later file's keys over an earlier one's, in
      session's own FIRST, so that a `.opencode/` higher up overrides a nearer one;
   5. `~/.opencode/`'s (once: it may be one of 4's), then `OPENCODE_CONFIG_DIR`'s.
 
-`OPENCODE_DISABLE_PROJECT_CONFIG` (`1` or `true`) leaves out 3 and 4. What OpenCode reads from
-no file is not followed: `OPENCODE_CONFIG_CONTENT`, remote (`.well-known`, account) configs,
-the managed `/etc/opencode/`. The worktree's root is the nearest directory holding a `.git`
-(OpenCode asks git, which agrees unless that `.git` is broken); it is looked for once, when the
-daemon first lists a session directory's files, and the files listed are then stat-checked as
-every agent's settings files are (`daemon/agent_settings.py`), absent ones included, so that a
-config written later is read.
+`OPENCODE_DISABLE_PROJECT_CONFIG` (`1` or `true`) leaves out 3 and 4. Not followed: a login's
+remote `.well-known` config (under all these), and `OPENCODE_CONFIG_CONTENT` (a variable's
+text), an account's remote config and the managed directory (`/etc/opencode/`), over them.
+
+The worktree's root is the nearest directory holding a `.git` (OpenCode asks git, which agrees
+unless that `.git` is broken); it is looked for once, when the daemon first lists a session
+directory's files, and the files listed are then stat-checked as every agent's settings files
+are (`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
 
 The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelID`) and
 `compaction.<name>`, each value as JSON text.
