@@ -228,7 +228,7 @@ def replay_store(
     """`replay` for an agent's database: per session with usage in it (each main session
     followed by its subagents; or the one whose id starts with `session`), the session and
     its timeline (`Row`s, then the final `SessionState`). The configuration is read as for a
-    transcript, with the session's own directory for the agent's project settings."""
+    transcript, the agent's project settings found from the session's directory."""
     settings = settings or default_settings()
     owner = agents.store_owner(path)
     if owner is None:

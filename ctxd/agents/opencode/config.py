@@ -2,12 +2,28 @@
 
 OpenCode 1.18.33 takes a model's limits from its catalogue (models.dev), overridden by its
 config's `provider.<provider>.models.<model>.limit {context, input, output}` (a model declared
-for a custom provider has only these), and compacts as `compaction {auto, reserved}` says. The
-config is `opencode.json` (or `.jsonc`, comments allowed) in `$XDG_CONFIG_HOME/opencode/`, then
-the file `OPENCODE_CONFIG` names, then the project's, in the session's directory and its
-`.opencode/`; later files override earlier ones key by key, as OpenCode merges them. (OpenCode
-also looks for the project's file in the directories above, up to the worktree's root; ctxd
-reads the session's own directory only.)
+for a custom provider has only these), and compacts as `compaction {auto, reserved}` says.
+It merges its config files deeply, a later file's keys over an earlier one's, in this order
+(`config_files`; `opencode.json` before `opencode.jsonc` wherever both are read):
+
+  1. the global directory, `$XDG_CONFIG_HOME/opencode/` (`~/.config/opencode/`): `config.json`,
+     `opencode.json`, `opencode.jsonc`;
+  2. the file `OPENCODE_CONFIG` names;
+  3. the project's `opencode.json`/`.jsonc` in the session's directory and every directory
+     above it up to the git worktree's root (the filesystem's root outside git), the root's
+     first and the session's own last; none above the worktree's root;
+  4. the `opencode.json`/`.jsonc` of each `.opencode/` directory on that same walk, the
+     session's own FIRST, so that a `.opencode/` higher up overrides a nearer one;
+  5. `~/.opencode/`'s (once: it may be one of 4's), then `OPENCODE_CONFIG_DIR`'s.
+
+`OPENCODE_DISABLE_PROJECT_CONFIG` (`1` or `true`) leaves out 3 and 4. Not followed: a login's
+remote `.well-known` config (under all these), and `OPENCODE_CONFIG_CONTENT` (a variable's
+text), an account's remote config and the managed directory (`/etc/opencode/`), over them.
+
+The worktree's root is the nearest directory holding a `.git` (OpenCode asks git, which agrees
+unless that `.git` is broken); it is looked for once, when the daemon first lists a session
+directory's files, and the files listed are then stat-checked as every agent's settings files
+are (`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
 
 The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelID`) and
 `compaction.<name>`, each value as JSON text.
@@ -15,6 +31,7 @@ The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelI
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,29 +42,70 @@ from ctxd.paths import home
 
 __all__ = [
     "LIMITS",
+    "config_files",
     "configured_window",
     "limit",
     "setting",
     "settings_config",
     "settings_files",
+    "worktree_root",
 ]
 
 #: The limits of a model that OpenCode's config can set.
 LIMITS = ("context", "input", "output")
 _COMPACTION = ("auto", "reserved")
 _NAMES = ("opencode.json", "opencode.jsonc")
+_GLOBAL_NAMES = ("config.json", *_NAMES)
+_DOT = ".opencode"
 
 
 def settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
-    """OpenCode's config files for a session in `cwd`, lowest precedence first."""
-    config = env.get("XDG_CONFIG_HOME") or str(home(env) / ".config")
-    files = [Path(config) / "opencode" / name for name in _NAMES]
+    """OpenCode's config files for a session in `cwd`, lowest precedence first: `config_files`
+    with the worktree's root looked for on disk."""
+    return config_files(env, cwd, worktree_root(cwd) if cwd else None)
+
+
+def worktree_root(cwd: str) -> str | None:
+    """The nearest of `cwd` and the directories above it that holds a `.git` (a directory, or
+    the file of a linked worktree or a submodule); None outside git."""
+    start = Path(cwd)
+    for folder in (start, *start.parents):
+        if os.path.exists(folder / ".git"):
+            return str(folder)
+    return None
+
+
+def config_files(env: Mapping[str, str], cwd: str | None, worktree: str | None) -> tuple[Path, ...]:
+    """The files OpenCode reads for a session in `cwd` whose git worktree's root is `worktree`
+    (None: not in git), lowest precedence first, whether they exist or not (the order in the
+    module docstring). Pure."""
+    config = Path(env.get("XDG_CONFIG_HOME") or home(env) / ".config") / "opencode"
+    files = [config / name for name in _GLOBAL_NAMES]
     if env.get("OPENCODE_CONFIG"):
         files.append(Path(env["OPENCODE_CONFIG"]))
-    if cwd:
-        files += [Path(cwd) / name for name in _NAMES]
-        files += [Path(cwd) / ".opencode" / name for name in _NAMES]
+    project = env.get("OPENCODE_DISABLE_PROJECT_CONFIG", "").lower() not in ("1", "true")
+    walk = _up(Path(cwd), Path(worktree) if worktree else None) if cwd and project else []
+    for folder in reversed(walk):
+        files += [folder / name for name in _NAMES]
+    # As OpenCode lists its config directories: the global one (read above, not again unless
+    # it is OPENCODE_CONFIG_DIR), the walk's `.opencode/`s nearest first, ~/.opencode, then
+    # OPENCODE_CONFIG_DIR; each once, at its first place.
+    extra = Path(env["OPENCODE_CONFIG_DIR"]) if env.get("OPENCODE_CONFIG_DIR") else None
+    dirs = [config, *(folder / _DOT for folder in walk), home(env) / _DOT]
+    for folder in dict.fromkeys([*dirs, extra] if extra else dirs):
+        if str(folder).endswith(_DOT) or folder == extra:
+            files += [folder / name for name in _NAMES]
     return tuple(files)
+
+
+def _up(start: Path, stop: Path | None) -> list[Path]:
+    """`start` and the directories above it, nearest first, up to `stop` (or the root)."""
+    walk = [start]
+    for folder in start.parents:
+        if walk[-1] == stop:
+            break
+        walk.append(folder)
+    return walk
 
 
 def settings_config(doc: Mapping[str, Any]) -> dict[str, str]:

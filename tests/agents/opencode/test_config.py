@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ctxd.agents import spec
-from ctxd.agents.opencode.config import settings_files
+from ctxd.agents.opencode import config as opencode_config
+from ctxd.agents.opencode.config import config_files, limit, setting, worktree_root
 from ctxd.core import session as core
 from ctxd.core.events import UsageUpdate
 from ctxd.core.settings import Settings
@@ -70,21 +71,293 @@ def test_an_unreadable_config_is_no_config() -> None:
     assert OPENCODE.read_settings(b"[1, 2]") == {}
 
 
-def test_the_files_global_then_opencode_config_then_the_projects() -> None:
-    env = {"HOME": "/h", "OPENCODE_CONFIG": "/etc/oc.json"}
-    assert settings_files(env, "/w") == (
-        Path("/h/.config/opencode/opencode.json"),
-        Path("/h/.config/opencode/opencode.jsonc"),
-        Path("/etc/oc.json"),
-        Path("/w/opencode.json"),
-        Path("/w/opencode.jsonc"),
-        Path("/w/.opencode/opencode.json"),
-        Path("/w/.opencode/opencode.jsonc"),
+def test_the_files_global_then_opencode_config_then_the_projects_then_the_dot_dirs() -> None:
+    env = {"HOME": "/h", "OPENCODE_CONFIG": "/etc/oc.json", "OPENCODE_CONFIG_DIR": "/d"}
+    files = config_files(env, "/r/a/b", "/r")
+    assert [str(f) for f in files] == [
+        "/h/.config/opencode/config.json",
+        "/h/.config/opencode/opencode.json",
+        "/h/.config/opencode/opencode.jsonc",
+        "/etc/oc.json",
+        # the project's, from the worktree's root down to the session's directory
+        "/r/opencode.json",
+        "/r/opencode.jsonc",
+        "/r/a/opencode.json",
+        "/r/a/opencode.jsonc",
+        "/r/a/b/opencode.json",
+        "/r/a/b/opencode.jsonc",
+        # the `.opencode/`s on the same walk, the session's own first
+        "/r/a/b/.opencode/opencode.json",
+        "/r/a/b/.opencode/opencode.jsonc",
+        "/r/a/.opencode/opencode.json",
+        "/r/a/.opencode/opencode.jsonc",
+        "/r/.opencode/opencode.json",
+        "/r/.opencode/opencode.jsonc",
+        "/h/.opencode/opencode.json",
+        "/h/.opencode/opencode.jsonc",
+        "/d/opencode.json",
+        "/d/opencode.jsonc",
+    ]
+
+
+def test_outside_git_the_walk_goes_to_the_root_and_reads_home_once() -> None:
+    files = [str(f) for f in config_files({"XDG_CONFIG_HOME": "/c", "HOME": "/h"}, "/h/w", None)]
+    assert files == [
+        "/c/opencode/config.json",
+        "/c/opencode/opencode.json",
+        "/c/opencode/opencode.jsonc",
+        "/opencode.json",
+        "/opencode.jsonc",
+        "/h/opencode.json",
+        "/h/opencode.jsonc",
+        "/h/w/opencode.json",
+        "/h/w/opencode.jsonc",
+        "/h/w/.opencode/opencode.json",
+        "/h/w/.opencode/opencode.jsonc",
+        "/h/.opencode/opencode.json",  # ~/.opencode at its place on the walk, not again
+        "/h/.opencode/opencode.jsonc",
+        "/.opencode/opencode.json",
+        "/.opencode/opencode.jsonc",
+    ]
+
+
+def test_no_session_directory_or_no_project_config() -> None:
+    assert [str(f) for f in config_files({"XDG_CONFIG_HOME": "/c", "HOME": "/h"}, None, None)] == [
+        "/c/opencode/config.json",
+        "/c/opencode/opencode.json",
+        "/c/opencode/opencode.jsonc",
+        "/h/.opencode/opencode.json",
+        "/h/.opencode/opencode.jsonc",
+    ]
+    for flag in ("1", "true", "TRUE"):
+        env = {"HOME": "/h", "OPENCODE_DISABLE_PROJECT_CONFIG": flag}
+        assert config_files(env, "/r/a", "/r") == config_files({"HOME": "/h"}, None, None)
+    env = {"HOME": "/h", "OPENCODE_DISABLE_PROJECT_CONFIG": "0"}
+    assert Path("/r/a/opencode.json") in config_files(env, "/r/a", "/r")
+
+
+def test_opencode_config_dir_is_read_once_at_its_first_place() -> None:
+    # the global directory itself: read again right after the global files' turn
+    env = {"HOME": "/h", "OPENCODE_CONFIG_DIR": "/h/.config/opencode"}
+    files = [str(f) for f in config_files(env, "/r", "/r")]
+    assert files[-6:] == [
+        "/h/.config/opencode/opencode.json",
+        "/h/.config/opencode/opencode.jsonc",
+        "/r/.opencode/opencode.json",
+        "/r/.opencode/opencode.jsonc",
+        "/h/.opencode/opencode.json",
+        "/h/.opencode/opencode.jsonc",
+    ]
+    # one of the walk's `.opencode/`s: not again at the end
+    env = {"HOME": "/h", "OPENCODE_CONFIG_DIR": "/r/.opencode"}
+    assert [str(f) for f in config_files(env, "/r", "/r")][-4:] == [
+        "/r/.opencode/opencode.json",
+        "/r/.opencode/opencode.jsonc",
+        "/h/.opencode/opencode.json",
+        "/h/.opencode/opencode.jsonc",
+    ]
+
+
+def test_the_worktree_root_is_the_nearest_directory_holding_a_git(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "sub" / "a").mkdir(parents=True)
+    (tmp_path / "repo" / "linked" / "a").mkdir(parents=True)
+    (tmp_path / "repo" / "linked" / ".git").write_text("gitdir: ../.git/worktrees/linked\n")
+    assert worktree_root(str(tmp_path / "repo" / "sub" / "a")) == str(tmp_path / "repo")
+    assert worktree_root(str(tmp_path / "repo")) == str(tmp_path / "repo")
+    assert worktree_root(str(tmp_path / "repo" / "linked" / "a")) == str(
+        tmp_path / "repo" / "linked"
     )
-    assert settings_files({"XDG_CONFIG_HOME": "/c"}, None) == (
-        Path("/c/opencode/opencode.json"),
-        Path("/c/opencode/opencode.jsonc"),
+
+
+def _outside_git(path: Path) -> None:
+    if worktree_root(str(path)) is not None:
+        pytest.skip(f"{path} is inside a git worktree")
+
+
+Layout = dict[str, dict[str, Any] | str | None]
+
+
+def _layout(root: Path, files: Layout) -> None:
+    """Each path under `root`: a config file (a dict, as JSON), a file's text, or a directory
+    (None: a `.git`)."""
+    for name, doc in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if doc is None:
+            path.mkdir()
+        else:
+            path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
+
+def reserved(n: int) -> dict[str, Any]:
+    return {"compaction": {"reserved": n}}
+
+
+NEVER = {"compaction": {"auto": False}}  # read, it would say OpenCode never compacts
+
+# (files laid out under tmp_path, the session's directory, extra env) -> what OpenCode 1.18.33
+# reads there (`opencode debug config`): compaction.reserved, compaction.auto, limit.context
+LAYOUTS: list[tuple[str, Layout, str, dict[str, str], Any]] = [
+    (
+        "the repo root's config, the session in a subfolder",
+        {"repo/.git": None, "repo/opencode.json": reserved(1)},
+        "repo/sub/dir",
+        {},
+        (1, None, None),
+    ),
+    (
+        "a nearer config overrides the root's key by key",
+        {
+            "repo/.git": None,
+            "repo/opencode.json": {**reserved(1), **mock(context=300_000)},
+            "repo/sub/opencode.json": reserved(2),
+        },
+        "repo/sub/dir",
+        {},
+        (2, None, 300_000),
+    ),
+    (
+        "opencode.jsonc over opencode.json in one directory",
+        {
+            "repo/.git": None,
+            "repo/opencode.json": reserved(1),
+            "repo/opencode.jsonc": reserved(2),
+        },
+        "repo/sub",
+        {},
+        (2, None, None),
+    ),
+    (
+        "a config above the git root is not read",
+        {"top/opencode.json": NEVER, "top/repo/.git": None, "top/repo/opencode.json": reserved(1)},
+        "top/repo/sub",
+        {},
+        (1, None, None),
+    ),
+    (
+        "a linked worktree (its .git a file) stops the walk too",
+        {
+            "top/opencode.json": NEVER,
+            "top/wt/.git": "gitdir: /elsewhere\n",
+            "top/wt/opencode.json": reserved(1),
+        },
+        "top/wt/sub",
+        {},
+        (1, None, None),
+    ),
+    (
+        "outside git the walk goes up to the root",
+        {"top/opencode.json": reserved(3)},
+        "top/a/b",
+        {},
+        (3, None, None),
+    ),
+    (
+        "a .opencode/ higher up overrides a nearer one; both the project files",
+        {
+            "repo/.git": None,
+            "repo/.opencode/opencode.json": reserved(4),
+            "repo/sub/.opencode/opencode.json": {**reserved(5), **mock(context=300_000)},
+            "repo/sub/opencode.json": reserved(6),
+        },
+        "repo/sub",
+        {},
+        (4, None, 300_000),
+    ),
+    (
+        "~/.opencode over the project's .opencode/s",
+        {
+            "repo/.git": None,
+            "repo/sub/.opencode/opencode.json": reserved(5),
+            "home/.opencode/opencode.jsonc": reserved(7),
+        },
+        "repo/sub",
+        {},
+        (7, None, None),
+    ),
+    (
+        "OPENCODE_CONFIG_DIR over everything",
+        {
+            "repo/.git": None,
+            "home/.opencode/opencode.json": reserved(7),
+            "oc-dir/opencode.json": reserved(8),
+        },
+        "repo",
+        {"OPENCODE_CONFIG_DIR": "{tmp}/oc-dir"},
+        (8, None, None),
+    ),
+    (
+        "OPENCODE_DISABLE_PROJECT_CONFIG: no project file, no project .opencode/",
+        {
+            "repo/.git": None,
+            "repo/opencode.json": reserved(1),
+            "repo/.opencode/opencode.json": NEVER,
+        },
+        "repo",
+        {"OPENCODE_DISABLE_PROJECT_CONFIG": "1"},
+        (None, None, None),
+    ),
+    (
+        "the global config.json under the global opencode.json",
+        {
+            "home/.config/opencode/config.json": {**reserved(9), **mock(context=300_000)},
+            "home/.config/opencode/opencode.json": reserved(10),
+        },
+        "home",
+        {},
+        (10, None, 300_000),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "cwd", "extra", "expected"),
+    [case[1:] for case in LAYOUTS],
+    ids=[case[0] for case in LAYOUTS],
+)
+def test_the_config_a_session_reads_from_its_directory_layout(
+    tmp_path: Path,
+    files: Layout,
+    cwd: str,
+    extra: dict[str, str],
+    expected: tuple[int | None, bool | None, int | None],
+) -> None:
+    _outside_git(tmp_path)
+    _layout(tmp_path, files)
+    (tmp_path / cwd).mkdir(parents=True, exist_ok=True)
+    env = {"HOME": str(tmp_path / "home")} | {k: v.format(tmp=tmp_path) for k, v in extra.items()}
+    state = core.new_session("opencode", "ses_1", None, 0.0, cwd=str(tmp_path / cwd))
+    config = AgentSettings(env).config(state)
+    got = (
+        setting(config, "reserved"),
+        setting(config, "auto"),
+        limit(config, "context", "mock-model"),
     )
+    assert got == expected
+
+
+def test_the_git_root_is_looked_for_once_and_a_config_written_later_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _layout(tmp_path, {"repo/.git": None})
+    (tmp_path / "repo" / "sub").mkdir()
+    lookups: list[str] = []
+
+    def counted(cwd: str) -> str | None:
+        lookups.append(cwd)
+        return worktree_root(cwd)
+
+    monkeypatch.setattr(opencode_config, "worktree_root", counted)
+    now = [0.0]
+    cache = AgentSettings({"HOME": str(tmp_path / "home")}, clock=lambda: now[0])
+    state = core.new_session("opencode", "ses_1", None, 0.0, cwd=str(tmp_path / "repo" / "sub"))
+    assert setting(cache.config(state), "reserved") is None
+    (tmp_path / "repo" / "opencode.json").write_text(json.dumps(reserved(1)))
+    for step in range(1, 5):
+        now[0] = 2.0 * step
+        assert setting(cache.config(state), "reserved") == 1
+    assert lookups == [str(tmp_path / "repo" / "sub")]
 
 
 def test_a_session_is_measured_on_the_window_its_project_config_gives(tmp_path: Path) -> None:
