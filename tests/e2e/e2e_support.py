@@ -362,6 +362,17 @@ def claude_capture_hooks() -> Json:
     return hooks
 
 
+#: `claude -p`'s output as the tests read it: stream-json with the hook events (answers and
+#: system messages show), and no permission prompts.
+CLAUDE_STREAM = (
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-hook-events",
+    "--dangerously-skip-permissions",
+)
+
+
 def claude_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return base_env(
         rd,

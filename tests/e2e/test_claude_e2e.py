@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    CLAUDE_STREAM,
     Ctxd,
     Json,
     Mock,
@@ -108,11 +109,7 @@ class Rig:
             str(self.bin),
             "-p",
             *args,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-hook-events",
-            "--dangerously-skip-permissions",
+            *CLAUDE_STREAM,
         ]
         res = run(argv, cwd=self.rd.work, env=self.env(**extra_env))
         assert res.returncode == 0, res.describe()
@@ -603,11 +600,7 @@ def _sdk_switch(rig: Rig, model: str, to_model: str) -> list[Json]:
         "-p",
         "--input-format",
         "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--include-hook-events",
-        "--dangerously-skip-permissions",
+        *CLAUDE_STREAM,
         "--model",
         model,
     ]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    CLAUDE_STREAM,
     Ctxd,
     Json,
     Mock,
@@ -123,11 +124,7 @@ def traced(rig: Rig, trace: Path, *args: str, **env: str) -> tuple[list[Json], l
         str(rig.bin),
         "-p",
         *args,
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--include-hook-events",
-        "--dangerously-skip-permissions",
+        *CLAUDE_STREAM,
     ]
     res = run(argv, cwd=rig.rd.work, env=rig.env(**env))
     assert res.returncode == 0, res.describe()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    CLAUDE_STREAM,
     PYTHON,
     REPO,
     Ctxd,
@@ -141,11 +142,7 @@ class ClaudeRig:
         res = self.run(
             "-p",
             *args,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-hook-events",
-            "--dangerously-skip-permissions",
+            *CLAUDE_STREAM,
             **extra_env,
         )
         assert res.returncode == 0, res.describe()
