@@ -6,7 +6,8 @@
 // a 4-byte big-endian length, then a JSON header line and the payload; the answer's header line
 // is {"v":1,"ok":true}, its result the hook answer ctxd renders for OpenCode. Fail-open and
 // bounded: any error, or no answer within TIMEOUT_MS, changes nothing. When no daemon listens
-// it starts one, as pi's extension does (clients/pi/ctxd.ts), and goes on without waiting.
+// it starts one (at any point of the session, at most once per SPAWN_MS), as pi's extension
+// does (clients/pi/ctxd.ts), and goes on without waiting.
 // `ctxd install opencode` copies this file beside the hook client and names it in opencode.json.
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -14,6 +15,10 @@ import net from "node:net"
 import os from "node:os"
 
 const TIMEOUT_MS = 1000
+// One start of the daemon at most in this long: one that stops mid-session is started again by
+// the next call that finds it gone, yet a broken install costs one short-lived process per
+// SPAWN_MS, not one per tool call, and a daemon still coming up is not started twice.
+const SPAWN_MS = 10_000
 const OK = '{"v":1,"ok":true}'
 
 function socketPath(env) {
@@ -23,14 +28,14 @@ function socketPath(env) {
   return `${state}/ctxd/run/ctxd.sock`
 }
 
-let spawned = false
+let spawnedAt = -Infinity // performance.now(): monotonic, so a clock set back delays nothing
 
-// `ctxd serve --spawned`, detached, once per OpenCode process: the command is in the
-// `ctxd-command` file every ctxd run writes beside the client (this file's parent directory).
-// A daemon already starting or running keeps its lock, and the new one exits.
+// `ctxd serve --spawned`, detached: the command is in the `ctxd-command` file every ctxd run
+// writes beside the client (this file's parent directory). A daemon already starting or running
+// keeps its lock, and the new one exits.
 function startDaemon() {
-  if (spawned || process.env.CTXD_NO_SPAWN === "1") return
-  spawned = true
+  if (process.env.CTXD_NO_SPAWN === "1" || performance.now() - spawnedAt < SPAWN_MS) return
+  spawnedAt = performance.now()
   try {
     const file = new URL("../ctxd-command", import.meta.url)
     const [command, ...args] = readFileSync(file, "utf8").split("\n").filter(Boolean)

@@ -1,7 +1,8 @@
 // ctxd's extension for pi: forwards five of pi's events to the ctxd daemon over its Unix socket
 // (the framing of clients/ctxd_wire.py) and applies the answer: a warning appended to a tool's
 // result (the model reads it next), a handoff note shown to the user. Bounded (1 s) and
-// fail-open: no daemon, a slow one or any error changes nothing pi does.
+// fail-open: no daemon, a slow one or any error changes nothing pi does. When no daemon listens,
+// any event starts one (at most once per SPAWN_MS), as OpenCode's plugin does, without waiting.
 // `ctxd install pi` copies it beside the hook client and lists it in pi's settings.json.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -9,6 +10,10 @@ import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const TIMEOUT_MS = 1000;
+/** One start of the daemon at most in this long: one that stops mid-session is started again by
+ * the next event that finds it gone, yet a broken install costs one short-lived process per
+ * SPAWN_MS, not one per tool call, and a daemon still coming up is not started twice. */
+const SPAWN_MS = 10_000;
 const MAX_ANSWER = 1024 * 1024;
 const OK = '{"v":1,"ok":true}';
 /** The variables ctxd reads from the agent's environment (ctxd_wire.HOOK_ENV, pi's part). */
@@ -21,11 +26,14 @@ function socketPath(env: NodeJS.ProcessEnv): string {
   return `${state}/ctxd/run/ctxd.sock`;
 }
 
+let spawnedAt = -Infinity; // performance.now(): monotonic, so a clock set back delays nothing
+
 /** Start `ctxd serve --spawned` detached, as the hook client does: the command is in the
  * `ctxd-command` file every ctxd run writes beside the client. A daemon already starting or
  * running keeps its lock, and the new one exits. */
 function startDaemon(): void {
-  if (process.env.CTXD_NO_SPAWN === "1") return;
+  if (process.env.CTXD_NO_SPAWN === "1" || performance.now() - spawnedAt < SPAWN_MS) return;
+  spawnedAt = performance.now();
   try {
     const file = fileURLToPath(new URL("../ctxd-command", import.meta.url));
     const command = readFileSync(file, "utf8").split("\n").filter(Boolean);
@@ -39,9 +47,8 @@ function startDaemon(): void {
   } catch {}
 }
 
-/** One hook request; the daemon's answer as JSON, or null (nothing due, or any failure);
- * `down` is called when no daemon listens. */
-function ask(payload: Record<string, unknown>, down?: () => void): Promise<any> {
+/** One hook request; the daemon's answer as JSON, or null (nothing due, or any failure). */
+function ask(payload: Record<string, unknown>): Promise<any> {
   return new Promise((resolve) => {
     const env: Record<string, string> = {};
     for (const name of ENV) if (process.env[name]) env[name] = process.env[name] as string;
@@ -61,7 +68,7 @@ function ask(payload: Record<string, unknown>, down?: () => void): Promise<any> 
     };
     const timer = setTimeout(() => finish(null), TIMEOUT_MS);
     sock.on("error", (err: NodeJS.ErrnoException) => {
-      if (!done && (err.code === "ENOENT" || err.code === "ECONNREFUSED")) down?.();
+      if (!done && (err.code === "ENOENT" || err.code === "ECONNREFUSED")) startDaemon();
       finish(null);
     });
     sock.on("connect", () => sock.write(Buffer.concat([size, body])));
@@ -113,14 +120,9 @@ export default function (pi: any) {
     } catch {}
   };
 
-  const forward = async (
-    name: string,
-    ctx: any,
-    extra?: Record<string, unknown>,
-    down?: () => void,
-  ) => {
+  const forward = async (name: string, ctx: any, extra?: Record<string, unknown>) => {
     try {
-      return await ask(payload(name, ctx, extra), down);
+      return await ask(payload(name, ctx, extra));
     } catch {
       return null;
     }
@@ -128,7 +130,7 @@ export default function (pi: any) {
 
   pi.on("session_start", async (_event: any, ctx: any) => {
     noteWindow(ctx);
-    await forward("session_start", ctx, {}, startDaemon);
+    await forward("session_start", ctx);
   });
   pi.on("model_select", async (_event: any, ctx: any) => noteWindow(ctx));
   pi.on("session_compact", async (_event: any, ctx: any) => {

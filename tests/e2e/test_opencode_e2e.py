@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    PYTHON,
     Ctxd,
     Json,
     Mock,
@@ -268,6 +269,32 @@ def test_with_no_daemon_the_first_tool_call_starts_one(rig: Rig) -> None:
             return [s["tokens"] for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
 
         assert wait_for(lambda: tokens() == [113_000], 10), rig.ctxd.status()
+    finally:
+        rig.ctxd.ctl("stop")
+
+
+def test_a_daemon_stopped_mid_run_is_started_again(rig: Rig) -> None:
+    """The plugin starts the daemon at the run's first call; the model's own bash call runs
+    `ctxd stop`, a few seconds later. The first call at least 10 s after that start (after a long
+    one) starts the daemon again, and its CRITICAL and the handoff still reach the model."""
+    # step:  0        1(slow)  2        3(W)     4(stop)  5(slow)  6(slow)  7        8(C)
+    steps = bash_steps(
+        [50_000, 60_000, 110_000, 111_000, 112_000, 113_000, 114_000, 127_000, 128_000, 128_500]
+    )
+    commands = {1: "sleep 3", 4: f"{shlex.quote(PYTHON)} -m ctxd stop", 5: "sleep 8", 6: "sleep 2"}
+    for i, command in commands.items():
+        steps[i]["tool"]["arguments"] = {"command": command, "description": f"step {i}"}
+    start(rig, steps)
+    assert not Path(rig.ctxd.env["CTXD_SOCKET"]).exists()
+    try:
+        res = rig.opencode("Run the steps", CTXD_NO_SPAWN="0")
+        main = rig.main()
+        texts = [last_turn_text(r["body"]) for r in main]
+        assert "ctxd stopped" in texts[5], res.describe()  # call 4's output
+        assert at_calls(main, WARNING) == [3], texts
+        assert at_calls(main, CRITICAL) == [8], texts
+        # 9 tool calls, the answer, and the answer to the handoff request
+        assert len(main) == 11 and handoffs(main) == [10], res.describe()
     finally:
         rig.ctxd.ctl("stop")
 

@@ -11,6 +11,7 @@ from 119,352 (35 % of the room left), CRITICAL from 137,713 (25 %), the handoff 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    PYTHON,
     Ctxd,
     Json,
     Mock,
@@ -193,6 +195,28 @@ def test_the_first_session_start_starts_the_daemon(make_rig: Callable[..., Rig])
         assert wait_for(
             lambda: any(s.get("tokens") == 21_000 for s in rig.ctxd.status()["sessions"]), 20
         ), rig.ctxd.status()
+    finally:
+        rig.ctxd.ctl("stop")
+
+
+def test_a_daemon_stopped_mid_run_is_started_again(make_rig: Callable[..., Rig]) -> None:
+    """The model's own bash call runs `ctxd stop`: the tool result after it finds no daemon and
+    the extension starts one, without waiting; the next call's CRITICAL and the handoff at the
+    loop's end come from the new daemon."""
+    # call:  0(W)     1(ctxd stop)  2(C; `sleep 3`: the new daemon comes up meanwhile)
+    steps = tool_steps([120_000, 121_000, 140_000], 141_000)
+    steps[1]["tool"]["arguments"]["command"] = f"{shlex.quote(PYTHON)} -m ctxd stop"
+    steps[2]["tool"]["arguments"]["command"] = "sleep 3"
+    rig = make_rig(steps)
+    first = rig.ctxd.status()["daemon"]["pid"]
+    try:
+        res = rig.pi("Run the steps", CTXD_NO_SPAWN="0")
+        main = rig.main()
+        assert len(main) == 4, res.describe()
+        assert at_calls(main, WARNING) == [0]
+        assert at_calls(main, CRITICAL) == [2]
+        assert res.stderr.count(HANDOFF) == 1, res.describe()
+        assert rig.ctxd.status()["daemon"]["pid"] != first
     finally:
         rig.ctxd.ctl("stop")
 
