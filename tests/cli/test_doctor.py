@@ -152,7 +152,15 @@ def test_one_command_per_event_is_one_line_per_event_each_naming_it(world: World
     assert world.cli("install", "copilot").returncode == 0
     code, marks, out = _lines(world)
     assert code == 0, out
-    for event in ("sessionStart", "userPromptSubmitted", "postToolUse", "agentStop", "sessionEnd"):
+    events = (
+        "sessionStart",
+        "userPromptSubmitted",
+        "postToolUse",
+        "postToolUseFailure",
+        "agentStop",
+        "sessionEnd",
+    )
+    for event in events:
         assert marks[f"copilot hook command ({event})"] == "ok", out
     assert "copilot hook command" not in marks, out
     assert marks["copilot statusline command"] == "ok", out

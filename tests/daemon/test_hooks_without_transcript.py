@@ -53,6 +53,34 @@ def test_a_hook_finds_its_session_by_id_and_waits_for_its_own_record(tmp_path: P
     assert state.agent_window == 64_000
 
 
+def test_a_failed_calls_hook_waits_for_its_own_record_too(tmp_path: Path) -> None:
+    """postToolUseFailure (a call that failed) is a tool call like postToolUse: it waits for
+    its own `hook.start`, and is judged on the request that made the failed call."""
+    failure = DATA / "transcripts" / "copilot-1.0.102" / "transcript.failure.jsonl"
+    lines = failure.read_bytes().splitlines(keepends=True)
+    paths = sorted((PAYLOADS.parent / "failure").glob("*-postToolUseFailure.json"))
+    post = json.loads(paths[1].read_text())  # the second failed call (an unknown tool)
+    events = tmp_path / ".copilot" / "session-state" / post["sessionId"] / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    stamp = f'"timestamp":{post["timestamp"]}'.encode()
+    (own,) = [i for i, line in enumerate(lines) if stamp in line and b'"hook.start"' in line]
+    usage = [i for i, line in enumerate(lines[:own]) if b'"session.usage_record"' in line[:40]]
+    events.write_bytes(b"".join(lines[: usage[-1]]))
+
+    centre = _open(tmp_path)
+    payload = json.dumps(post).encode()
+    answer = centre.answers.handle_hook("copilot", "postToolUseFailure", payload)
+    assert not isinstance(answer, bytes), "the hook's own record is not on disk: it waits"
+    events.write_bytes(b"".join(lines[: own + 1]))
+
+    async def settle() -> bytes:
+        return await resolve(answer)
+
+    assert anyio.run(settle) == b""
+    state = centre.sessions.get(str(events))
+    assert state is not None and state.tokens == 13_500  # the request that made the call
+
+
 def test_a_hook_before_the_file_exists_opens_the_session_it_later_follows(
     tmp_path: Path,
 ) -> None:

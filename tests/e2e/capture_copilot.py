@@ -16,6 +16,8 @@ Scenarios:
   print        three bash calls and an answer; the agentStop block makes a second turn
   compact      a reported prompt of 56,000 (limit 64,000, background compaction at 80 %) makes
                the CLI compact while the session goes on
+  failure      three tool calls that fail (postToolUseFailure, not postToolUse), a bash command
+               exiting 3 (a success to Copilot CLI), one exiting 0, an answer; the block's turn
   interactive  the UI in tmux (no block): two bash calls and an answer, then `/exit`; the
                statusline command runs
 
@@ -103,9 +105,29 @@ def _script(steps: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _failing_steps() -> list[dict[str, Any]]:
+    """Three calls that fail (a missing file, an unknown tool, a call without its required
+    argument), a bash command exiting 3, one exiting 0, then an answer."""
+    calls: list[dict[str, Any]] = [
+        {"name": "view", "arguments": {"path": "missing.txt"}},
+        {"name": "nosuchtool", "arguments": {"x": 1}},
+        {"name": "bash", "arguments": {"description": "no command"}},
+        {"name": "bash", "arguments": {"command": "echo step3; exit 3", "description": "exit 3"}},
+        {"name": "bash", "arguments": {"command": "echo step4", "description": "step 4"}},
+    ]
+    steps: list[dict[str, Any]] = []
+    for i, call in enumerate(calls):
+        prompt = 12_000 + 1_500 * i
+        usage = {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
+        steps.append({"tool": call, "usage": usage})
+    steps.append({"text": "Done.", "usage": {"prompt_tokens": 19_500, "completion_tokens": 40}})
+    return steps
+
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "print": _script(_steps([12_000, 13_500, 15_000, 16_500])),
     "compact": _script(_steps([20_000, 56_000, 57_000, 15_000, 16_000])),
+    "failure": _script(_failing_steps()),
 }
 INTERACTIVE = _script(_steps([12_000, 13_500, 15_000]))
 

@@ -64,6 +64,14 @@ def bash(command: str) -> Json:
     return {"tool": {"name": "bash", "arguments": {"command": command, "description": "step"}}}
 
 
+def failing(call: int) -> Json:
+    """A call that fails (its result a failure, so Copilot CLI fires postToolUseFailure and not
+    postToolUse): a view of a missing file, or a tool that does not exist."""
+    if call % 2:
+        return {"tool": {"name": "nosuchtool", "arguments": {"step": call}}}
+    return {"tool": {"name": "view", "arguments": {"path": f"missing-{call}.txt"}}}
+
+
 def tool_steps(
     prompts: Sequence[int], final: str = "Done.", sleep: Sequence[int] = ()
 ) -> list[Json]:
@@ -179,6 +187,37 @@ def test_warnings_escalate_and_the_handoff_blocks_once(make_rig: Callable[..., R
     assert row["agent"] == "copilot"
     assert row["tokens"] == rig.reported()[-1] == 38_700  # exactly what the mock reported
     assert row["window"] == WINDOW  # the maxPromptTokens Copilot CLI recorded
+
+
+def test_a_failed_call_is_warned_and_counted(make_rig: Callable[..., Rig]) -> None:
+    """Copilot CLI fires postToolUse only after a call that succeeded; a call that fails fires
+    postToolUseFailure. The calls where a warning is due fail (2: the first WARNING, 7: the
+    repeat), and so does one of the four quiet calls between: the warnings reach the model after
+    the failed calls, and call 7 is the fifth since the warning only with the failed calls
+    counted. A shell command exiting 3 (call 5) is a success to Copilot CLI."""
+    prompts = [10_000, 20_000, 33_300, 33_400, 33_500, 33_600, 33_700, 33_800, 33_900]
+    steps = tool_steps(prompts)
+    fails = (2, 4, 7)
+    for call in fails:
+        steps[call] = {**failing(call), "usage": steps[call]["usage"]}
+    steps[5] = {**bash("echo step5; exit 3"), "usage": steps[5]["usage"]}
+    rig = make_rig(steps)
+    res = rig.copilot("Run the steps")
+
+    main = rig.main()
+    assert len(main) == len(prompts), res.describe()
+    assert at_calls(main, WARNING) == [2, 7]
+    # each came from the failure hook, as guidance after the failed result
+    failed = "Additional guidance from postToolUseFailure hooks:"
+    assert at_calls(main, failed) == [2, 7]
+    after = last_turn_text_chat(main[3]["body"])
+    assert f"failed. {failed}\\n{WARNING}" in after, after
+    completed = [e["data"] for e in rig.events() if e["type"] == "tool.execution_complete"]
+    assert [i for i, d in enumerate(completed) if not d["success"]] == list(fails)
+    assert completed[5]["success"] and "exit code 3" in json.dumps(completed[5])
+    starts = [e["data"]["hookType"] for e in rig.events() if e["type"] == "hook.start"]
+    assert starts.count("postToolUseFailure") == len(fails)
+    assert starts.count("postToolUse") == len(prompts) - 1 - len(fails)
 
 
 def test_a_real_compaction_resets_the_debounce(make_rig: Callable[..., Rig]) -> None:

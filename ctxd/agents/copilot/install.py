@@ -23,7 +23,15 @@ __all__ = ["EVENTS", "checks", "install", "settings_path", "uninstall"]
 
 #: Seconds (Copilot CLI's unit, 30 by default). The client gives up after about 2 s.
 TIMEOUT_S = 10
-EVENTS = ("sessionStart", "userPromptSubmitted", "postToolUse", "agentStop", "sessionEnd")
+#: postToolUseFailure: a tool call that failed fires it instead of postToolUse (since 1.0.15).
+EVENTS = (
+    "sessionStart",
+    "userPromptSubmitted",
+    "postToolUse",
+    "postToolUseFailure",
+    "agentStop",
+    "sessionEnd",
+)
 _DISABLED = "disableAllHooks"
 
 

@@ -18,11 +18,12 @@ Every line is one event `{"type", "data", "id", "timestamp", "parentId"}`, appen
 
 Copilot CLI queues its writes to the file: a hook can run before the request it follows is on
 disk (seen with 1.0.102 for postToolUse and agentStop: the usage record lands some 10-300 ms
-later). Its postToolUse names no call, but each hook's own `hook.start` event is written before
-the hook runs, with the payload's `timestamp` in its input: `saw_tool_use(id)` answers whether
-the `hook.start` of the postToolUse whose timestamp is `id` is read (everything before it is
-then read too). `saw_answer` answers whether the last answer read made no tool calls (the
-turn's final answer, which agentStop follows).
+later). Its postToolUse (postToolUseFailure after a call that failed) names no call, but each
+hook's own `hook.start` event is written before the hook runs, with the payload's `timestamp` in
+its input: `saw_tool_use(id)` answers whether the `hook.start` of the postToolUse or
+postToolUseFailure whose timestamp is `id` is read (everything before it is then read too).
+`saw_answer` answers whether the last answer read made no tool calls (the turn's final answer,
+which agentStop follows).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ _USAGE = b'{"type":"session.usage_record"'
 _COMPACTED = b'{"type":"session.compaction_complete"'
 _ANSWER = b'{"type":"assistant.message"'
 _HOOK_START = b'{"type":"hook.start"'
-_TOOL_HOOK = b'"hookType":"postToolUse"'
-#: How many postToolUse hooks' timestamps are remembered (parallel calls run theirs together).
+#: postToolUse after a call that succeeded, postToolUseFailure after one that failed.
+_TOOL_HOOKS = (b'"hookType":"postToolUse"', b'"hookType":"postToolUseFailure"')
+#: How many tool hooks' timestamps are remembered (parallel calls run theirs together).
 _KEEP_HOOKS = 64
 #: Events after which the turn's final answer is still to come.
 _TURN_STARTS = (b'{"type":"assistant.turn_start"', b'{"type":"user.message"')
@@ -69,7 +71,7 @@ class CopilotReader:
                 self._answered = not _made_calls(decode(line))
             elif line.startswith(_TURN_STARTS):
                 self._answered = False
-            elif line.startswith(_HOOK_START) and _TOOL_HOOK in line:
+            elif line.startswith(_HOOK_START) and any(hook in line for hook in _TOOL_HOOKS):
                 stamp = _hook_stamp(decode(line))
                 if stamp is not None:
                     self._tool_hooks.append(stamp)

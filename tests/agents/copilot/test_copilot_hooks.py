@@ -27,13 +27,14 @@ def test_every_captured_payload_parses(path: Path) -> None:
     assert event.transcript_path == data.get("transcriptPath")
     expected = {
         "postToolUse": "tool_call",
+        "postToolUseFailure": "tool_call",
         "userPromptSubmitted": "prompt",
         "agentStop": "stop",
         "sessionStart": "session_start",
         "sessionEnd": "session_end",
     }.get(event_name, "other")
     assert event.kind == expected
-    if event_name == "postToolUse":
+    if event_name in ("postToolUse", "postToolUseFailure"):
         assert event.tool_use_id == str(data["timestamp"])
 
 
@@ -52,11 +53,22 @@ def _event(name: str) -> object:
 
 
 def test_context_is_a_top_level_additional_context() -> None:
-    for name in ("postToolUse", "userPromptSubmitted", "sessionStart"):
+    for name in ("postToolUse", "postToolUseFailure", "userPromptSubmitted", "sessionStart"):
         out = agents.render(_event(name), Reply(context="CONTEXT WARNING: x"))  # type: ignore[arg-type]
         assert orjson.loads(out) == {"additionalContext": "CONTEXT WARNING: x"}
     for name in ("preToolUse", "sessionEnd", "agentStop", "preCompact"):
         assert agents.render(_event(name), Reply(context="x")) == b""  # type: ignore[arg-type]
+
+
+def test_a_failed_tool_call_is_a_tool_call_answered_with_context() -> None:
+    """A call that fails fires postToolUseFailure, not postToolUse (1.0.102): ctxd counts it
+    and its warning reaches the model (a top-level additionalContext, as after a success)."""
+    (path, *_) = sorted(PAYLOADS.glob("failure/*-postToolUseFailure.json"))
+    event = agents.parse("copilot", path.read_bytes(), "postToolUseFailure")
+    assert event.kind == "tool_call"
+    assert event.tool_use_id == str(json.loads(path.read_text())["timestamp"])
+    out = agents.render(event, Reply(context="CONTEXT WARNING: x"))
+    assert orjson.loads(out) == {"additionalContext": "CONTEXT WARNING: x"}
 
 
 def test_the_handoff_block_and_no_user_message() -> None:

@@ -29,6 +29,17 @@ def test_install_on_an_empty_file() -> None:
     assert any("statusLine" in n for n in notes)
 
 
+def test_a_failed_tool_call_has_a_hook_too() -> None:
+    """postToolUse fires only after a call that succeeded: without postToolUseFailure a failed
+    call would reach ctxd not at all."""
+    out, _ = install.install({}, command, LINE, statusline=False)
+    assert out["hooks"]["postToolUseFailure"] == [
+        {"type": "command", "bash": command("postToolUseFailure"), "timeoutSec": install.TIMEOUT_S}
+    ]
+    back, _ = install.uninstall(out)
+    assert "hooks" not in back
+
+
 def test_install_is_idempotent_and_keeps_the_users_hooks() -> None:
     mine = {"type": "command", "bash": "./audit.sh", "timeoutSec": 5}
     doc = {"hooks": {"postToolUse": [mine], "preToolUse": [mine]}, "statusLine": {"command": "me"}}

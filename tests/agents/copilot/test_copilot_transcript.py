@@ -21,7 +21,7 @@ def _main_prompts(name: str) -> list[int]:
 
 
 def test_every_figure_is_what_the_mock_reported() -> None:
-    for name in ("print", "interactive"):
+    for name in ("print", "interactive", "failure"):
         updates = CopilotReader().feed((DATA / f"transcript.{name}.jsonl").read_bytes())
         assert [u.tokens for u in updates] == _main_prompts(name), name
         assert {u.reported_window for u in updates} == {64_000}
@@ -87,6 +87,27 @@ def test_a_post_tool_use_waits_for_its_own_hook_start() -> None:
                 assert usage_read >= n + 1
     assert seen == [0, 1, 2]
     assert not CopilotReader().saw_tool_use(stamps[0])
+
+
+def test_a_failed_calls_hook_waits_for_its_own_hook_start() -> None:
+    """A call that failed fires postToolUseFailure, whose `hook.start` names its timestamp as
+    postToolUse's does (without it the hook would wait out TOOL_CALL_WAIT every time)."""
+    lines = (DATA / "transcript.failure.jsonl").read_bytes().splitlines(keepends=True)
+    payloads = sorted(PAYLOADS.glob("failure/*-postToolUse*.json"))
+    assert [p.stem.split("-", 1)[1] for p in payloads] == ["postToolUseFailure"] * 3 + [
+        "postToolUse"
+    ] * 2
+    stamps = [str(json.loads(p.read_text())["timestamp"]) for p in payloads]
+    reader = CopilotReader()
+    seen: list[int] = []
+    usage_read = 0
+    for line in lines:
+        usage_read += len(reader.feed(line))
+        for n, stamp in enumerate(stamps):
+            if n not in seen and reader.saw_tool_use(stamp):
+                seen.append(n)
+                assert usage_read >= n + 1
+    assert seen == [0, 1, 2, 3, 4]
 
 
 def test_saw_answer_follows_the_final_answer() -> None:
