@@ -75,6 +75,13 @@ def test_a_post_tool_use_waits_for_its_own_hook_start() -> None:
     payloads = sorted(PAYLOADS.glob("print/*-postToolUse.json"))
     stamps = [str(json.loads(p.read_text())["timestamp"]) for p in payloads]
     assert len(stamps) == 3
+    assert _hook_starts_seen(lines, stamps) == [0, 1, 2]
+    assert not CopilotReader().saw_tool_use(stamps[0])
+
+
+def _hook_starts_seen(lines: list[bytes], stamps: list[str]) -> list[int]:
+    """Feeding `lines` one by one: the order in which the hooks of `stamps` are seen, each
+    only once the request that made its call is read (its usage is the n+1th)."""
     reader = CopilotReader()
     seen: list[int] = []
     usage_read = 0
@@ -83,10 +90,8 @@ def test_a_post_tool_use_waits_for_its_own_hook_start() -> None:
         for n, stamp in enumerate(stamps):
             if n not in seen and reader.saw_tool_use(stamp):
                 seen.append(n)
-                # by then the request that made call n is read: its usage is the n+1th
                 assert usage_read >= n + 1
-    assert seen == [0, 1, 2]
-    assert not CopilotReader().saw_tool_use(stamps[0])
+    return seen
 
 
 def test_a_failed_calls_hook_waits_for_its_own_hook_start() -> None:
@@ -98,16 +103,7 @@ def test_a_failed_calls_hook_waits_for_its_own_hook_start() -> None:
         "postToolUse"
     ] * 2
     stamps = [str(json.loads(p.read_text())["timestamp"]) for p in payloads]
-    reader = CopilotReader()
-    seen: list[int] = []
-    usage_read = 0
-    for line in lines:
-        usage_read += len(reader.feed(line))
-        for n, stamp in enumerate(stamps):
-            if n not in seen and reader.saw_tool_use(stamp):
-                seen.append(n)
-                assert usage_read >= n + 1
-    assert seen == [0, 1, 2, 3, 4]
+    assert _hook_starts_seen(lines, stamps) == [0, 1, 2, 3, 4]
 
 
 def test_saw_answer_follows_the_final_answer() -> None:
