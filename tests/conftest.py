@@ -72,6 +72,7 @@ _CLAUDE_PAYLOADS = {
     "SessionStart.compact": "claude/2.1.332/compact/17-SessionStart.compact.json",
     "UserPromptSubmit": "claude/2.1.332/print/02-UserPromptSubmit.json",
     "PostToolUse": "claude/2.1.332/print/04-PostToolUse.json",
+    "PostToolUseFailure": "claude/2.1.332/failure/04-PostToolUseFailure.json",
     "Stop": "claude/2.1.332/print/07-Stop.json",
     "Stop.active": "claude/2.1.332/print/08-Stop.stop_hook_active.json",
     "PreCompact": "claude/2.1.332/compact/15-PreCompact.auto.json",
@@ -136,9 +137,9 @@ class ClaudeTranscript(Transcript):
         self.path.touch()
 
     def payload(self, event: str, **fields: Any) -> dict[str, Any]:
-        """As the base class; a PostToolUse names the tool call of the last assistant message,
-        as Claude Code's does (ctxd waits for that message before answering)."""
-        if event == "PostToolUse" and self.tool_use_id is not None:
+        """As the base class; a PostToolUse (PostToolUseFailure) names the tool call of the last
+        assistant message, as Claude Code's does (ctxd waits for that message before answering)."""
+        if event in ("PostToolUse", "PostToolUseFailure") and self.tool_use_id is not None:
             fields.setdefault("tool_use_id", self.tool_use_id)
         return super().payload(event, **fields)
 

@@ -26,6 +26,8 @@ SAMPLES = sorted(
 # compaction. Gemini's PreCompress fires before every model turn, so it is not a compaction.
 EXPECTED_KIND: dict[tuple[str, str], EventKind] = {
     ("claude", "PostToolUse"): "tool_call",
+    # 2.1.332: a call that fails as it runs fires this instead of PostToolUse.
+    ("claude", "PostToolUseFailure"): "tool_call",
     ("claude", "PreToolUse"): "other",
     ("claude", "UserPromptSubmit"): "prompt",
     ("claude", "Stop"): "stop",
@@ -150,6 +152,18 @@ def test_main_chain_events_carry_no_agent_id() -> None:
         event, _ = _parse(path)
         if event.kind != "subagent_stop":
             assert event.agent_id is None, path
+
+
+def test_a_failed_call_names_its_tool_call() -> None:
+    """PostToolUseFailure carries the failed call's `tool_use_id`, which the reader waits for
+    as after PostToolUse."""
+    failures = [p for p in SAMPLES if _describe(p)[1] == "PostToolUseFailure"]
+    assert len(failures) == 2
+    for path in failures:
+        event, raw = _parse(path)
+        assert event.kind == "tool_call"
+        assert event.tool_use_id == raw["tool_use_id"]
+        assert "error" in raw and "tool_response" not in raw
 
 
 def test_agent_id_on_a_tool_event_is_exposed() -> None:

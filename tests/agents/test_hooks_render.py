@@ -3,7 +3,8 @@
 The accepted shapes are the ones the harness capture hooks printed and whose effect was seen in
 the next model request (harness scenarios/*.hooks.json and samples/*/report.md):
 - Claude Code 2.1.x: hookSpecificOutput.additionalContext on PostToolUse, UserPromptSubmit and
-  SessionStart; Stop {"decision":"block","reason"}; systemMessage shown to the user.
+  SessionStart, and (2.1.332) PostToolUseFailure; Stop {"decision":"block","reason"};
+  systemMessage shown to the user.
 - Gemini CLI 0.61.0: additionalContext on AfterTool, BeforeAgent, SessionStart; AfterAgent
   {"decision":"deny","reason"}.
 - Codex CLI 0.171.0: additionalContext on PostToolUse, UserPromptSubmit, SessionStart; Stop
@@ -29,6 +30,7 @@ SAMPLE = {
     ("claude", "UserPromptSubmit"): "claude/2.1.332/print/02-UserPromptSubmit.json",
     ("claude", "PreToolUse"): "claude/2.1.332/print/03-PreToolUse.json",
     ("claude", "PostToolUse"): "claude/2.1.332/print/04-PostToolUse.json",
+    ("claude", "PostToolUseFailure"): "claude/2.1.332/failure/04-PostToolUseFailure.json",
     ("claude", "Stop"): "claude/2.1.332/print/07-Stop.json",
     ("claude", "SubagentStop"): "claude/2.1.332/compact/16-SubagentStop.json",
     ("claude", "PreCompact"): "claude/2.1.332/compact/15-PreCompact.auto.json",
@@ -76,6 +78,7 @@ EXPECTED_ALL: dict[tuple[str, str], dict[str, object] | None] = {
     ("claude", "UserPromptSubmit"): {**_ctx("UserPromptSubmit"), **SHOWN},
     ("claude", "PreToolUse"): SHOWN,
     ("claude", "PostToolUse"): {**_ctx("PostToolUse"), **SHOWN},
+    ("claude", "PostToolUseFailure"): {**_ctx("PostToolUseFailure"), **SHOWN},
     ("claude", "Stop"): {**BLOCK, **SHOWN},
     ("claude", "SubagentStop"): SHOWN,
     ("claude", "PreCompact"): SHOWN,

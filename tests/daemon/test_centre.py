@@ -109,13 +109,34 @@ def test_the_debounce_counts_calls_not_seconds(world: World, clock: FakeClock) -
         assert answer_of(centre, t.payload("PostToolUse")) is None
 
 
+def test_failed_calls_are_warned_and_counted(world: World, clock: FakeClock) -> None:
+    """A call that fails fires PostToolUseFailure, not PostToolUse (Claude Code 2.1.332): it is
+    a tool call like any other, warned after and counted by the debounce."""
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    events = ["PostToolUseFailure", "PostToolUse", "PostToolUseFailure", "PostToolUse"]
+    events += ["PostToolUseFailure", "PostToolUseFailure"]
+    got = []
+    for event in events:
+        t.assistant(TOKENS_AT_REMAINING[30])
+        out = answer_of(centre, t.payload(event))
+        got.append(level(out))
+        if out is not None:
+            assert out["hookSpecificOutput"]["hookEventName"] == event
+    # warned at the first failed call, again at the fifth call after it (GSD's debounce)
+    assert got == ["WARNING", None, None, None, None, "WARNING"]
+
+
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
     return "trio", {"clock": MockClock(autojump_threshold=0)}
 
 
 @pytest.mark.anyio
-async def test_a_tool_call_waits_for_its_turn_to_be_written(world: World, clock: FakeClock) -> None:
+@pytest.mark.parametrize("event", ["PostToolUse", "PostToolUseFailure"])
+async def test_a_tool_call_waits_for_its_turn_to_be_written(
+    world: World, clock: FakeClock, event: str
+) -> None:
     centre = open_centre(world, clock, WINDOW_BASIS)
     t = world.claude()
     t.assistant(TOKENS_AT_REMAINING[40])
@@ -124,7 +145,7 @@ async def test_a_tool_call_waits_for_its_turn_to_be_written(world: World, clock:
     t.assistant(TOKENS_AT_REMAINING[30])  # the turn that makes the next call...
     turn = t.path.read_bytes()[len(before) :]
     t.path.write_bytes(before)  # ...is not on disk yet when its hook fires (Claude Code)
-    payload = t.payload("PostToolUse")
+    payload = t.payload(event)  # after a call that succeeded, or one that failed
     answer = centre.answers.handle_hook("claude", None, json.dumps(payload).encode())
     assert not isinstance(answer, bytes), "answered before the turn that made the call was read"
 

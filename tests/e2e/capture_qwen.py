@@ -3,17 +3,21 @@
 
     .venv/bin/python tests/e2e/capture_qwen.py OUT_DIR        # run the scenarios into OUT_DIR
     .venv/bin/python tests/e2e/capture_qwen.py OUT_DIR --save # ... and refresh tests/data
+    .venv/bin/python tests/e2e/capture_qwen.py OUT_DIR failure --save  # one scenario only
 
 Runs the Qwen Code CLI that install-agents.sh installed (or CTXD_E2E_QWEN_BIN) headless, in a
 loopback-only network namespace, against mock_openai_chat.py. Every hook event the CLI knows is
 wired to this script (`capture_qwen.py hook EVENT`), which records the payload and answers with
-markers: additionalContext on SessionStart, UserPromptSubmit and PostToolUse, and a Stop block
+markers: additionalContext on SessionStart, UserPromptSubmit, PostToolUse and PostToolUseFailure,
+and a Stop block
 (with a systemMessage) once per turn, so that the captures show what each output does.
 
 Scenarios:
   print        three shell calls and an answer; the Stop block makes a second turn
   compress     a reported prompt of 900,000 (window 1,000,000, compression at 85 %) makes the
                CLI compress mid-turn; then `--continue` resumes the session for one more turn
+  failure      calls that fail: a read_file of a missing file, a shell command exiting 3, a
+               tool that does not exist; then a shell call that succeeds and an answer
   interactive  the UI in tmux (no Stop block): two shell calls and an answer, `/compress`,
                "Say bye", a rewind of that turn (Esc Esc, "Restore conversation only"),
                "Say hi", `/quit`
@@ -74,7 +78,7 @@ def hook(label: str) -> int:
     blocks = not os.environ.get("CAPTURE_NO_BLOCK")
     if label == "Stop" and blocks and not payload.get("stop_hook_active"):
         out = {"decision": "block", "reason": "STOP-BLOCK-MARKER", "systemMessage": "STOP-MSG"}
-    elif label in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+    elif label in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure"):
         context = {"hookEventName": event, "additionalContext": f"{label}-CTX-MARKER"}
         out = {"hookSpecificOutput": context}
     if out is not None:
@@ -104,6 +108,29 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[list[str]]]] = {
             ["-p", "Run the steps", "--yolo", "--output-format", "json"],
             ["--continue", "-p", "Say bye", "--yolo", "--output-format", "json"],
         ],
+    ),
+    "failure": (
+        {
+            "steps": [
+                {
+                    "tool": {
+                        "name": "read_file",
+                        "arguments": {"file_path": "/nonexistent/missing"},
+                    },
+                    "usage": {"prompt_tokens": 12_000, "completion_tokens": 40},
+                },
+                {
+                    "shell": "echo step1; exit 3",
+                    "usage": {"prompt_tokens": 13_500, "completion_tokens": 40},
+                },
+                {
+                    "tool": {"name": "nosuchtool", "arguments": {"step": 2}},
+                    "usage": {"prompt_tokens": 15_000, "completion_tokens": 40},
+                },
+                *_steps([16_500, 18_000]),
+            ]
+        },
+        [["-p", "Run the steps", "--yolo"]],
     ),
 }
 
@@ -262,7 +289,8 @@ def main() -> int:
         return 1
     version = cli_version(qwen)
     out = Path(sys.argv[1]).resolve()
-    for name in (*SCENARIOS, "interactive"):
+    chosen = [a for a in sys.argv[2:] if not a.startswith("--")]
+    for name in chosen or (*SCENARIOS, "interactive"):
         root = run_scenario(qwen, name, out)
         if "--save" in sys.argv[2:]:
             save(root, name, version)

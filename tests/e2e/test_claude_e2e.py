@@ -335,6 +335,52 @@ def test_instant_tools_are_warned_at_their_own_call(make_rig: Callable[..., Rig]
     assert at_calls(rig.main(), CRITICAL) == [8]
 
 
+def failing(call: int, work: Path) -> Json:
+    """A call that fails as it runs, so Claude Code fires PostToolUseFailure and not
+    PostToolUse: a Read of a missing file (it returns at once), or a Bash command exiting 3."""
+    if call % 2:
+        command = f"sleep {TOOL_SECONDS}; echo step{call}; exit 3"
+        return {"tool_use": {"name": "Bash", "input": {"command": command, "description": "Fail"}}}
+    return {"tool_use": {"name": "Read", "input": {"file_path": str(work / f"missing-{call}")}}}
+
+
+def test_a_failed_call_is_warned_and_counted(make_rig: Callable[..., Rig], tmp_path: Path) -> None:
+    """Claude Code 2.1.332 fires PostToolUse only after a call that succeeded; one that fails
+    fires PostToolUseFailure. The calls where a warning is due fail (2: the first WARNING, a Read
+    of a missing file; 7: the repeat, a Bash command exiting 3), and so does one of the four
+    quiet calls between (4): the warnings reach the model after the failed calls, and call 7 is
+    the fifth since the warning only with the failed calls counted."""
+    cache_read = [95_000, 295_000, 655_000, 660_000, 665_000, 670_000, 675_000, 685_000, 690_000]
+    steps = claude_tool_steps(8, cache_read, TOOL_SECONDS)
+    fails = (2, 4, 7)
+    for call in fails:
+        # the rig's work dir (RunDir(tmp_path).work): Read wants an absolute path
+        steps[call] = {**failing(call, tmp_path / "work"), "usage": steps[call]["usage"]}
+    rig = make_rig(steps)
+    assert rig.rd.work == tmp_path / "work"
+    res = rig.claude("Run the steps")
+
+    main = rig.main()
+    assert len(main) == len(steps), res.describe()
+    assert at_calls(main, WARNING) == [2, 7]
+    # each came from the failure hook, after the failed result
+    assert at_calls(main, "PostToolUseFailure:Read hook additional context") == [2]
+    assert at_calls(main, "PostToolUseFailure:Bash hook additional context") == [7]
+    results = [
+        block
+        for r in main[1:]
+        for m in r["body"]["messages"][-2:]
+        if isinstance(m.get("content"), list)
+        for block in m["content"]
+        if block.get("type") == "tool_result"
+    ]
+    errors = {b["tool_use_id"]: b.get("is_error") is True for b in results}
+    assert list(errors.values()) == [call in fails for call in range(8)], errors
+    fired = [e["hook_event"] for e in stream_events(res) if e.get("subtype") == "hook_response"]
+    assert fired.count("PostToolUseFailure") == len(fails), fired
+    assert fired.count("PostToolUse") == 8 - len(fails), fired
+
+
 def start_interactive(rig: Rig, tmp_path: Path) -> Tmux:
     """The real CLI's interactive UI in a tmux session of its own, in the rig's environment."""
     tmux = Tmux(tmp_path / "tmux.sock", "cc")

@@ -5,6 +5,15 @@ Verified against real runs of 2.1.197 and 2.1.332 (captured in tests/data/payloa
 UserPromptSubmit and SessionStart; Stop `{"decision": "block", "reason": R}` makes the agent
 continue with R as feedback; `systemMessage` is shown to the user. A PostToolUse envelope
 printed on Stop or PreCompact is rejected, so every envelope names the event it answers.
+
+PostToolUse fires only after a tool call that succeeded (2.1.332). One that fails while it runs
+(a Read of a missing file, a Bash command exiting non-zero) fires PostToolUseFailure instead, with
+`error` (the message) and `is_interrupt` in place of `tool_response`, and the call's
+`tool_use_id`: a tool call to ctxd too, so the debounce counts every call the model made. Its
+`additionalContext` reaches the next request ("PostToolUseFailure:<tool> hook additional
+context: ..."), its `systemMessage` is shown. A call refused before it runs (an unknown tool,
+invalid input, an Edit whose `old_string` is not in the file) fires no hook at all, not even
+PreToolUse.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ DIALECT = Dialect(
     kinds=MappingProxyType(
         {
             "PostToolUse": "tool_call",
+            "PostToolUseFailure": "tool_call",
             "UserPromptSubmit": "prompt",
             "Stop": "stop",
             "PreCompact": "compaction",
@@ -35,7 +45,9 @@ DIALECT = Dialect(
     # PreModelSwitch takes PreToolUse's `permissionDecision` (allow/deny/ask).
     deny_events=frozenset({"PreModelSwitch"}),
     # Events whose `hookSpecificOutput.additionalContext` reaches the model.
-    context_events=frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"}),
+    context_events=frozenset(
+        {"PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart"}
+    ),
     # Events where `{"decision": "block", "reason": ...}` makes the agent keep going.
     block_events=frozenset({"Stop"}),
     # Events whose `systemMessage` Claude Code shows. SessionEnd is left out: the UI is closing.
@@ -43,6 +55,7 @@ DIALECT = Dialect(
         {
             "PreToolUse",
             "PostToolUse",
+            "PostToolUseFailure",
             "UserPromptSubmit",
             "SessionStart",
             "Stop",

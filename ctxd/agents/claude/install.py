@@ -15,9 +15,11 @@ from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks, specs_f
 AGENT = "claude"
 #: Seconds (Claude Code's unit). The client gives up after about 2 s; this is only a ceiling.
 TIMEOUT = 10
+#: PostToolUseFailure: a tool call that fails as it runs fires it instead of PostToolUse.
 EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionStart", None),
     ("PostToolUse", "*"),
+    ("PostToolUseFailure", "*"),
     ("Stop", None),
     ("SubagentStop", None),
     ("PreCompact", None),

@@ -10,6 +10,12 @@ turn with R as the user's text, then Stop fires again with `stop_hook_active: tr
 `systemMessage` reaches the user (stderr in `-p` text mode, a history item in the UI); the other
 events' goes to the debug log.
 
+PostToolUse fires only after a call that succeeded; one that fails as it runs (a read_file of a
+missing file, a shell command exiting non-zero) fires PostToolUseFailure instead, with `error` in
+place of `tool_response`: a tool call to ctxd too, whose `additionalContext` is appended to the
+failed result as PostToolUse's is to a success's (0.24.4). A call of a tool that does not exist
+fires no hook.
+
 UserPromptSubmit also fires, with `prompt: ""`, before every continuation of a turn (after each
 batch of tool results). A compression fires PreCompact (before the summary request, so also
 when it then fails), PostCompact and SessionStart with source "compact" (both after it).
@@ -28,6 +34,7 @@ DIALECT = Dialect(
     kinds=MappingProxyType(
         {
             "PostToolUse": "tool_call",
+            "PostToolUseFailure": "tool_call",
             "UserPromptSubmit": "prompt",
             "Stop": "stop",
             "PostCompact": "compaction",
@@ -35,7 +42,9 @@ DIALECT = Dialect(
             "SessionEnd": "session_end",
         }
     ),
-    context_events=frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"}),
+    context_events=frozenset(
+        {"PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart"}
+    ),
     block_events=frozenset({"Stop"}),
     user_message_events=frozenset({"Stop"}),
     # SessionStart with source "compact" follows a real compression (seen with 0.24.4).

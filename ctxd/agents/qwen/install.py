@@ -32,6 +32,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("UserPromptSubmit", None),
     # Tool matchers: "*" (or "", ".*") is every tool; anything else a name or a regex.
     ("PostToolUse", "*"),
+    # A call that fails as it runs fires this instead of PostToolUse.
+    ("PostToolUseFailure", "*"),
     ("Stop", None),
     ("PostCompact", None),
     ("SessionEnd", None),

@@ -160,7 +160,25 @@ def test_hooks_use_seconds_and_match_every_tool(env: dict[str, str]) -> None:
         (handler,) = group["hooks"]
         command = hook_command("claude", env=env)
         assert handler == {"type": "command", "command": command, "timeout": 10}
-        assert group.get("matcher") == ("*" if event == "PostToolUse" else None)
+        tool_events = ("PostToolUse", "PostToolUseFailure")
+        assert group.get("matcher") == ("*" if event in tool_events else None)
+
+
+def test_a_failed_tool_call_has_a_hook_too(env: dict[str, str]) -> None:
+    """PostToolUse fires only after a call that succeeded (2.1.332): without
+    PostToolUseFailure a failed call reaches ctxd not at all, as command or HTTP hook."""
+    from ctxd.agents.claude import install
+
+    url = "http://127.0.0.1:1/ctxd/hook/claude"
+    for http_url, kind in ((None, "command"), (url, "http")):
+        out, _ = install.install(
+            {}, "ctxd-hook claude", "ctxd-line", statusline=False, http_url=http_url
+        )
+        (group,) = out["hooks"]["PostToolUseFailure"]
+        assert group["matcher"] == "*"
+        assert [h["type"] for h in group["hooks"]] == [kind]
+        back, _ = install.uninstall(out)
+        assert "PostToolUseFailure" not in back.get("hooks", {})
 
 
 def test_enabled_ctxd_plugin_is_reported(env: dict[str, str]) -> None:

@@ -321,6 +321,37 @@ def test_the_reader_remembers_the_tool_calls_it_has_read() -> None:
     assert not reader.saw_tool_use("toolu_mock0001bb4c7b8948f2")
 
 
+def test_a_failed_calls_hook_finds_its_call_as_soon_as_it_is_written() -> None:
+    """PostToolUseFailure names the failed call's `tool_use_id`; the assistant message that made
+    the call is written as for a call that succeeds (the result after it only says
+    `is_error: true`), so the hook waits for that message and no longer."""
+    payloads = DATA.parent / "payloads" / "claude" / "2.1.332" / "failure"
+    ids = [
+        json.loads(p.read_text())["tool_use_id"]
+        for p in sorted(payloads.glob("*-PostToolUse*.json"))
+    ]
+    assert [p.name.split("-", 1)[1] for p in sorted(payloads.glob("*-PostToolUse*.json"))] == [
+        "PostToolUseFailure.json",
+        "PostToolUseFailure.json",
+        "PostToolUse.json",
+    ]
+    lines = _read("claude-code-2.1.332/transcript.failure.jsonl").splitlines(keepends=True)
+    reader = ClaudeReader()
+    seen: list[int] = []
+    for line in lines:
+        reader.feed(line)
+        for n, call in enumerate(ids):
+            if n not in seen and reader.saw_tool_use(call):
+                seen.append(n)
+                record = json.loads(line)
+                assert record["type"] == "assistant"
+                assert record["message"]["content"][0]["id"] == call
+    assert seen == [0, 1, 2]
+    # the figures are the mock's: cache_read 100,000 + 1,000 a step, plus 5,000
+    updates = ClaudeReader().feed(b"".join(lines))
+    assert [u.tokens for u in updates] == [105_000, 106_000, 107_000, 108_000]
+
+
 @pytest.mark.parametrize("digest", [False, True])
 def test_a_line_in_another_json_layout_is_still_read(digest: bool) -> None:
     """Lines that hold nothing are known from the first bytes of Claude Code's own compact

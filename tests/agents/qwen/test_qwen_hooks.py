@@ -18,6 +18,8 @@ TRANSCRIPTS = Path(__file__).parents[2] / "data" / "transcripts" / "qwen-code-0.
 
 KIND: dict[str, EventKind] = {
     "PostToolUse": "tool_call",
+    # 0.24.4: a call that fails as it runs fires this instead of PostToolUse.
+    "PostToolUseFailure": "tool_call",
     "UserPromptSubmit": "prompt",
     "Stop": "stop",
     "PostCompact": "compaction",
@@ -105,6 +107,15 @@ REPLY = Reply(context="CTX", user_message="MSG", block_reason="WHY")
             {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "CTX"}},
         ),
         (
+            "failure/05-PostToolUseFailure.json",
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PostToolUseFailure",
+                    "additionalContext": "CTX",
+                }
+            },
+        ),
+        (
             "print/03-UserPromptSubmit.json",
             {
                 "hookSpecificOutput": {
@@ -137,3 +148,17 @@ def test_the_cli_acted_on_these_answers() -> None:
     # The Stop block's reason became the next turn's prompt, then Stop came back "active".
     assert orjson.loads(_sample("print/17-UserPromptSubmit.json"))["prompt"] == "STOP-BLOCK-MARKER"
     assert orjson.loads(_sample("print/18-Stop.json"))["stop_hook_active"] is True
+
+
+def test_a_failed_call_is_a_tool_call_whose_context_reaches_the_model() -> None:
+    """A read_file of a missing file and a shell command exiting 3 fire PostToolUseFailure,
+    not PostToolUse; the capture hook's context was appended to each failed result."""
+    failures = sorted((PAYLOADS / "failure").glob("*-PostToolUseFailure.json"))
+    tools = [orjson.loads(p.read_bytes())["tool_name"] for p in failures]
+    assert tools == ["read_file", "run_shell_command"]
+    for path in failures:
+        event = parse("qwen", path.read_bytes())
+        assert event.kind == "tool_call"
+    text = (TRANSCRIPTS / "transcript.failure.jsonl").read_text()
+    assert "File not found: /nonexistent/missing\\n\\nPostToolUseFailure-CTX-MARKER" in text
+    assert "Exit Code: 3" in text

@@ -33,6 +33,7 @@ def test_hooks_are_named_use_seconds_and_match_every_tool(env: dict[str, str]) -
         "SessionStart",
         "UserPromptSubmit",
         "PostToolUse",
+        "PostToolUseFailure",  # a failed call fires it instead of PostToolUse
         "Stop",
         "PostCompact",
         "SessionEnd",
@@ -45,7 +46,8 @@ def test_hooks_are_named_use_seconds_and_match_every_tool(env: dict[str, str]) -
             "command": hook_command("qwen", env=env),
             "timeout": 10,  # seconds: 1000 and more would be read as milliseconds
         }
-        assert group.get("matcher") == ("*" if event == "PostToolUse" else None)
+        tool_events = ("PostToolUse", "PostToolUseFailure")
+        assert group.get("matcher") == ("*" if event in tool_events else None)
 
 
 def test_qwen_home_moves_the_settings(tmp_path: Path) -> None:
@@ -191,7 +193,14 @@ def test_http_hooks_for_every_event_but_session_start(http_env: dict[str, str]) 
             "timeout": 10,
         }
     ]
-    assert set(handlers) == {"UserPromptSubmit", "PostToolUse", "Stop", "PostCompact", "SessionEnd"}
+    assert set(handlers) == {
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "PostCompact",
+        "SessionEnd",
+    }
     for event, found in handlers.items():
         # named like the command hook; no env headers (Qwen Code's rule reads no variables)
         assert found == [{"type": "http", "name": "ctxd", "url": URL, "timeout": 10}], event
@@ -222,9 +231,9 @@ def test_http_install_switch_and_uninstall_keep_the_users_hooks(http_env: dict[s
     # back to command hooks: ctxd's HTTP hooks replaced, not doubled; then HTTP again
     apply_plan(plan_install("qwen", env=http_env))
     text = path.read_text()
-    assert URL not in text and text.count("ctxd_hook") == 6
+    assert URL not in text and text.count("ctxd_hook") == 7
     apply_plan(plan_install("qwen", env=http_env, transport="http"))
-    assert path.read_text().count(URL) == 5 and path.read_text().count("ctxd_hook") == 1
+    assert path.read_text().count(URL) == 6 and path.read_text().count("ctxd_hook") == 1
 
     apply_plan(plan_uninstall("qwen", env=http_env))
     assert json.loads(path.read_text()) == original
