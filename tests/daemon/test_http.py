@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ctxd.agents.claude import install as claude
+
 if TYPE_CHECKING:
     from conftest import World
 
@@ -322,7 +324,15 @@ def test_install_transport_http(world: World, tmp_path: Path) -> None:
     hooks = json.loads(settings.read_text())["hooks"]
     start = hooks["SessionStart"][0]["hooks"][0]
     assert start["type"] == "command" and "ctxd_hook" in start["command"]
-    for event in ("PostToolUse", "Stop", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"):
+    for event in (
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+        "PreCompact",
+        "PostCompact",
+        "SessionEnd",
+    ):
         ours = [h for g in hooks[event] for h in g["hooks"] if h.get("type") == "http"]
         assert len(ours) == 1, (event, hooks[event])
         assert ours[0]["url"] == "http://127.0.0.1:24242/ctxd/hook/claude"
@@ -333,7 +343,8 @@ def test_install_transport_http(world: World, tmp_path: Path) -> None:
     # back to commands: the HTTP hooks are replaced, not doubled; uninstall removes them all
     assert world.cli("install", "claude", "--settings", str(settings)).returncode == 0
     text = settings.read_text()
-    assert '"type": "http"' not in text and text.count("ctxd_hook") == 10  # 9 + statusLine
+    # one command per event ctxd registers, and the statusLine's
+    assert '"type": "http"' not in text and text.count("ctxd_hook") == len(claude.EVENTS) + 1
     assert (
         world.cli(
             "install", "claude", "--settings", str(settings), "--transport", "http"
