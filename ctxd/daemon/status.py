@@ -4,6 +4,12 @@
 with the daemon's counters; `DaemonStatistics` is the daemon's own side, one frozen value
 (`statistics()` in trio's habit). One session's row that cannot be computed says so in that row
 and never takes the others down.
+
+A row is built again only when what it is built from changed: the session's state (a frozen
+value, replaced on every change), ctxd's settings, or the windows learned. The agents' settings
+files can change under an unchanged session too, so a kept row is also rebuilt once it is
+ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document: the dashboard polls
+twice a second, and 10,000 rows built each time held the event loop for most of a second.
 """
 
 from __future__ import annotations
@@ -21,9 +27,23 @@ from ctxd.daemon.answers import Answers
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
-__all__ = ["DaemonStatistics", "Status"]
+__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "DaemonStatistics", "Status"]
 
 logger = logging.getLogger(__name__)
+
+#: Seconds an unchanged session's row is kept before it is built again (its agent's settings
+#: files may have changed), and how many such rows one document builds again at most.
+ROW_REFRESH = 10.0
+REFRESH_PER_DOCUMENT = 200
+
+
+@dataclass(slots=True)
+class _KeptRow:
+    """A session's row as built from `state`, at `built_at` (the sessions' clock)."""
+
+    state: SessionState
+    built_at: float
+    row: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +87,38 @@ class Status:
         self.answers = answers
         self._settings = settings
         self._config_error = config_error
+        self._kept: dict[str, _KeptRow] = {}  # by session key
+        self._kept_for: tuple[Settings, dict[str, int]] | None = None
+        #: Rows built (not taken as kept) since start: what a test of the cache counts.
+        self.rows_built = 0
 
     def document(self, session: str | None = None) -> dict[str, Any]:
         """Every session's row, newest first (only `session`'s, by id or key, when given),
         the windows learned and the counters since start."""
         now = self.sessions.clock()
-        rows = [
-            self._row_or_error(state, now)
-            for state in sorted(self.sessions, key=lambda s: -s.updated_at)
-            if session is None or session in (state.session_id, state.key)
-        ]
+        self._forget_rows_built_on_other_grounds()
+        states = sorted(self.sessions, key=lambda s: -s.updated_at)
+        if session is not None:
+            states = [s for s in states if session in (s.session_id, s.key)]
+        refreshes = REFRESH_PER_DOCUMENT
+        rows = []
+        for state in states:
+            kept = self._kept.get(state.key)
+            if kept is None or kept.state is not state:
+                kept = self._build(state, now)
+            elif now - kept.built_at >= ROW_REFRESH and refreshes > 0:
+                refreshes -= 1
+                kept = self._build(state, now)
+            rows.append(
+                {
+                    **kept.row,
+                    "age_s": round(now - state.updated_at, 1),
+                    "catching_up": self.transcripts.catching_up(state.key),
+                }
+            )
+        if session is None and len(self._kept) > len(states):
+            live = {state.key for state in states}
+            self._kept = {key: kept for key, kept in self._kept.items() if key in live}
         return {
             "sessions": rows,
             "learned_windows": dict(self.sessions.learned),
@@ -84,6 +126,22 @@ class Status:
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
+
+    def _forget_rows_built_on_other_grounds(self) -> None:
+        """Drop every kept row when ctxd's settings or the windows learned changed since."""
+        grounds = (self._settings(), self.sessions.learned)
+        kept_for = self._kept_for
+        if kept_for is None or kept_for[0] is not grounds[0] or kept_for[1] != grounds[1]:
+            self._kept.clear()
+            self._kept_for = (grounds[0], dict(grounds[1]))
+
+    def _build(self, state: SessionState, now: float) -> _KeptRow:
+        self.rows_built += 1
+        row = self._row_or_error(state, now)
+        kept = _KeptRow(state, now, row)
+        if "error" not in row:
+            self._kept[state.key] = kept
+        return kept
 
     def _row_or_error(self, state: SessionState, now: float) -> dict[str, Any]:
         """`row`, or, for a session whose row cannot be computed, what is known of it and why:
