@@ -210,6 +210,7 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 f"keep one: `ctxd uninstall {agent}`, or disable the {packaged.kind}",
             )
         yield from spec.installer.checks(doc)
+        yield from spec.installer.placed_checks(doc, path)
         # Several hook commands (Copilot CLI's name their event; a user's edit or an old install
         # can leave one event's apart): each check names the events that run its command.
         several = sum("statusline" not in found for found in commands.values()) > 1
