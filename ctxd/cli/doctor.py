@@ -29,7 +29,7 @@ from ctxd.agents.hookcmd import (
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PluginRun
-from ctxd.cli.web import http_hook_checks
+from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
 
@@ -501,5 +501,6 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
+    checks += http_listener_checks(env)
     checks += http_hook_checks(env)
     return checks

@@ -36,6 +36,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,6 +78,7 @@ __all__ = [
     "BODY_BUDGET",
     "HOOK_PATH",
     "MAX_CONNECTIONS",
+    "HttpListening",
     "HttpServer",
     "hook_url",
     "start",
@@ -468,6 +470,20 @@ def _plain(part: str) -> bool:
     return 0 < len(part) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in part)
 
 
+@dataclass(frozen=True, slots=True)
+class HttpListening:
+    """What came of `[http]` when the daemon started (`status` and `doctor` show it): whether
+    the config enabled it, where the daemon listens, or why it does not (the port taken, say).
+    A later change of the config takes a restart."""
+
+    enabled: bool
+    url: str | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 async def start(
     env: Mapping[str, str],
     config: Path,
@@ -476,28 +492,28 @@ async def start(
     sessions: Sessions,
     tg: TaskGroup,
     stopping: anyio.Event,
-) -> HttpServer | None:
+) -> HttpListening:
     """Serve HTTP in `tg` (until `stopping`) when the config's `[http]` enables it, on the
-    listener systemd passed (`adopted_http_listener`) or a new one; None when it is off, or
-    when the port cannot be had (logged: the Unix socket serves on regardless)."""
+    listener systemd passed (`adopted_http_listener`) or a new one. When it is off, or the port
+    cannot be had (logged: the Unix socket serves on regardless), says so."""
     try:
         settings = await anyio.to_thread.run_sync(load_http_settings, config)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
-        return None
+        return HttpListening(True, error=str(exc))
     adopted = adopted_http_listener(env)
     if not settings.enabled:
         if adopted is not None:
             logger.warning("systemd passed a TCP listener, but [http] is off: not serving it")
             adopted.close()
-        return None
+        return HttpListening(False)
     try:
         listener = adopted or open_http_listener(settings.port, settings.host)
         # Where the kernel cannot name a peer's owner, a secret proves it.
         token = None if proc_net_available() else load_or_create_token(state_dir / TOKEN_FILE)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
-        return None
+        return HttpListening(True, error=str(exc))
     host, port = listener.getsockname()[:2]
     if adopted is not None and port != settings.port:
         logger.warning(
@@ -513,4 +529,5 @@ async def start(
         " (from systemd)" if adopted is not None else "",
         "token" if token else "the kernel's socket table",
     )
-    return server
+    shown = f"[{host}]" if ":" in host else host
+    return HttpListening(True, url=f"http://{shown}:{port}/")

@@ -66,6 +66,9 @@ class DaemonStatistics:
     #: The folders under the agents' roots against those watched, the inotify limit, and the
     #: command that raises it when some are not watched (`Poller.statistics`).
     watching: dict[str, object] | None = None
+    #: What came of `[http]` at start: enabled, the listener's URL, or why there is none
+    #: (`http.HttpListening`).
+    http: dict[str, object] | None = None
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)

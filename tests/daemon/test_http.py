@@ -4,6 +4,7 @@ listener's bounds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -86,12 +87,37 @@ def http(world: World) -> Http:
     return Http(port)
 
 
-def test_off_by_default(ctxd: World) -> None:
-    from ctxd.daemon.config import default_http_port
+def _tcp_listeners_of(pid: int) -> list[str]:
+    """The TCP ports process `pid` listens on, from its own descriptors: no port is probed (the
+    default one may be the user's own ctxd's)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = []
+    for table in ("tcp", "tcp6"):
+        rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                ports.append(fields[1])
+    return ports
 
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(("127.0.0.1", default_http_port()), timeout=1).close()
+
+def test_off_by_default(ctxd: World) -> None:
+    assert ctxd.proc is not None
+    assert _tcp_listeners_of(ctxd.proc.pid) == []
+    assert ctxd.status()["daemon"]["http"] == {"enabled": False, "url": None, "error": None}
     assert "HTTP on" not in ctxd.log()
+
+
+def test_listeners_are_seen_by_the_daemons_descriptors(world: World, http: Http) -> None:
+    """The check `test_off_by_default` relies on sees a listener that is there."""
+    assert world.proc is not None
+    assert [p.split(":")[1] for p in _tcp_listeners_of(world.proc.pid)] == [f"{http.port:04X}"]
+    assert world.status()["daemon"]["http"]["url"] == f"{http.base}/"
 
 
 def test_hooks_answer_as_the_command_path_does(world: World, http: Http) -> None:
@@ -428,14 +454,15 @@ def test_service_install_keeps_the_http_port_in_the_socket_unit(world: World) ->
 def test_doctor_says_when_nothing_keeps_the_port(world: World) -> None:
     from ctxd.cli.service import plan_service_install
 
-    world.write_config("[http]\nenabled = true\nport = 24244\n")
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
     assert world.cli("install", "claude", "--transport", "http").returncode == 0
 
     def line() -> str:
         out = world.cli("doctor", timeout=60).stdout
         return next(x for x in out.splitlines() if "claude http hooks" in x)
 
-    assert line().startswith("FAIL") and "nothing keeps port 24244" in line()
+    assert line().startswith("FAIL") and f"nothing keeps port {port}" in line()
     plan = plan_service_install(manager="systemd", env=world.env, python=sys.executable)
     for path, text in plan.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -601,3 +628,68 @@ def test_the_owners_hooks_stay_fast_while_another_uid_floods_the_port(
     assert statistics.median(flooded) < quiet + 0.05, (quiet, sorted(flooded))
     assert f"uid {NOBODY}" in world.log()
     assert "sock_diag unavailable" in world.log()
+
+
+class OtherProgram:
+    """Another program of the user's, serving HTTP on a port of the test's own."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Hello(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "6")
+                self.end_headers()
+                self.wfile.write(b"hello\n")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_port_another_program_holds_is_said_everywhere(world: World) -> None:
+    """[http] on a port another program holds: the daemon serves on over its socket, and
+    status, doctor and `dashboard --print` say that ctxd does not listen there, instead of
+    handing out the other program's address."""
+    other = OtherProgram()
+    try:
+        world.write_config(f"[http]\nenabled = true\nport = {other.port}\n")
+        world.start()
+        daemon = world.status()["daemon"]
+        assert daemon["http"]["enabled"] is True and daemon["http"]["url"] is None
+        assert "Address already in use" in daemon["http"]["error"]
+        status = world.cli("status")
+        assert status.returncode == 0
+        assert "[http] is on but ctxd does not listen: cannot listen on" in status.stdout
+        doctor = world.cli("doctor", timeout=60)
+        line = next(x for x in doctor.stdout.splitlines() if "http listener" in x)
+        assert line.startswith("FAIL") and "could not listen" in line, doctor.stdout
+        assert f"free port {other.port}" in doctor.stdout and "ctxd stop" in doctor.stdout
+        assert doctor.returncode != 0
+        dashboard = world.cli("dashboard", "--print")
+        assert dashboard.returncode != 0 and dashboard.stdout == ""
+        assert len(dashboard.stderr.strip().splitlines()) == 1, dashboard.stderr
+        assert f"ctxd does not listen at http://127.0.0.1:{other.port}/" in dashboard.stderr
+    finally:
+        other.close()
+
+
+def test_doctor_says_a_changed_port_takes_a_restart(world: World, http: Http) -> None:
+    assert world.cli("doctor", timeout=60).stdout.count("ok   http listener") == 1
+    moved = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {moved}\n")
+    out = world.cli("doctor", timeout=60).stdout
+    line = next(x for x in out.splitlines() if "http listener" in x)
+    assert line.startswith("FAIL") and f"listens at {http.base}/" in line, out
+    assert "started before the port was changed" in line and "ctxd stop" in out
+    assert world.cli("dashboard", "--print").returncode != 0
