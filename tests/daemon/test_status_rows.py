@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ctxd.core import session as core
+from ctxd.daemon import status
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
-from ctxd.daemon.status import REFRESH_PER_DOCUMENT, ROW_REFRESH
 
 if TYPE_CHECKING:
     from conftest import World
@@ -73,14 +73,14 @@ def test_an_unchanged_sessions_row_is_built_once(
     assert rows["s7"]["tokens"] == 150_000
 
     # Old rows are built again a few at a time, never all at once.
-    clock.now += ROW_REFRESH
+    clock.now += status.ROW_REFRESH
     centre.status.document()
-    assert judged == SESSIONS + 1 + REFRESH_PER_DOCUMENT
+    assert judged == SESSIONS + 1 + status.REFRESH_PER_DOCUMENT
 
     # New settings judge every row again.
     centre.settings.apply(parse_settings('[thresholds]\nbasis = "window"\n'))
     rows = {r["session_id"]: r for r in centre.status.document()["sessions"]}
-    assert judged == 2 * SESSIONS + 1 + REFRESH_PER_DOCUMENT
+    assert judged == 2 * SESSIONS + 1 + status.REFRESH_PER_DOCUMENT
     assert rows["s7"]["basis"] == "window"
 
 
