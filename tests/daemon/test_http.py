@@ -499,8 +499,9 @@ print(json.dumps(answers), flush=True)
 def test_another_users_idle_connections_take_no_place_of_the_owners(
     world: World, http: Http
 ) -> None:
-    """300 connections of a second uid that send nothing: a few are answered 403, the rest
-    closed at once; none holds a place, and the owner is served meanwhile."""
+    """300 connections of a second uid that send nothing: a few are answered 403 (16 at once,
+    16 a second after), the rest reset at once; none holds a place, and the owner is served
+    meanwhile."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to connect as a second real uid")
     nobody = subprocess.Popen(
@@ -525,7 +526,7 @@ def test_another_users_idle_connections_take_no_place_of_the_owners(
         if nobody.stdout is not None:
             nobody.stdout.close()
     assert set(answers) <= {"HTTP/1.1 403 Forbidden", "closed", "ConnectionResetError"}, answers
-    assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16, answers
+    assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16 + 16 * 4, answers  # within its 4 s
     assert f"uid {NOBODY}" in world.log()
 
 
