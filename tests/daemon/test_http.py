@@ -681,6 +681,11 @@ def test_a_port_another_program_holds_is_said_everywhere(world: World) -> None:
         assert dashboard.returncode != 0 and dashboard.stdout == ""
         assert len(dashboard.stderr.strip().splitlines()) == 1, dashboard.stderr
         assert f"ctxd does not listen at http://127.0.0.1:{other.port}/" in dashboard.stderr
+        # With no daemon at all, the other program's answer is no dashboard either.
+        world.stop()
+        dashboard = world.cli("dashboard", "--print")
+        assert dashboard.returncode != 0 and dashboard.stdout == ""
+        assert "something answers at" in dashboard.stderr and "not ctxd" in dashboard.stderr
     finally:
         other.close()
 
