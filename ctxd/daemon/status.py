@@ -8,8 +8,9 @@ and never takes the others down.
 A row is built again only when what it is built from changed: the session's state (a frozen
 value, replaced on every change), ctxd's settings, or the windows learned. The agents' settings
 files can change under an unchanged session too, so a kept row is also rebuilt once it is
-ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document: the dashboard polls
-twice a second, and 10,000 rows built each time held the event loop for most of a second.
+ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document (those built longest
+ago first): the dashboard polls twice a second, and 10,000 rows built each time held the event
+loop for most of a second.
 """
 
 from __future__ import annotations
@@ -103,22 +104,27 @@ class Status:
         states = sorted(self.sessions, key=lambda s: -s.updated_at)
         if session is not None:
             states = [s for s in states if session in (s.session_id, s.key)]
-        refreshes = REFRESH_PER_DOCUMENT
-        rows = []
+        kept_rows: list[_KeptRow] = []
+        stale = []
         for state in states:
             kept = self._kept.get(state.key)
             if kept is None or kept.state is not state:
                 kept = self._build(state, now)
-            elif now - kept.built_at >= ROW_REFRESH and refreshes > 0:
-                refreshes -= 1
-                kept = self._build(state, now)
-            rows.append(
-                {
-                    **kept.row,
-                    "age_s": round(now - state.updated_at, 1),
-                    "catching_up": self.transcripts.catching_up(state.key),
-                }
-            )
+            elif now - kept.built_at >= ROW_REFRESH:
+                stale.append(len(kept_rows))
+            kept_rows.append(kept)
+        # The rows built longest ago first, so that every row's turn comes.
+        stale.sort(key=lambda i: kept_rows[i].built_at)
+        for i in stale[:REFRESH_PER_DOCUMENT]:
+            kept_rows[i] = self._build(states[i], now)
+        rows = [
+            {
+                **kept.row,
+                "age_s": round(now - state.updated_at, 1),
+                "catching_up": self.transcripts.catching_up(state.key),
+            }
+            for state, kept in zip(states, kept_rows, strict=True)
+        ]
         if session is None and len(self._kept) > len(states):
             live = {state.key for state in states}
             self._kept = {key: kept for key, kept in self._kept.items() if key in live}
