@@ -484,7 +484,8 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument(
         "path",
         metavar="PATH",
-        help="a transcript file (JSONL) that an agent wrote, or its session database",
+        help="a transcript file that an agent wrote (JSON lines, or one JSON document as an "
+        "agent's export prints it), or its session database",
     )
     replay.add_argument(
         "--agent",
