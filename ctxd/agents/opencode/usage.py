@@ -23,7 +23,9 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def step_usage(step: Any, message: Any, turn_id: str, at: float | None) -> UsageUpdate | None:
+def step_usage(
+    step: Any, message: Any, turn_id: str | None, at: float | None
+) -> UsageUpdate | None:
     """The update a `step-finish` part states (None for any other part, or one whose figures
     are not counts). `turn_id` names the step (its part's id); `at` is when it finished."""
     if not isinstance(step, dict) or not isinstance(message, dict):
