@@ -15,6 +15,7 @@ other sessions (a model's window seen in a statusline) and a project's own setti
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -28,7 +29,15 @@ from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.errors import InvalidInput, TranscriptError
 
-__all__ = ["Row", "StoredSession", "detect", "replay", "replay_store", "stored_sessions"]
+__all__ = [
+    "Row",
+    "StoredSession",
+    "detect",
+    "regular_file",
+    "replay",
+    "replay_store",
+    "stored_sessions",
+]
 
 CHUNK = 1024 * 1024
 HEAD = 64 * 1024
@@ -53,6 +62,17 @@ class StoredSession:
     cwd: str | None
     #: When its last step finished (seconds since the epoch), if known.
     updated_at: float | None = None
+
+
+def regular_file(path: str) -> None:
+    """Refuse anything but a regular file (a symlink to one is one) before it is opened: a
+    FIFO would block the open, a device never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise TranscriptError(f"cannot read {path}: not a regular file")
 
 
 def _detected(path: str) -> str | None:
@@ -104,10 +124,9 @@ def replay(
     is the environment the agent ran in: the variables its compaction rule reads and where its
     settings files are, read as the daemon reads them (None: neither, the agent's defaults)."""
     settings = settings or default_settings()
+    regular_file(path)
     agent = detect(path, agent)
     rule = agents.spec(agent).compaction
-    if not os.path.isfile(path):
-        raise TranscriptError(f"cannot read {path}: not a regular file")
     if window is not None and window <= 0:
         raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
     override = Window(window, "option") if window is not None else None
@@ -230,6 +249,7 @@ def replay_store(
     its timeline (`Row`s, then the final `SessionState`). The configuration is read as for a
     transcript, the agent's project settings found from the session's directory."""
     settings = settings or default_settings()
+    regular_file(path)
     owner = agents.store_owner(path)
     if owner is None:
         raise TranscriptError(f"{path} is not a session database of any agent ctxd knows")
