@@ -61,7 +61,10 @@ def test_a_wrapped_statusline_keeps_its_other_settings_and_can_be_replaced() -> 
     out, _ = install.install(doc, command, LINE, statusline=False)
     assert out["statusLine"]["padding"] == 1
     again, notes = install.install(out, command, f"{HOOK} statusline2", statusline=False)
-    assert again["statusLine"]["command"] == f"{HOOK} statusline2 --wrap '~/bin/line '\"'\"'a b'\"'\"''"
+    assert (
+        again["statusLine"]["command"]
+        == f"{HOOK} statusline2 --wrap '~/bin/line '\"'\"'a b'\"'\"''"
+    )
     assert notes == tuple(n for n in notes if "still draws" not in n)
     assert install.uninstall(again)[0] == doc
     replaced, _ = install.install(out, command, LINE, statusline=True)
