@@ -65,6 +65,10 @@ _TURN_STARTS = frozenset({"assistant.turn_start", "user.message"})
 _PROCESS_STARTS = frozenset({"session.start", "session.resume"})
 _MODEL_CALLS = frozenset({"model.turn_started", "model.model_call_started"})
 _AGENT_LOOP = "conversation-agent"
+#: The bulk of a file (system prompts, tool results), in the form Copilot CLI writes them and
+#: with nothing the figures need: not decoded unless the listener wants every record. A line
+#: in another form is decoded (only the cost differs).
+_BULK = (b'{"type":"system.message"', b'{"type":"tool.execution_')
 #: Characters per token, for a compaction summary whose size no record states.
 _CHARS_PER_TOKEN = 4
 
@@ -94,6 +98,8 @@ class CopilotReader:
             hole = line.rfind(b"\0")
             if hole >= 0:
                 line = line[hole + 1 :]
+            if not wants_records and line.startswith(_BULK):
+                continue
             record = decode(line)
             if record is None:
                 continue
