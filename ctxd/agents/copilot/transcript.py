@@ -41,7 +41,8 @@ hook's own `hook.start` event is written before the hook runs, with the payload'
 its input: `saw_tool_use(id)` answers whether the `hook.start` of the postToolUse or
 postToolUseFailure whose timestamp is `id` is read (everything before it is then read too).
 `saw_answer` answers whether the last answer read made no tool calls (the turn's final answer,
-which agentStop follows).
+which agentStop follows); a subagent's events (with a top-level `agentId`, 1.0.55) count for
+neither.
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ class CopilotReader:
             return self._compaction_complete(record, data)
         if kind == "session.shutdown":
             return self._shutdown(record, data)
-        self._note(kind, data)
+        if record.get("agentId") is None:  # a subagent's events say nothing of the main turn
+            self._note(kind, data)
         return None
 
     def _note(self, kind: str, data: dict[str, Any]) -> None:

@@ -204,3 +204,15 @@ def test_replay_reads_a_session_with_no_usage_records(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     final = orjson.loads(result.stdout.splitlines()[-1])
     assert (final["agent"], final["tokens"]) == ("copilot", 24_243)
+
+
+def test_a_subagents_final_answer_is_not_the_turns() -> None:
+    """1.0.55: a `task` subagent's events carry a top-level `agentId`; its answer without tool
+    calls comes while the main turn still runs."""
+    answer = {"content": "- Lines in hello.py: 6", "toolRequests": []}
+    reader = CopilotReader()
+    reader.feed(_line("assistant.turn_start", {"turnId": "1"}, 1))
+    reader.feed(_line("assistant.message", answer, 2, agentId="toolu_vrtx_01"))
+    assert not reader.saw_answer()
+    reader.feed(_line("assistant.message", answer, 3))
+    assert reader.saw_answer()
