@@ -230,6 +230,30 @@ def _copilot_metrics(data: dict[str, Any]) -> dict[str, Any]:
     return metrics if isinstance(metrics, dict) else {}
 
 
+def _copilot_limit(data: dict[str, Any]) -> int:
+    # Copilot compacts against the prompt's limit, where the model states one.
+    info = data.get("modelInfo") or {}
+    limits = (info.get("capabilities") or {}).get("limits") or {}
+    return _int(limits.get("max_prompt_tokens")) or _int(limits.get("max_context_window_tokens"))
+
+
+def _copilot_shutdown(data: dict[str, Any]) -> tuple[Any, bool]:
+    """(figure, whether the provider reported it) for one process's shutdown."""
+    metrics = _copilot_metrics(data)
+    counts = {
+        m: _int((v.get("requests") or {}).get("count"))
+        for m, v in metrics.items()
+        if isinstance(v, dict)
+    }
+    if sum(counts.values()) == 1:
+        # One request in the process: its summed usage is that request's prompt.
+        (only,) = [m for m, n in counts.items() if n == 1]
+        return _int((metrics[only].get("usage") or {}).get("inputTokens")), True
+    if "currentTokens" in data:
+        return _int(data.get("currentTokens")), False  # Copilot's own count at exit
+    return None, False
+
+
 def _copilot(path: str) -> dict[str, Any]:
     turns: list[int] = []  # figures the provider reported
     final: int | None = None
@@ -240,6 +264,9 @@ def _copilot(path: str) -> dict[str, Any]:
         data = rec.get("data")
         if not isinstance(data, dict):
             continue
+        # The limit Copilot compacts against: a compaction's tokenLimit, or the model's limits
+        # that 1.0.91 names on every model call.
+        window = _int(data.get("tokenLimit")) or _copilot_limit(data) or window
         # Each process (a start or a resume) writes its own shutdown, whose metrics count
         # that process's requests only.
         if kind in ("session.start", "session.resume"):
@@ -254,36 +281,17 @@ def _copilot(path: str) -> dict[str, Any]:
                 turns.append(_int(usage.get("inputTokens")))
                 final = turns[-1]
                 window = _int(usage.get("maxPromptTokens")) or window
-        elif kind in ("model.turn_started", "model.model_call_started"):
-            info = data.get("modelInfo") or {}
-            limits = (info.get("capabilities") or {}).get("limits") or {}
-            window = (
-                _int(limits.get("max_prompt_tokens"))
-                or _int(limits.get("max_context_window_tokens"))
-                or window
-            )
         elif kind == "session.compaction_start":
-            window = _int(data.get("tokenLimit")) or window
             if not per_request and "currentTokens" in data:
                 final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's
         elif kind == "session.compaction_complete" and data.get("success") is True:
-            window = _int(data.get("tokenLimit")) or window
             if "postCompactionTokens" in data:
                 final = _int(data.get("postCompactionTokens"))
         elif kind == "session.shutdown" and not per_request:
-            metrics = _copilot_metrics(data)
-            counts = {
-                m: _int((v.get("requests") or {}).get("count"))
-                for m, v in metrics.items()
-                if isinstance(v, dict)
-            }
-            if sum(counts.values()) == 1:
-                # One request in the process: its summed usage is that request's prompt.
-                (only,) = [m for m, n in counts.items() if n == 1]
-                turns.append(_int((metrics[only].get("usage") or {}).get("inputTokens")))
-                final = turns[-1]
-            elif "currentTokens" in data:
-                final = _int(data.get("currentTokens"))
+            figure, measured = _copilot_shutdown(data)
+            if measured:
+                turns.append(figure)
+            final = figure if figure is not None else final
     return {"agent": "copilot", "final_tokens": final, "turn_tokens": turns, "window": window}
 
 

@@ -171,11 +171,11 @@ def test_the_record_after_a_nul_hole_is_read() -> None:
     capture = (DATA / "transcript.print.jsonl").read_bytes().splitlines(keepends=True)
     usage = [n for n, line in enumerate(capture) if b'"session.usage_record"' in line]
     lost = capture[usage[1] - 1]
-    holed = capture[: usage[1] - 1] + [lost[:25] + b"\0" * 4096 + capture[usage[1]]]
-    holed += capture[usage[1] + 1 :]
+    hole = lost[:25] + b"\0" * 4096 + capture[usage[1]]
+    holed = [*capture[: usage[1] - 1], hole, *capture[usage[1] + 1 :]]
     whole = [u.tokens for u in CopilotReader().feed(b"".join(capture))]
     assert [u.tokens for u in CopilotReader().feed(b"".join(holed))] == whole
-    nuls_only = capture[: usage[1]] + [b"\0" * 512 + capture[usage[1]]] + capture[usage[1] + 1 :]
+    nuls_only = [*capture[: usage[1]], b"\0" * 512 + capture[usage[1]], *capture[usage[1] + 1 :]]
     assert [u.tokens for u in CopilotReader().feed(b"".join(nuls_only))] == whole
 
 
@@ -216,3 +216,11 @@ def test_a_subagents_final_answer_is_not_the_turns() -> None:
     assert not reader.saw_answer()
     reader.feed(_line("assistant.message", answer, 3))
     assert reader.saw_answer()
+
+
+def test_a_first_line_cut_short_is_told_by_its_start_in_any_spacing() -> None:
+    from ctxd.agents.copilot.files import recognises_prefix
+
+    assert recognises_prefix(b'{"type":"session.start","data":{"sessionId":"66957610-db49')
+    assert recognises_prefix(b'{"type": "session.start", "data": {"sessionId": "66957610-db')
+    assert not recognises_prefix(b'{"type": "user", "message": {"role": "user"')
