@@ -65,6 +65,9 @@ class Answers:
         #: agent) -> how many (what `GET /metrics` counts, with the compactions).
         self.counts: Counter[tuple[str, ...]] = Counter()
         self._announced: set[str] = set()  # sessions told they are catching up, this time
+        #: Session key -> the tool call whose record a hook waited for in vain: its later tool
+        #: hooks are answered at once, until that record turns up after all (it was only late).
+        self._unwritten: dict[str, str] = {}
         self._grounds: dict[str, Grounds] = {}  # by agent: see `grounds`
         #: Called with a session's key before an answer that depends on its new state leaves
         #: (a warning given, a handoff asked): the daemon makes that state durable there.
@@ -128,7 +131,7 @@ class Answers:
                 self.sessions.store(updated)
         if self.transcripts.catching_up(key) is not None:
             return self._answer_catching_up(event, key)
-        if self._awaits_turn(event, key):
+        if self._waits_for_turn(event, key):
             return self._answer_once_written(event, key)
         return self._answer(event, key)
 
@@ -191,8 +194,19 @@ class Answers:
             return not tracked.reader.saw_answer()
         return False
 
+    def _waits_for_turn(self, event: HookEvent, key: str) -> bool:
+        """`_awaits_turn`, except for a tool call of a session whose tool-call records were
+        once not found in time (an events file elsewhere, a record ctxd cannot tell apart):
+        waiting for them again would cost every call the whole wait."""
+        if event.kind == "tool_call" and key in self._unwritten:
+            tracked = self.transcripts.file(key)
+            if tracked is None or not tracked.reader.saw_tool_use(self._unwritten[key]):
+                return False
+            del self._unwritten[key]  # it was written, late: waiting pays again
+        return self._awaits_turn(event, key)
+
     async def _answer_once_written(self, event: HookEvent, key: str) -> bytes:
-        with anyio.move_on_after(TOOL_CALL_WAIT):
+        with anyio.move_on_after(TOOL_CALL_WAIT) as waited:
             while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 if self.transcripts.file(key) is None:
@@ -200,6 +214,16 @@ class Answers:
                     key = self._session_for(event, until, self._agent_env(key))
                 else:
                     self.transcripts.catch_up(key)
+        if waited.cancelled_caught and event.kind == "tool_call" and event.tool_use_id:
+            self._unwritten[key] = event.tool_use_id
+            logger.warning(
+                "%s session %s: the record of tool call %s was not in its transcript after "
+                "%.1f s; its tool hooks no longer wait for theirs",
+                event.agent,
+                event.session_id,
+                event.tool_use_id,
+                TOOL_CALL_WAIT,
+            )
         if self.transcripts.catching_up(key) is not None:
             return self._answer_catching_up(event, key)
         return self._answer(event, key)
@@ -279,6 +303,7 @@ class Answers:
     def _forget(self, key: str) -> None:
         self.continuity.forget(key)
         self._announced.discard(key)
+        self._unwritten.pop(key, None)
 
 
 #: A reply with nothing in it, what most hooks get (built once: every answer compares with it).
