@@ -45,10 +45,20 @@ def usage(prompt: int) -> Json:
     return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
 
 
-def tool_steps(prompts: Sequence[int], final: int, text: str = "Done.") -> list[Json]:
-    """A bash call per figure in `prompts`, then a text answer reporting `final`."""
+#: A bash command whose output is about 2,500 tokens by pi's estimate (4 characters a token).
+BULKY = "echo step {i}; head -c 10000 /dev/zero | tr '\\0' x"
+
+
+def tool_steps(
+    prompts: Sequence[int], final: int, text: str = "Done.", command: str = "echo step {i}"
+) -> list[Json]:
+    """A bash call per figure in `prompts` (`command`, `{i}` its index), then a text answer
+    reporting `final`."""
     steps: list[Json] = [
-        {"tool": {"name": "bash", "arguments": {"command": f"echo step {i}"}}, "usage": usage(p)}
+        {
+            "tool": {"name": "bash", "arguments": {"command": command.format(i=i)}},
+            "usage": usage(p),
+        }
         for i, p in enumerate(prompts)
     ]
     steps.append({"text": text, "usage": usage(final)})
@@ -136,7 +146,9 @@ def test_warnings_handoff_and_compaction(make_rig: Callable[..., Rig]) -> None:
     first = [50_000, 100_000, 120_000, 121_000, 122_000, 123_000, 124_000, 125_000]
     first += [140_000, 141_000]  # 8(C: escalation), 9
     second = [30_000, 120_000]  # 10, 11(W: CRITICAL at 8 would hold it back without a reset)
-    steps = [*tool_steps(first, 190_000), *tool_steps(second, 121_000)]
+    # pi 1.x compacts only when there is history to summarise: more than the 20,000 tokens it
+    # keeps (`keepRecentTokens`) by its own estimate of the messages, whatever the usage says
+    steps = [*tool_steps(first, 190_000, command=BULKY), *tool_steps(second, 121_000)]
     rig = make_rig(steps)
 
     res = rig.pi("Run the steps")
