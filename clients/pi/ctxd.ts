@@ -159,7 +159,10 @@ export default function (pi: any) {
       }
       if (answer?.decision === "block" && typeof answer.reason === "string") {
         blocked = true;
-        pi.sendUserMessage(answer.reason);
+        // pi 1.x is still running at agent_end (it may compact or retry next): the message
+        // waits as a follow-up and starts the next run; pi 0.x, idle there, starts it at once.
+        const sent = pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });
+        sent?.catch?.(() => {});
       }
     } catch {}
   };

@@ -26,6 +26,7 @@ from e2e_support import (
     Result,
     RunDir,
     base_env,
+    cli_version,
     marks,
     run,
     wait_for,
@@ -122,7 +123,7 @@ def pi_prepare(rd: RunDir, mock: Mock) -> Path:
 def make_rig(pi_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     with ExitStack() as cleanup:
 
-        def make(steps: list[Json], config: str = "") -> Rig:
+        def make(steps: list[Json], config: str = "", cli: Path = pi_bin) -> Rig:
             rd = RunDir.create(tmp_path)
             # counter: a compaction rewrites the history the step index is read from
             script: Json = {"steps": steps, "step_mode": "counter"}
@@ -133,7 +134,7 @@ def make_rig(pi_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[...
             ctxd.install("pi", pi_prepare(rd, mock))
             cleanup.callback(ctxd.stop)
             ctxd.start(mock.wrap)
-            return Rig(pi_bin, rd, ctxd, mock)
+            return Rig(cli, rd, ctxd, mock)
 
         yield make
 
@@ -246,3 +247,21 @@ def test_a_block_handoff_starts_one_more_turn(make_rig: Callable[..., Rig]) -> N
     assert len(main) == 3, res.describe()
     assert marks(main, HANDOFF, last_turn_text) == [False, False, True]
     assert HANDOFF not in res.stderr, res.describe()
+
+
+def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
+    make_rig: Callable[..., Rig], pi0_bin: Path
+) -> None:
+    """A smoke test of the last `@mariozechner/pi-coding-agent` (0.73.1, Node 20): a warning
+    reaches the model and a block handoff starts one more turn, as on 1.x."""
+    steps = [
+        *tool_steps([120_000, 130_000], 131_000, "Paused."),
+        {"text": "Noted.", "usage": usage(132_000)},
+    ]
+    rig = make_rig(steps, '[handoff]\naction = "block"\n', cli=pi0_bin)
+    res = rig.pi("Run the steps")
+    assert "0.73.1" in cli_version(pi0_bin)
+    main = rig.main()
+    assert len(main) == 4, res.describe()
+    assert at_calls(main, WARNING) == [0]
+    assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True]
