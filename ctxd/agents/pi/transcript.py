@@ -6,8 +6,11 @@ its tool calls run.
 
 - A `message` entry whose `message.role` is `assistant` carries `usage {input, output,
   cacheRead, cacheWrite, totalTokens, cost}` (OpenAI-compatible providers: `input` is the prompt
-  less its cached part, `cacheRead` that part). The figure is the prompt, `input + cacheRead +
-  cacheWrite`; the rest of `totalTokens` (the output) is `pending`, since pi compares
+  less its cached part, `cacheRead` that part; with Anthropic's message threads, 1.x's default
+  against api.anthropic.com, a request sends only the new messages, yet pi reads the reply's
+  `usage` as before, the thread's earlier part in `cacheRead`, and compares it with its
+  compaction point: pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
+  prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is `pending`, since pi compares
   `totalTokens` with its compaction point. Answers that stopped with `aborted` or `error` are
   skipped, as pi skips them.
 - A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`; 1.x adds `systemMessage`,
