@@ -10,9 +10,9 @@ its tool calls run.
   against api.anthropic.com, a request sends only the new messages, yet pi reads the reply's
   `usage` as before, the thread's earlier part in `cacheRead`, and compares it with its
   compaction point: pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
-  prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is `pending`, since pi compares
-  `totalTokens` with its compaction point. Answers that stopped with `aborted` or `error` are
-  skipped, as pi skips them.
+  prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is
+  `pending`, since pi compares `totalTokens` with its compaction point. Answers that stopped
+  with `aborted` or `error` are skipped, as pi skips them.
 - A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`; 1.x adds `systemMessage`,
   the prompt the compacted context starts with) marks a compaction. pi itself knows no size for
   the context until the next answer; ctxd estimates it as pi does (`estimatedTokensAfter`, four
