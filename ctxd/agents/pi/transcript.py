@@ -8,8 +8,8 @@ its tool calls run.
   cacheRead, cacheWrite, totalTokens, cost}` (OpenAI-compatible providers: `input` is the prompt
   less its cached part, `cacheRead` that part; with Anthropic's message threads, 1.x's default
   against api.anthropic.com, a request sends only the new messages, yet pi reads the reply's
-  `usage` as before, the thread's earlier part in `cacheRead`, and compares it with its
-  compaction point: pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
+  `usage` as before and compares it with its compaction point, taking it as the whole prompt:
+  pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
   prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is
   `pending`, since pi compares `totalTokens` with its compaction point. Answers that stopped
   with `aborted` or `error` are skipped, as pi skips them.
