@@ -101,11 +101,25 @@ def _copilot_rounds() -> Iterator[list[bytes]]:
         round_no += 1
 
 
+def _pi_rounds() -> Iterator[list[bytes]]:
+    """Rounds of a pi 1.6.0 session (the `compact` capture: 10 KB bash results, system message
+    entries; its compaction left out), unique entry ids per round: the reader sizes every
+    message entry, for the estimates after a compaction or a context edit."""
+    lines = (DATA / "pi-1.6.0" / "session.compact.jsonl").read_bytes().splitlines()[1:]
+    lines = [line for line in lines if not line.startswith(b'{"type":"compaction"')]
+    round_no = 0
+    while True:
+        tag = f'"id":"r{round_no}-'.encode()
+        yield [line.replace(b'"id":"', tag, 1) for line in lines]
+        round_no += 1
+
+
 GENERATORS: dict[str, Callable[[], Iterator[list[bytes]]]] = {
     "claude": _claude_rounds,
     "codex": _codex_rounds,
     "gemini": _gemini_rounds,
     "copilot": _copilot_rounds,
+    "pi": _pi_rounds,
 }
 
 

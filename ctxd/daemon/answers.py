@@ -101,6 +101,7 @@ class Answers:
             spec.idle_compaction,
             utc_offset,
             spec.configured_window,
+            self.sessions.proved,
         )
         self._grounds[state.agent] = grounds
         return grounds

@@ -80,6 +80,7 @@ class Status:
         return {
             "sessions": rows,
             "learned_windows": dict(self.sessions.learned),
+            "proved_contexts": dict(self.sessions.proved),
             "config_error": self._config_error(),
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
