@@ -28,16 +28,20 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 
 __all__ = [
     "MAX_SETTINGS_BYTES",
     "RefusedFile",
     "describe_mode",
     "open_regular",
+    "read_chunks",
     "read_descriptor",
     "read_head",
     "read_untrusted",
     "size_text",
+    "stat_regular",
+    "why",
 ]
 
 #: Longer files are not settings files: the bound for an agent's settings or config file.
@@ -74,6 +78,15 @@ def describe_mode(mode: int) -> str:
 def _check(path: str | os.PathLike[str], info: os.stat_result) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise RefusedFile(path, f"not a regular file ({describe_mode(info.st_mode)})")
+
+
+def stat_regular(path: str | os.PathLike[str]) -> os.stat_result:
+    """What `stat` says of `path`, a regular file; RefusedFile for anything else. For a file
+    another library opens by its name (SQLite): it cannot tell what it opened, so this is the
+    check that can be made (a swap between the two is the caller's to accept)."""
+    info = os.stat(path)
+    _check(path, info)
+    return info
 
 
 def open_regular(
@@ -138,6 +151,33 @@ def read_head(path: str | os.PathLike[str], size: int) -> bytes:
             raise RefusedFile(path, "reading it would wait (not an ordinary file)") from None
     finally:
         os.close(fd)
+
+
+def read_chunks(path: str | os.PathLike[str], size: int) -> Iterator[bytes]:
+    """The regular file at `path` in chunks of at most `size` bytes, up to the size it had when
+    opened (a file still growing is read to there; its end is not chased). Errors as
+    `read_untrusted`'s, raised by the first `next`."""
+    fd, info = open_regular(path)
+    try:
+        left = info.st_size
+        while left > 0:
+            try:
+                chunk = os.read(fd, min(size, left))
+            except BlockingIOError:
+                raise RefusedFile(path, "reading it would wait (not an ordinary file)") from None
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def why(exc: OSError) -> str:
+    """What an error met opening or reading a file says, in a few words (no path)."""
+    if isinstance(exc, RefusedFile):
+        return exc.reason
+    return exc.strerror or str(exc)
 
 
 def size_text(size: int) -> str:

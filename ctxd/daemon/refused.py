@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from ctxd.untrusted import RefusedFile
+from ctxd.untrusted import RefusedFile, why
 
 __all__ = ["MAX_KEPT", "Refusal", "RefusedFiles", "reason_of"]
 
@@ -53,11 +52,7 @@ class Refusal:
 
 def reason_of(exc: OSError) -> str:
     """An error met reading a file, in the words a refusal keeps."""
-    if isinstance(exc, RefusedFile):
-        return exc.reason
-    if exc.errno is not None:
-        return f"cannot read it: {os.strerror(exc.errno)}"
-    return f"cannot read it: {exc}"
+    return exc.reason if isinstance(exc, RefusedFile) else f"cannot read it: {why(exc)}"
 
 
 def is_absence(exc: OSError) -> bool:

@@ -43,7 +43,7 @@ from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
 from ctxd.daemon.refused import RefusedFiles, is_absence, reason_of
 from ctxd.daemon.sessions import Sessions
-from ctxd.untrusted import describe_mode
+from ctxd.untrusted import RefusedFile, describe_mode
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
 
@@ -338,7 +338,10 @@ class Transcripts:
         try:
             found = reader.read(until, self.monotonic)
         except OSError as exc:
-            if not isinstance(exc, FileNotFoundError):
+            if isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
+                what = f"{agents.spec(agent).title} database"
+                self.refused.note(path, _stamp(path), exc.reason, what)
+            elif not isinstance(exc, FileNotFoundError):
                 logger.debug("cannot read %s now: %s", path, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
