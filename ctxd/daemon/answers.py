@@ -237,11 +237,7 @@ class Answers:
         transcripts = self.transcripts
         transcripts.catch_up_store(event.agent, until)
         path = transcripts.usable(
-            event.transcript_path or self._implied(event, agent_env),
-            lambda: (
-                self.sessions.key_for(event.agent, event.session_id)
-                or core.session_key(event.agent, event.session_id, None)
-            ),
+            event.transcript_path or self._implied(event, agent_env), event.agent, event.session_id
         )
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
@@ -279,13 +275,7 @@ class Answers:
     def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
         assert spec.statusline is not None
         report = spec.statusline.parse(payload)
-        path = self.transcripts.usable(
-            report.transcript_path,
-            lambda: (
-                self.sessions.key_for(spec.name, report.session_id)
-                or core.session_key(spec.name, report.session_id, None)
-            ),
-        )
+        path = self.transcripts.usable(report.transcript_path, spec.name, report.session_id)
         if path is not None:
             until = self.transcripts.deadline(HOOK_BUDGET)
             key = self.transcripts.track(

@@ -50,6 +50,8 @@ class Centre:
     transcripts: Transcripts
     answers: Answers
     status: Status
+    #: The agents' files ctxd did not read (each room that reads one notes it here).
+    refused: RefusedFiles
 
     @classmethod
     def open(
@@ -70,4 +72,4 @@ class Centre:
         transcripts = Transcripts(sessions, roots, in_force, monotonic, stores, refused)
         answers = Answers(sessions, transcripts, in_force, env, refused)
         status = Status(sessions, transcripts, answers, in_force, lambda: in_force.error, refused)
-        return cls(in_force, sessions, transcripts, answers, status)
+        return cls(in_force, sessions, transcripts, answers, status, refused)

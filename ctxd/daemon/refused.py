@@ -37,7 +37,8 @@ class Refusal:
     what: str
     #: When it was first refused in this version (epoch seconds).
     since: float
-    #: The key of the session whose hook named it, for a file named by one (a transcript).
+    #: The session whose hook named it, for a file named by one (a transcript): its key as a
+    #: session with no transcript has it (`core.session.session_key(agent, id, None)`).
     session: str | None = None
 
     def as_json(self) -> dict[str, object]:
@@ -72,7 +73,7 @@ class RefusedFiles:
         self, path: str, stamp: Hashable, reason: str, what: str, session: str | None = None
     ) -> None:
         """`path`, as it is at `stamp`, was not read for `reason`: logged at WARNING the first
-        time for this stamp, and kept (`session`: the key of the session that named it)."""
+        time for this stamp, and kept (`session`: see `Refusal.session`)."""
         known = self._kept.get(path)
         if known is not None and known[0] == stamp and known[1].reason == reason:
             return
@@ -99,7 +100,7 @@ class RefusedFiles:
         return None if known is None else known[1]
 
     def named_by(self, session: str) -> list[Refusal]:
-        """The refusals of files the hooks of session `session` (its key) named."""
+        """The refusals of files the hooks of session `session` (see `Refusal.session`) named."""
         if self._by_session is None:
             self._by_session = {}
             for _, refusal in self._kept.values():

@@ -47,6 +47,8 @@ class DaemonStatistics:
     #: The folders under the agents' roots against those watched, the inotify limit, and the
     #: command that raises it when some are not watched (`Poller.statistics`).
     watching: dict[str, object] | None = None
+    #: The agents' files ctxd did not read, and why (`RefusedFiles.as_json`).
+    refused_files: tuple[dict[str, object], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -146,7 +148,7 @@ class Status:
         """The files of this session ctxd did not read: its agent's settings files and the
         transcript its hooks named."""
         found = self.answers.agent_settings.refused_for(state)
-        found += self._refused.named_by(state.key)
+        found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
         return [refusal.as_json() for refusal in dict.fromkeys(found)]
 
 

@@ -116,16 +116,17 @@ class Transcripts:
                 return _StoredDigest(path, state.session_id, state.compactions, store.digest)
         return None
 
-    def usable(self, path: str | None, session: Callable[[], str]) -> str | None:
+    def usable(self, path: str | None, agent: str, session_id: str) -> str | None:
         """A hook's transcript path, if it names a regular file to follow (or one followed
         already). One that names something else (a FIFO, a device, a directory) is not
-        followed, and named (`refused`) for the session `session()` gives the key of."""
+        followed, and named (`refused`) for the session whose hook named it."""
         refusal = _refusal(path, self._files)
         if refusal is None:
             return path
         stamp, reason = refusal
         if reason and path is not None:
-            self.refused.note(path, stamp, reason, "transcript", session())
+            who = core.session_key(agent, session_id, None)
+            self.refused.note(path, stamp, reason, "transcript", who)
         return None
 
     def backlog_size(self) -> int:
@@ -191,7 +192,8 @@ class Transcripts:
             if isinstance(exc, FileNotFoundError):
                 self.sessions.end(path, "transcript deleted")
             else:  # said once for this version of the file; the next change or sweep retries
-                self.refused.note(path, _stamp(path), reason_of(exc), "transcript", path)
+                who = core.session_key(state.agent, state.session_id, None)
+                self.refused.note(path, _stamp(path), reason_of(exc), "transcript", who)
             self._backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
             return True
         self.refused.clear(path)
