@@ -39,7 +39,7 @@ def digest_of(agent: str, path: str, stored: str | None = None) -> Digest:
         try:
             return spec.store.digest(path, stored)
         except OSError as exc:
-            raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     facts = spec.open_facts(path)
     if facts is None:
         raise InvalidInput(f"ctxd keeps no digest for this {spec.title} transcript")

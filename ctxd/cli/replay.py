@@ -170,7 +170,7 @@ def _stored(path: str, agent: str) -> dict[str, tuple[StoredSession, list[UsageU
     try:
         found = reader.read()  # no deadline: read to the end
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     finally:
         close = getattr(reader, "close", None)
         if close is not None:

@@ -147,6 +147,8 @@ class Status:
     def _refused_for(self, state: SessionState) -> list[dict[str, object]]:
         """The files of this session ctxd did not read: its agent's settings files and the
         transcript its hooks named."""
+        if not len(self._refused):  # the usual case: nothing to look up, row after row
+            return []
         found = self.answers.agent_settings.refused_for(state)
         found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
         return [refusal.as_json() for refusal in dict.fromkeys(found)]

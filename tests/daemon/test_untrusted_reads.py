@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import pytest
 
-from ctxd import agents
+from ctxd import agents, untrusted
 from ctxd.agents.opencode import store as opencode_store
 from ctxd.core import session as core
 from ctxd.daemon import agent_settings
@@ -66,7 +66,9 @@ def test_a_transcript_that_is_no_file_is_refused_at_once(
     tracked = _at_once(lambda: TranscriptFile(path, agent))
     with pytest.raises(RefusedFile, match="not a regular file"):
         _at_once(tracked.read_appended)
-    resumed = _at_once(lambda: TranscriptFile.resume(path, agent, {"offset": 10, "identity": [1, 2]}))
+    resumed = _at_once(
+        lambda: TranscriptFile.resume(path, agent, {"offset": 10, "identity": [1, 2]})
+    )
     assert resumed.offset == 0
 
 
@@ -93,7 +95,7 @@ def test_a_refused_settings_file_is_tried_again_only_once_it_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     reads: list[Path] = []
-    real = agent_settings.read_untrusted
+    real = untrusted.read_untrusted
 
     def counted(path: Path, limit: int) -> bytes:
         reads.append(path)
