@@ -314,3 +314,52 @@ def test_replay_and_handoff_of_what_is_no_transcript_say_so_in_one_line(
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and str(planted) in lines[0], result.stderr
         assert "not a regular file" in lines[0], result.stderr
+
+
+def test_a_restarted_daemon_meets_the_fifo_again_and_still_answers(home: Home) -> None:
+    """The sessions come back from the snapshot with their folders, and status judges them with
+    their settings: a FIFO there hung the new daemon at its first status."""
+    home.start()
+    project = _shared(home) / "project"
+    (project / ".claude").mkdir(parents=True)
+    planted = project / ".claude" / "settings.json"
+    os.mkfifo(planted, 0o666)
+    payload, event = _tool_call("claude", "ses-restarted", project)
+    try:
+        _hook(home, "claude", payload, event)
+        assert home.stop() == 0
+        home.start()
+        started = time.monotonic()
+        _status_names(home, planted)
+        assert time.monotonic() - started < 1.0
+        seconds, result = _hook(home, "claude", payload, event)
+        assert result.returncode == 0 and seconds < HOOK_BOUND
+    finally:
+        if home.proc is not None:
+            home.kill()
+
+
+def test_a_hook_naming_a_huge_sparse_transcript_keeps_the_daemon_small(home: Home) -> None:
+    """A regular file, so it is followed: read in slices in the background (hooks and status
+    answer meanwhile), memory bounded by the reader's longest line, not by the file. (A guard:
+    this held before the untrusted-file reader too.)"""
+    proc = home.start(preexec_fn=_capped)
+    probe = home.claude()
+    probe.assistant(650_000)
+    session = home.claude()
+    sparse = _shared(home) / f"{session.session_id}.jsonl"
+    with sparse.open("wb") as f:
+        f.truncate(4 * 1024**3)  # costs no disk; reads as 4 GiB of zeros
+    rss_before = proc_status_kib(proc.pid, "VmRSS")
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            result = home.hook(session.payload("PostToolUse", transcript_path=str(sparse)))
+            assert result.returncode == 0
+            assert time.monotonic() - started < HOOK_BOUND
+            assert home.status(timeout=1.0)["sessions"]
+        _probe_still_warned(home, probe)
+        grown = proc_status_kib(proc.pid, "VmHWM") - rss_before
+        assert grown < 2 * RSS_BOUND_KIB, f"the daemon's peak memory grew by {grown:,} KiB"
+    finally:
+        home.kill()
