@@ -87,7 +87,10 @@ def walk_top(env: Mapping[str, str], cwd: str) -> str:
     normalised): its git worktree's root, else the home directory when `cwd` is under it, else
     `cwd` itself (see the module docstring)."""
     start, home_dir = Path(cwd), home(env)
-    under_home = start == home_dir or home_dir in start.parents
+    # A home of `/` (some service accounts) would make every folder one under it.
+    under_home = home_dir != Path(home_dir.anchor) and (
+        start == home_dir or home_dir in start.parents
+    )
     root = worktree_root(cwd, str(home_dir) if under_home else None)
     if root is not None:
         return root

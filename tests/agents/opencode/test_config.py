@@ -147,6 +147,7 @@ def test_the_walk_stops_at_the_repository_root_or_home_never_at_the_root(tmp_pat
     assert walk_top(env, str(home)) == str(home)
     assert walk_top(env, str(outside / "repo" / "sub")) == str(outside / "repo")
     assert walk_top(env, str(outside / "p")) == str(outside / "p")
+    assert walk_top({"HOME": "/"}, str(outside / "p")) == str(outside / "p")
     # through settings_files: nothing above the session's directory outside home and git,
     # `..` or not
     for cwd in (outside / "p", outside / "p" / ".." / "p"):
