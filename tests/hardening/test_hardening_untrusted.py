@@ -144,10 +144,24 @@ def _plant(kind: str) -> Callable[[Path], None]:
     def directory(path: Path) -> None:
         path.mkdir()
 
-    return {"fifo": fifo, "dev_zero": dev_zero, "directory": directory}[kind]
+    def huge(path: Path) -> None:
+        with path.open("wb") as f:
+            f.truncate(1024**3)  # sparse: costs no disk
+
+    kinds = {"fifo": fifo, "dev_zero": dev_zero, "directory": directory, "huge": huge}
+    return kinds[kind]
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+#: What status says of each kind of planted settings file.
+REASONS = {
+    "fifo": "not a regular file (a FIFO)",
+    "dev_zero": "not a regular file (a character device)",
+    "directory": "not a regular file (a directory)",
+    "huge": "larger than 4 MiB",
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "huge"])
 @pytest.mark.parametrize(
     ("agent", "relative", "variables"),
     PROJECT_SETTINGS,
@@ -157,7 +171,8 @@ def test_a_planted_settings_file_neither_hangs_nor_fills_the_daemon(
     home: Home, agent: str, relative: str, variables: dict[str, str], kind: str
 ) -> None:
     """A FIFO as a project's settings file hung the daemon for good (a blocking read on the
-    event loop); a link to /dev/zero read gigabytes into memory (its size is 0 by `stat`)."""
+    event loop); a link to /dev/zero read gigabytes into memory (its size is 0 by `stat`); a
+    file too big to be settings was skipped without a word."""
     proc = home.start(preexec_fn=_capped)
     probe = home.claude()
     probe.assistant(650_000)
@@ -176,11 +191,7 @@ def test_a_planted_settings_file_neither_hangs_nor_fills_the_daemon(
             timings.append(round(seconds, 2))
         assert max(timings) < HOOK_BOUND, f"hooks took {timings} s"
         named = _status_names(home, planted)
-        assert named["reason"] == (
-            "not a regular file (a FIFO)"
-            if kind == "fifo"
-            else "not a regular file (a character device)"
-        ), named
+        assert named["reason"] == REASONS[kind], named
         _probe_still_warned(home, probe)
         grown = proc_status_kib(proc.pid, "VmHWM") - rss_before
         assert grown < RSS_BOUND_KIB, f"the daemon's peak memory grew by {grown:,} KiB"
