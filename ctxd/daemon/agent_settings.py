@@ -91,9 +91,11 @@ class AgentSettings:
         self, path: Path, read: Callable[[bytes], dict[str, str]], what: str
     ) -> dict[str, str]:
         failed: OSError | None = None
+        kind = 0  # the file's type and mode: with the inode, what a refusal is remembered by
         try:
             info = os.stat(path)
             stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+            kind = info.st_mode
         except ValueError:  # a path no file system holds
             stamp = (0, 0, 0)
         except OSError as exc:
@@ -109,7 +111,8 @@ class AgentSettings:
             except OSError as exc:
                 failed = None if is_absence(exc) else exc
         if failed is not None:
-            self.refused.note(str(path), stamp, reason_of(failed), what)
+            # Not by mtime: a FIFO written to over and over is still the one FIFO, said once.
+            self.refused.note(str(path), (stamp[0], kind), reason_of(failed), what)
         else:
             self.refused.clear(str(path))
         if len(self._files) > 4096:  # cwds come from payloads: a flood of them must not grow it

@@ -466,12 +466,13 @@ def _refusal(path: str | None, known: Container[str] = ()) -> tuple[object, str]
 
 
 def _stamp(path: str) -> object:
-    """What `stat` says of `path`, enough to tell another version of it (None: nothing there)."""
+    """What a refusal of `path` is remembered by: which file it is and its type and mode (not
+    its mtime: a FIFO written to over and over is still the one FIFO, said once)."""
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns)
+    return (info.st_dev, info.st_ino, info.st_mode)
 
 
 class _StoredDigest:
