@@ -15,7 +15,6 @@ other sessions (a model's window seen in a statusline) and a project's own setti
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -28,6 +27,7 @@ from ctxd.core.window import Window
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.errors import InvalidInput, TranscriptError
+from ctxd.untrusted import read_chunks, read_head, stat_regular, why
 
 __all__ = [
     "Row",
@@ -66,21 +66,19 @@ class StoredSession:
 
 def regular_file(path: str) -> None:
     """Refuse anything but a regular file (a symlink to one is one) before it is opened: a
-    FIFO would block the open, a device never end."""
+    FIFO would block the open, a device never end (every read after opens it as one, too:
+    `ctxd.untrusted`)."""
     try:
-        mode = os.stat(path).st_mode
+        stat_regular(path)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        raise TranscriptError(f"cannot read {path}: not a regular file")
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
 
 
 def _detected(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD)
+        head = read_head(path, HEAD)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     return agents.detect_agent(head) or agents.detect_agent_from_path(path)
 
 
@@ -105,11 +103,10 @@ def detect(path: str, claimed: str | None = None) -> str:
 def _updates(path: str, agent: str) -> Iterator[UsageUpdate]:
     reader = agents.spec(agent).open_reader(path)  # usage alone: no facts listener
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
-                yield from reader.feed(chunk)
+        for chunk in read_chunks(path, CHUNK):
+            yield from reader.feed(chunk)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
 
 
 def replay(
@@ -173,7 +170,7 @@ def _stored(path: str, agent: str) -> dict[str, tuple[StoredSession, list[UsageU
     try:
         found = reader.read()  # no deadline: read to the end
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     finally:
         close = getattr(reader, "close", None)
         if close is not None:

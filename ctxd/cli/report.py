@@ -186,6 +186,18 @@ def watching_lines(watching: object) -> list[str]:
     ]
 
 
+def refused_lines(refused: object) -> list[str]:
+    """A line per file ctxd did not read (an agent's settings file that is a FIFO, a transcript
+    that is a link to a device, ...): what it was read as, where, and why."""
+    if not isinstance(refused, list):
+        return []
+    return [
+        f"not read: {r.get('what')} {r.get('path')}: {r.get('reason')}"
+        for r in refused
+        if isinstance(r, dict)
+    ]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -204,6 +216,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
             "defaults)"
         )
+    lines += refused_lines(doc.get("refused_files"))
     if not sessions:
         lines.append("no sessions tracked yet")
         return lines
@@ -245,6 +258,8 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             details.append("subagent")
         if s.get("ended_at"):
             details.append(f"ended ({s.get('ended_reason')})")
+        if s.get("refused_files"):
+            details.append(f"{plural(len(s['refused_files']), 'file')} not read (see above)")
         lines += _wrap(details)
     return lines
 
@@ -287,6 +302,8 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         fields.append(("subagent of", _short_path(row["parent"])))
     if row.get("ended_at"):
         fields.append(("ended", str(row.get("ended_reason"))))
+    for refused in row.get("refused_files") or ():
+        fields.append(("not read", f"{refused.get('path')}: {refused.get('reason')}"))
     width = max(len(name) for name, _ in fields) + 2  # the longest label, its colon, a blank
     return [f"{name + ':':<{width}}{value}" for name, value in fields]
 

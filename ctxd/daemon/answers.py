@@ -29,8 +29,9 @@ from ctxd.core.session import Grounds, SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.continuity import Continuity
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
-from ctxd.daemon.transcripts import HOOK_BUDGET, Transcripts, usable_transcript
+from ctxd.daemon.transcripts import HOOK_BUDGET, Transcripts
 from ctxd.protocol import Answer
 
 __all__ = ["TOOL_CALL_WAIT", "Answers"]
@@ -51,13 +52,14 @@ class Answers:
         transcripts: Transcripts,
         settings: Callable[[], Settings],
         env: Mapping[str, str],
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcripts = transcripts
         self._settings = settings
         self._env = env
         #: The agents' own settings files, read with the daemon's environment.
-        self.agent_settings = AgentSettings(env)
+        self.agent_settings = AgentSettings(env, refused=refused)
         #: The session digest's handoff drafts and post-compaction notes.
         self.continuity = Continuity(env)
         self.hooks_answered = 0
@@ -234,8 +236,8 @@ class Answers:
     def _session_for(self, event: HookEvent, until: float, agent_env: Mapping[str, str]) -> str:
         transcripts = self.transcripts
         transcripts.catch_up_store(event.agent, until)
-        path = usable_transcript(
-            event.transcript_path or self._implied(event, agent_env), transcripts
+        path = transcripts.usable(
+            event.transcript_path or self._implied(event, agent_env), event.agent, event.session_id
         )
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
@@ -273,7 +275,7 @@ class Answers:
     def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
         assert spec.statusline is not None
         report = spec.statusline.parse(payload)
-        path = usable_transcript(report.transcript_path, self.transcripts)
+        path = self.transcripts.usable(report.transcript_path, spec.name, report.session_id)
         if path is not None:
             until = self.transcripts.deadline(HOOK_BUDGET)
             key = self.transcripts.track(

@@ -157,4 +157,4 @@ def test_a_fifo_is_refused_not_waited_on(env: dict[str, str], tmp_path: Path) ->
     os.mkfifo(path)
     result = ctxd(env, "replay", str(path))  # no writer ever opens it
     assert result.returncode != 0
-    assert result.stderr.strip() == f"ctxd replay: cannot read {path}: not a regular file"
+    assert result.stderr.strip() == f"ctxd replay: cannot read {path}: not a regular file (a FIFO)"

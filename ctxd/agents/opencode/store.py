@@ -32,6 +32,7 @@ import orjson
 from ctxd.agents.opencode.usage import step_usage
 from ctxd.agents.store import StoreUpdate
 from ctxd.paths import home
+from ctxd.untrusted import read_head, stat_regular
 
 __all__ = ["BATCH", "OpenCodeStore", "connect", "database_path", "recognises"]
 
@@ -64,7 +65,13 @@ def database_path(env: Mapping[str, str]) -> Path:
 def connect(path: str) -> sqlite3.Connection:
     """The database at `path`, read-only. timeout=0: never wait for OpenCode's lock (a locked
     database is an error, retried later); autocommit: no read transaction held open, so a
-    checkpoint of the WAL is never held up for long. Raises sqlite3.Error."""
+    checkpoint of the WAL is never held up for long. Raises sqlite3.Error; `RefusedFile` (an
+    OSError) when the database, or its WAL or shared-memory file, is there but is not a regular
+    file: SQLite opens them by name and would wait forever on a FIFO, or read a device."""
+    stat_regular(path)
+    for companion in (path + "-wal", path + "-shm"):
+        if os.path.lexists(companion):
+            stat_regular(companion)
     return sqlite3.connect(
         f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0, isolation_level=None
     )
@@ -74,9 +81,8 @@ def recognises(path: str) -> bool:
     """The file at `path` is a SQLite database with OpenCode's session, message and part
     tables (a copy anywhere: what `ctxd replay` is handed)."""
     try:
-        with open(path, "rb") as f:
-            if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
-                return False
+        if read_head(path, len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+            return False
         db = connect(path)
     except (OSError, sqlite3.Error):
         return False
