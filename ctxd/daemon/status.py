@@ -6,11 +6,12 @@ with the daemon's counters; `DaemonStatistics` is the daemon's own side, one fro
 and never takes the others down.
 
 A row is built again only when what it is built from changed: the session's state (a frozen
-value, replaced on every change), ctxd's settings, or the windows learned. The agents' settings
-files can change under an unchanged session too, so a kept row is also rebuilt once it is
-ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document (those built longest
-ago first): the dashboard polls twice a second, and 10,000 rows built each time held the event
-loop for most of a second.
+value, replaced on every change), ctxd's settings, or the windows learned or proved; what changes
+without them (its age, its backlog, the files refused) is filled in every time. The agents'
+settings files can change under an unchanged session too, so a kept row is also rebuilt once it
+is ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document (those built
+longest ago first): the dashboard polls twice a second, and 10,000 rows built each time held the
+event loop for most of a second.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
@@ -70,6 +72,8 @@ class DaemonStatistics:
     #: What came of `[http]` at start: enabled, the listener's URL, or why there is none
     #: (`http.HttpListening`).
     http: dict[str, object] | None = None
+    #: The agents' files ctxd did not read, and why (`RefusedFiles.as_json`).
+    refused_files: tuple[dict[str, object], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -85,6 +89,7 @@ class Status:
         answers: Answers,
         settings: Callable[[], Settings],
         config_error: Callable[[], str | None],
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcripts = transcripts
@@ -92,9 +97,10 @@ class Status:
         self._settings = settings
         self._config_error = config_error
         self._kept: dict[str, _KeptRow] = {}  # by session key
-        self._kept_for: tuple[Settings, dict[str, int]] | None = None
+        self._kept_for: tuple[Settings, tuple[dict[str, int], dict[str, int]]] | None = None
         #: Rows built (not taken as kept) since start: what a test of the cache counts.
         self.rows_built = 0
+        self._refused = RefusedFiles() if refused is None else refused
 
     def document(self, session: str | None = None) -> dict[str, Any]:
         """Every session's row, newest first (only `session`'s, by id or key, when given),
@@ -122,6 +128,7 @@ class Status:
                 **kept.row,
                 "age_s": round(now - state.updated_at, 1),
                 "catching_up": self.transcripts.catching_up(state.key),
+                "refused_files": self._refused_for(state),
             }
             for state, kept in zip(states, kept_rows, strict=True)
         ]
@@ -131,18 +138,23 @@ class Status:
         return {
             "sessions": rows,
             "learned_windows": dict(self.sessions.learned),
+            "proved_contexts": dict(self.sessions.proved),
             "config_error": self._config_error(),
+            # The agents' files ctxd did not read (a FIFO, a device, too big), and why.
+            "refused_files": self._refused.as_json(),
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
 
     def _forget_rows_built_on_other_grounds(self) -> None:
-        """Drop every kept row when ctxd's settings or the windows learned changed since."""
-        grounds = (self._settings(), self.sessions.learned)
+        """Drop every kept row when ctxd's settings, the windows learned or the contexts proved
+        changed since."""
+        settings = self._settings()
+        windows = (dict(self.sessions.learned), dict(self.sessions.proved))
         kept_for = self._kept_for
-        if kept_for is None or kept_for[0] is not grounds[0] or kept_for[1] != grounds[1]:
+        if kept_for is None or kept_for[0] is not settings or kept_for[1] != windows:
             self._kept.clear()
-            self._kept_for = (grounds[0], dict(grounds[1]))
+            self._kept_for = (settings, windows)
 
     def _build(self, state: SessionState, now: float) -> _KeptRow:
         self.rows_built += 1
@@ -200,7 +212,17 @@ class Status:
             "ended_reason": state.ended_reason,
             "age_s": round(now - state.updated_at, 1),
             "catching_up": self.transcripts.catching_up(state.key),
+            "refused_files": self._refused_for(state),
         }
+
+    def _refused_for(self, state: SessionState) -> list[dict[str, object]]:
+        """The files of this session ctxd did not read: its agent's settings files and the
+        transcript its hooks named."""
+        if not len(self._refused):  # the usual case: nothing to look up, row after row
+            return []
+        found = self.answers.agent_settings.refused_for(state)
+        found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
+        return [refusal.as_json() for refusal in dict.fromkeys(found)]
 
 
 def _counters(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import replace
@@ -40,7 +41,9 @@ from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
 from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
+from ctxd.daemon.refused import RefusedFiles, is_absence, reason_of
 from ctxd.daemon.sessions import Sessions
+from ctxd.untrusted import RefusedFile, describe_mode
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
 
@@ -67,8 +70,11 @@ class Transcripts:
         settings: Callable[[], Settings],
         monotonic: Callable[[], float] = time.monotonic,
         stores: Mapping[str, Path] | None = None,
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
+        #: The transcripts not read, and why (shared with the rest of the daemon for status).
+        self.refused = RefusedFiles() if refused is None else refused
         self.roots = dict(roots)
         #: Database path -> (agent, its reader): the agents that keep sessions in a store.
         self._stores: dict[str, tuple[str, StoreReader]] = {
@@ -108,6 +114,19 @@ class Transcripts:
             store = agents.spec(agent).store
             if agent == state.agent and store is not None and store.digest is not None:
                 return _StoredDigest(path, state.session_id, state.compactions, store.digest)
+        return None
+
+    def usable(self, path: str | None, agent: str, session_id: str) -> str | None:
+        """A hook's transcript path, if it names a regular file to follow (or one followed
+        already). One that names something else (a FIFO, a device, a directory) is not
+        followed, and named (`refused`) for the session whose hook named it."""
+        refusal = _refusal(path, self._files)
+        if refusal is None:
+            return path
+        stamp, reason = refusal
+        if reason and path is not None:
+            who = core.session_key(agent, session_id, None)
+            self.refused.note(path, stamp, reason, "transcript", who)
         return None
 
     def backlog_size(self) -> int:
@@ -172,10 +191,12 @@ class Transcripts:
         except OSError as exc:
             if isinstance(exc, FileNotFoundError):
                 self.sessions.end(path, "transcript deleted")
-            else:
-                logger.warning("cannot read %s: %s", path, exc)
+            else:  # said once for this version of the file; the next change or sweep retries
+                who = core.session_key(state.agent, state.session_id, None)
+                self.refused.note(path, _stamp(path), reason_of(exc), "transcript", who)
             self._backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
             return True
+        self.refused.clear(path)
         if updates:
             now = self.sessions.clock()
             for update in updates:
@@ -319,7 +340,10 @@ class Transcripts:
         try:
             found = reader.read(until, self.monotonic)
         except OSError as exc:
-            if not isinstance(exc, FileNotFoundError):
+            if isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
+                what = f"{agents.spec(agent).title} database"
+                self.refused.note(path, _stamp(path), exc.reason, what)
+            elif not isinstance(exc, FileNotFoundError):
                 logger.debug("cannot read %s now: %s", path, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
@@ -416,9 +440,39 @@ def _modified_at(path: str) -> float | None:
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
     """A payload's transcript path, if it names a regular file we can read (or track already)."""
+    return path if _refusal(path, known) is None else None
+
+
+def _refusal(path: str | None, known: Container[str] = ()) -> tuple[object, str] | None:
+    """None when `path` is a transcript path to follow (a regular file, or one tracked already);
+    else the stamp of what is there and why it is not followed ("" when there is nothing to
+    name: no path, not one of a transcript, no file)."""
     if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
+        return (None, "")
+    if path in known:
         return None
-    return path if path in known or os.path.isfile(path) else None
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) or is_absence(exc):
+            return (None, "")
+        return ((-1, exc.errno), reason_of(exc))
+    if stat.S_ISREG(info.st_mode):
+        return None
+    return (
+        (info.st_dev, info.st_ino, info.st_mode),
+        f"not a regular file ({describe_mode(info.st_mode)})",
+    )
+
+
+def _stamp(path: str) -> object:
+    """What a refusal of `path` is remembered by: which file it is and its type and mode (not
+    its mtime: a FIFO written to over and over is still the one FIFO, said once)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode)
 
 
 class _StoredDigest:

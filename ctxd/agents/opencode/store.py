@@ -2,14 +2,11 @@
 
 Verified against OpenCode 1.18.33 (tests/data/transcripts/opencode-1.18.33/): every session is in
 one SQLite database, `$XDG_DATA_HOME/opencode/opencode.db` (WAL), `OPENCODE_DB` overriding it.
-Each model call ends in a `step-finish` part (table `part`, JSON in `data`) with `tokens {total,
-input, output, reasoning, cache {read, write}}`, `input` being the uncached rest of the prompt:
-the context the next request carries is input + cache.read + cache.write (the mock's
-prompt_tokens, exactly). Its message (table `message`) names the model (`modelID`); a compaction
-is an assistant message with `summary: true, mode: "compaction"`, whose step's output is the
-summary (what the context holds after it, until the next step reports); a step's output
-counts towards the compaction point (`pending`), as OpenCode counts it. A session started by
-another (a subagent's) names it in `session.parent_id`.
+Each model call ends in a `step-finish` part (table `part`, JSON in `data`) with its `tokens`; its
+message (table `message`) names the model (`modelID`) and says whether it is a compaction: what
+they make is `usage.step_usage` (the context the next request carries is input + cache.read +
+cache.write: the mock's prompt_tokens, exactly), shared with the reader of `opencode export`'s
+JSON (`export`). A session started by another (a subagent's) names it in `session.parent_id`.
 
 The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (a
 walk of the rowid b-tree from there, so its cost is what is new, not the file), in batches, and
@@ -32,9 +29,10 @@ from typing import Any
 
 import orjson
 
+from ctxd.agents.opencode.usage import step_usage
 from ctxd.agents.store import StoreUpdate
-from ctxd.core.events import UsageUpdate
 from ctxd.paths import home
+from ctxd.untrusted import read_head, stat_regular
 
 __all__ = ["BATCH", "OpenCodeStore", "connect", "database_path", "recognises"]
 
@@ -67,7 +65,13 @@ def database_path(env: Mapping[str, str]) -> Path:
 def connect(path: str) -> sqlite3.Connection:
     """The database at `path`, read-only. timeout=0: never wait for OpenCode's lock (a locked
     database is an error, retried later); autocommit: no read transaction held open, so a
-    checkpoint of the WAL is never held up for long. Raises sqlite3.Error."""
+    checkpoint of the WAL is never held up for long. Raises sqlite3.Error; `RefusedFile` (an
+    OSError) when the database, or its WAL or shared-memory file, is there but is not a regular
+    file: SQLite opens them by name and would wait forever on a FIFO, or read a device."""
+    stat_regular(path)
+    for companion in (path + "-wal", path + "-shm"):
+        if os.path.lexists(companion):
+            stat_regular(companion)
     return sqlite3.connect(
         f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0, isolation_level=None
     )
@@ -77,9 +81,8 @@ def recognises(path: str) -> bool:
     """The file at `path` is a SQLite database with OpenCode's session, message and part
     tables (a copy anywhere: what `ctxd replay` is handed)."""
     try:
-        with open(path, "rb") as f:
-            if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
-                return False
+        if read_head(path, len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+            return False
         db = connect(path)
     except (OSError, sqlite3.Error):
         return False
@@ -173,37 +176,9 @@ class OpenCodeStore:
             step, info = orjson.loads(part), orjson.loads(message)
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(step, dict) or not isinstance(info, dict):
-            return None
-        tokens = step.get("tokens")
-        if step.get("type") != "step-finish" or not isinstance(tokens, dict):
-            return None
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-        assert isinstance(cache, dict)
-        figures = [tokens.get("input"), cache.get("read", 0), cache.get("write", 0)]
-        if not all(isinstance(n, int) and n >= 0 for n in figures):
-            return None
-        model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
         at = created / 1000 if isinstance(created, int) else None
-        if info.get("summary") is True and info.get("mode") == "compaction":
-            output = tokens.get("output")
-            update = UsageUpdate(
-                tokens=output if isinstance(output, int) and output >= 0 else 0,
-                at=at,
-                model=model,
-                compaction=True,
-                turn_id=part_id,
-                estimated=True,
-            )
-        else:
-            output = tokens.get("output")
-            pending = output if isinstance(output, int) and output >= 0 else 0
-            update = UsageUpdate(
-                tokens=sum(n for n in figures if isinstance(n, int)),
-                at=at,
-                model=model,
-                turn_id=part_id,
-                pending=pending,
-            )
+        update = step_usage(step, info, part_id, at)
+        if update is None:
+            return None
         parent, cwd = self._session(session_id)
         return StoreUpdate(session_id, update, parent_id=parent, cwd=cwd)
