@@ -442,6 +442,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    # nan and inf pass float(); 0 would redraw in a busy loop, a negative one cannot sleep.
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument(
@@ -465,7 +476,7 @@ def _status_arguments(status: argparse.ArgumentParser) -> None:
 def _watch_arguments(watch: argparse.ArgumentParser) -> None:
     watch.add_argument(
         "--interval",
-        type=float,
+        type=_positive_seconds,
         default=1.0,
         metavar="SECONDS",
         help="seconds between redraws (default: 1)",

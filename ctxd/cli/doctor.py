@@ -29,7 +29,7 @@ from ctxd.agents.hookcmd import (
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PluginRun
-from ctxd.cli.web import http_hook_checks
+from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
 
@@ -210,6 +210,7 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 f"keep one: `ctxd uninstall {agent}`, or disable the {packaged.kind}",
             )
         yield from spec.installer.checks(doc)
+        yield from spec.installer.placed_checks(doc, path)
         # Several hook commands (Copilot CLI's name their event; a user's edit or an old install
         # can leave one event's apart): each check names the events that run its command.
         several = sum("statusline" not in found for found in commands.values()) > 1
@@ -528,6 +529,7 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
+    checks += http_listener_checks(env)
     checks.append(_refused(env, running))
     checks += http_hook_checks(env)
     return checks

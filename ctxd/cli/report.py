@@ -186,6 +186,17 @@ def watching_lines(watching: object) -> list[str]:
     ]
 
 
+def http_lines(http: object) -> list[str]:
+    """A line when `[http]` was on at the daemon's start but it does not listen (and why)."""
+    if not isinstance(http, dict) or not http.get("enabled") or http.get("url"):
+        return []
+    return [
+        f"[http] is on but ctxd does not listen: {http.get('error') or 'unknown reason'} "
+        "(HTTP hooks and the dashboard get nothing; fix it, then `ctxd stop`: the next hook "
+        "starts ctxd again)"
+    ]
+
+
 def refused_lines(refused: object) -> list[str]:
     """A line per file ctxd did not read (an agent's settings file that is a FIFO, a transcript
     that is a link to a device, ...): what it was read as, where, and why."""
@@ -211,6 +222,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{plural(daemon.get('requests', 0), 'request')} served"
         )
     lines += watching_lines(daemon.get("watching"))
+    lines += http_lines(daemon.get("http"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
