@@ -167,6 +167,18 @@ def watching_lines(watching: object) -> list[str]:
     ]
 
 
+def store_problem_lines(problems: object) -> list[str]:
+    """The agents' databases the daemon cannot read, one line each (nothing when none)."""
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"cannot read {p.get('title')}'s database {p.get('path')} ({p.get('problem')}): its "
+        "sessions' figures are frozen until it can be read"
+        for p in problems
+        if isinstance(p, dict)
+    ]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -180,6 +192,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{plural(daemon.get('requests', 0), 'request')} served"
         )
     lines += watching_lines(daemon.get("watching"))
+    lines += store_problem_lines(daemon.get("store_problems"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "

@@ -91,6 +91,9 @@ class PolicyState:
     recent: tuple[int, ...] = ()
     #: `now` of the last warning given.
     warned_at: float | None = None
+    #: The handoff was asked for with a block, and no stop since said the agent went on with it
+    #: (`on_stop`).
+    handoff_unconfirmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +227,27 @@ def on_stop(
     before the size point), at most once until the next compaction; never when disabled, and
     never while `stop_hook_active` (the agent is already continuing because a Stop hook
     blocked: asking again would loop).
+
+    A request made with a block (`h.action` "block") is recorded as delivered only when the
+    next stop says so: an agent that honoured a block runs one more turn and stops with
+    `stop_hook_active` (every agent ctxd blocks: its own hooks, or ctxd's plugin and extension
+    when they sent the request on). A next stop without it means the block never reached the
+    agent (its client gave up waiting for the answer, or lost it), so the request is made again
+    there, once: an agent that never honours a block is not asked at every stop. The user's
+    message ("message") has no such echo and is recorded when given. The ask and the one
+    repeat are what a client can miss; nothing else is tracked.
     """
+    if state.handoff_unconfirmed:
+        if stop_hook_active or not h.enabled:
+            return replace(state, handoff_unconfirmed=False), None
+        return replace(state, handoff_unconfirmed=False), handoff_text(usage, basis)
     if not h.enabled or stop_hook_active or state.handoff_asked:
         return state, None
     if used_pct(usage, basis) < h.at and not idle_compaction:
         return state, None
 
-    return replace(state, handoff_asked=True), handoff_text(usage, basis)
+    asked = replace(state, handoff_asked=True, handoff_unconfirmed=h.action == "block")
+    return asked, handoff_text(usage, basis)
 
 
 def handoff_reply(text: str | None, h: HandoffSettings) -> Reply:

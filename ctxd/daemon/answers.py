@@ -324,6 +324,7 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
         reply != _SILENT
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
+        or after.handoff_unconfirmed != before.handoff_unconfirmed
     )
 
 

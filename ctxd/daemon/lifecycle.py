@@ -149,6 +149,7 @@ class Daemon:
             accept_errors=self.server.accept_errors,
             catching_up=self.centre.transcripts.backlog_size(),
             watching=self.poller.statistics(),
+            store_problems=tuple(self.centre.transcripts.store_problems()),
         )
 
     # -------------------------------------------------------------- config

@@ -46,6 +46,9 @@ class DaemonStatistics:
     #: The folders under the agents' roots against those watched, the inotify limit, and the
     #: command that raises it when some are not watched (`Poller.statistics`).
     watching: dict[str, object] | None = None
+    #: The agents' session stores that cannot be read as theirs (`Transcripts.store_problems`):
+    #: those sessions' figures are frozen until they can be.
+    store_problems: tuple[dict[str, str], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from ctxd.agents import spec
-from ctxd.agents.opencode.store import BATCH, OpenCodeStore, database_path
+from ctxd.agents.opencode.store import OpenCodeStore, database_path
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
 SESSION = "ses_dcc44cf90ffeorGSkkrofIPjZq"
@@ -119,7 +119,7 @@ def test_a_read_does_not_look_again_at_the_parts_after_the_last_step(tmp_path: P
     )
     writer.commit()
     assert reader.read() == []
-    assert reader.position() == {"rowid": 11}
+    assert reader.position()["rowid"] == 11
     writer.close()
 
 
@@ -152,13 +152,13 @@ def test_a_real_subagents_steps_come_before_its_parents_first_and_name_it() -> N
     ]
 
 
-def test_a_read_past_its_deadline_stops_after_one_span_and_the_next_goes_on(
+def test_a_read_past_its_deadline_stops_after_one_part_and_the_next_goes_on(
     tmp_path: Path,
 ) -> None:
     path = copy(tmp_path)
     writer = sqlite3.connect(path)
     message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
-    for i in range(2 * BATCH):  # a long tool output's worth of other parts, then one step
+    for i in range(20):  # a long tool output's worth of other parts, then one step
         writer.execute(
             'insert into part values (?, ?, ?, 3, 3, \'{"type":"text","text":"x"}\')',
             (f"prt_{i:05d}", message, SESSION),
@@ -170,12 +170,11 @@ def test_a_read_past_its_deadline_stops_after_one_span_and_the_next_goes_on(
     writer.commit()
     writer.close()
     reader = OpenCodeStore(path)
-    spans = []
+    reads = []
     while True:
-        spans.append(reader.read(until=0.0, clock=lambda: 1.0))  # the deadline has passed
+        reads.append(reader.read(until=0.0, clock=lambda: 1.0))  # the deadline has passed
         if not reader.behind:
             break
-    # each call scanned one span of BATCH parts, whatever they held
-    assert len(spans) == 3
-    assert [len(s) for s in spans] == [3, 0, 1]
-    assert [r.update.tokens for s in spans for r in s] == [10_000, 15_000, 20_000, 7]
+    # each call read one part, whatever it held
+    assert len(reads) == 31
+    assert [r.update.tokens for s in reads for r in s] == [10_000, 15_000, 20_000, 7]
