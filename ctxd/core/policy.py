@@ -228,14 +228,15 @@ def on_stop(
     never while `stop_hook_active` (the agent is already continuing because a Stop hook
     blocked: asking again would loop).
 
-    A request made with a block (`h.action` "block") is recorded as delivered only when the
-    next stop says so: an agent that honoured a block runs one more turn and stops with
+    A request is recorded as delivered only when the next stop says so (`handoff_unconfirmed`
+    until then): an agent that honoured a block runs one more turn and stops with
     `stop_hook_active` (every agent ctxd blocks: its own hooks, or ctxd's plugin and extension
     when they sent the request on). A next stop without it means the block never reached the
     agent (its client gave up waiting for the answer, or lost it), so the request is made again
-    there, once: an agent that never honours a block is not asked at every stop. The user's
-    message ("message") has no such echo and is recorded when given. The ask and the one
-    repeat are what a client can miss; nothing else is tracked.
+    there, once: an agent that never honours a block is not asked at every stop. A message to
+    the user has no echo to wait for. Whether a request goes as a block is in the end the
+    agent's dialect's to say (one that shows no message makes it one): the daemon sets
+    `handoff_unconfirmed` by what it sent.
     """
     if state.handoff_unconfirmed:
         if stop_hook_active or not h.enabled:

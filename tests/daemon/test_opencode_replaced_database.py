@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opencode_db import Writer, copy_capture
 
@@ -19,11 +21,22 @@ from ctxd.agents.opencode.store import database_path
 if TYPE_CHECKING:
     from conftest import World
 
-from conftest import wait_for
-
 CONFIG = '[windows]\n"mock-model" = 200000\n'
 LONG = "ses_long"  # compacted once, then past the handoff point (70 % of 168,000)
 OTHER = "ses_other"
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float) -> T:
+    """`probe()`'s first true value, asked until `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def build(path: Path) -> None:
@@ -86,7 +99,8 @@ def replacement(path: Path, tmp: Path, extra: int) -> Path:
     db.execute("attach ? as old", (str(path),))
     db.execute("insert into session select * from old.session where id = ?", (LONG,))
     db.execute("insert into message select * from old.message where session_id = ?", (LONG,))
-    db.execute("insert into part select * from old.part where session_id = ? order by rowid", (LONG,))
+    copied = "insert into part select * from old.part where session_id = ? order by rowid"
+    db.execute(copied, (LONG,))
     db.commit()
     db.execute("detach old")
     db.execute("pragma wal_checkpoint(truncate)")

@@ -253,37 +253,10 @@ class OpenCodeStore:
         self, until: float | None = None, clock: Callable[[], float] = time.monotonic
     ) -> list[StoreUpdate]:
         db = self._connect()
-        updates: list[StoreUpdate] = []
         try:
             (last,) = db.execute(_LAST_PART).fetchone()
-            if self._saved is not None:
-                self._check(db, self._saved, last)
-                self._saved = None
-            if last < self.rowid:
-                # The newest parts were deleted (OpenCode's revert of the last turns): SQLite
-                # hands their rowids out again, to the parts written next.
-                self._move_to(db, last)
-            elif self.rowid and self._part is not None:
-                (found,) = db.execute(_PART_AT, (self.rowid,)).fetchone() or (None,)
-                if found != self._part:
-                    # The last turns were reverted and written again past the position: what
-                    # was read may have changed, so it is read again.
-                    self._replay(last)
-            cursor = db.execute(_NEW_PARTS, (self.rowid,))
-            try:
-                for rowid, part_id, session_id, message_id, created, part, message in cursor:
-                    update = self._take(
-                        db, rowid, session_id, message_id, part_id, created, part, message
-                    )
-                    if update is not None:
-                        if rowid <= self._replay_until:
-                            update = replace(update, replayed=True)
-                        updates.append(update)
-                    self.rowid, self._part = rowid, part_id
-                    if until is not None and clock() >= until:
-                        break
-            finally:
-                cursor.close()
+            self._verify(db, last)
+            updates = self._read_rows(db, until, clock)
             self.behind = self.rowid < last
             if self.rowid >= self._replay_until:
                 self._replay_until = 0
@@ -295,6 +268,44 @@ class OpenCodeStore:
             if any(word in str(exc) for word in _TRANSIENT):
                 raise OSError(f"{self.path}: {exc}") from None
             raise StoreProblem(f"{self.path}: {exc}") from None
+
+    def _verify(self, db: sqlite3.Connection, last: int) -> None:
+        """Make sure the rows up to the position are the ones read (see the module docstring)."""
+        if self._saved is not None:
+            self._check(db, self._saved, last)
+            self._saved = None
+        if last < self.rowid:
+            # The newest parts were deleted (OpenCode's revert of the last turns): SQLite
+            # hands their rowids out again, to the parts written next.
+            self._move_to(db, last)
+        elif self.rowid and self._part is not None:
+            (found,) = db.execute(_PART_AT, (self.rowid,)).fetchone() or (None,)
+            if found != self._part:
+                # The last turns were reverted and written again past the position, or
+                # another database was written over this one: what was read may have
+                # changed, so it is read again.
+                self._replay(last)
+
+    def _read_rows(
+        self, db: sqlite3.Connection, until: float | None, clock: Callable[[], float]
+    ) -> list[StoreUpdate]:
+        updates: list[StoreUpdate] = []
+        cursor = db.execute(_NEW_PARTS, (self.rowid,))
+        try:
+            for rowid, part_id, session_id, message_id, created, part, message in cursor:
+                update = self._take(
+                    db, rowid, session_id, message_id, part_id, created, part, message
+                )
+                if update is not None:
+                    if rowid <= self._replay_until:
+                        update = replace(update, replayed=True)
+                    updates.append(update)
+                self.rowid, self._part = rowid, part_id
+                if until is not None and clock() >= until:
+                    break
+        finally:
+            cursor.close()
+        return updates
 
     def close(self) -> None:
         if self._db is not None:
@@ -483,4 +494,3 @@ def _step_tail(rows: list[tuple[Any]]) -> list[tuple[Any]]:
         if isinstance(data, str) and '"step-start"' in data:
             return rows[i + 1 :]
     return rows
-
