@@ -4,10 +4,9 @@ It writes no transcript files (`files`): every session is in one SQLite database
 `opencode.db`, followed as a session store read by rowid (`store`, `AgentSpec.store`), which
 keeps each session's digest from its parts as they arrive (`digest`). Its model limits and
 compaction settings come from its `opencode.json` (`config`). It runs no command hooks: ctxd's
-plugin,
-clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the handoff
-as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin through
-`Installer.plugin_run` (`doctor`).
+plugin, clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the
+handoff as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin
+through `Installer.plugin_run` (`doctor`).
 """
 
 from __future__ import annotations
