@@ -29,10 +29,12 @@ MAX_DIGESTS sessions' digests are kept, the least recently written dropped first
 A position is tied to the database it was read from: the file's identity (device, inode) and two
 of its parts' ids, the first one and the one at the position (`Position`). A database found
 with the same parts under another inode (a backup restored) is read on from the position; one
-whose parts differ (another copied over it, or replaced while ctxd was down) is read again from
-its first row, each update of that pass marked `replayed`: the daemon folds only those newer than
-what it knows of the session (its last row's time and id), so that nothing is counted twice and
-no session is skipped; the digests are rebuilt by that pass.
+whose parts differ (another copied over it, or replaced while ctxd was down), or a position saved
+without them or without the digests of this code (an older snapshot), is read again from its
+first row, the digests rebuilt by that pass. Each update of a first pass after such a check is
+marked `replayed`: the daemon folds only those newer than what it knows of the session (its last
+row's time and id), so that nothing is counted twice (the sessions may also know rows past a
+snapshot's position, from the journal) and no session is skipped.
 
 A database of another shape (a table or column renamed by a later OpenCode) is refused with
 `StoreProblem` before anything is read, naming what is missing.
@@ -216,7 +218,7 @@ class OpenCodeStore:
         if saved.rowid and not self._load_digests(position or {}):
             # Without the digests of the rows before the position (an older snapshot, another
             # version's), they would hold the newest rows only: rebuild them with one pass.
-            self._saved = Position()
+            self._saved = Position(saved.rowid)
 
     def position(self) -> dict[str, Any]:
         saved = self._saved
@@ -275,6 +277,10 @@ class OpenCodeStore:
             self._check(db, self._saved, last)
             self._saved = None
         if last < self.rowid:
+            (first,) = db.execute(_FIRST_PART).fetchone() or (None,)
+            if first != self._first:  # not a revert: another database written over this one
+                self._replay(last)
+                return
             # The newest parts were deleted (OpenCode's revert of the last turns): SQLite
             # hands their rowids out again, to the parts written next.
             self._move_to(db, last)
@@ -341,8 +347,14 @@ class OpenCodeStore:
             return
         (first,) = db.execute(_FIRST_PART).fetchone() or (None,)
         (at,) = db.execute(_PART_AT, (saved.rowid,)).fetchone() or (None,)
-        if first == saved.first and (at == saved.part or (at is None and last < saved.rowid)):
+        # Parts gone past the position are as much a change as others in their place: this
+        # file may hold some of another's (a restored backup's older rows, another copy of
+        # the same start), which only a read from the first row tells apart.
+        if first == saved.first and at == saved.part:
             self.rowid, self._part, self._first = saved.rowid, saved.part, saved.first
+            # The sessions may know rows past the position (an answer journalled after the
+            # snapshot that saved it, before a crash): what follows is folded as news only.
+            self._replay_until = last
             return
         self._replay(last)
 

@@ -3,11 +3,15 @@ being written to while read."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
 
+from opencode_db import Writer, copy_capture
+
 from ctxd.agents import spec
+from ctxd.agents.opencode.digest import session_digest
 from ctxd.agents.opencode.store import OpenCodeStore, database_path
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
@@ -178,3 +182,74 @@ def test_a_read_past_its_deadline_stops_after_one_part_and_the_next_goes_on(
     # each call read one part, whatever it held
     assert len(reads) == 31
     assert [r.update.tokens for s in reads for r in s] == [10_000, 15_000, 20_000, 7]
+
+
+def _long(tmp_path: Path) -> tuple[str, Writer]:
+    path = copy_capture(tmp_path)
+    w = Writer(path)
+    w.session("ses_a")
+    ask = w.message("ses_a", "user")
+    w.part("ses_a", ask, type="text", text="Fix the parser")
+    w.step("ses_a", 50_000)
+    w.compaction("ses_a", 900)
+    return str(path), w
+
+
+def test_a_resumed_reader_keeps_each_sessions_digest_and_reads_only_what_is_new(
+    tmp_path: Path,
+) -> None:
+    path, w = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    saved = json.loads(json.dumps(reader.position()))  # as the snapshot keeps it
+    w.step("ses_a", 60_000)
+    resumed = OpenCodeStore(path, saved)
+    (new,) = resumed.read()
+    assert new.update.tokens == 60_000
+    assert resumed.digest("ses_a") == session_digest(path, "ses_a")
+    assert resumed.digest("ses_a").asks == ("Fix the parser",)  # type: ignore[union-attr]
+
+
+def test_a_position_saved_without_its_database_or_digests_is_read_again_as_replayed(
+    tmp_path: Path,
+) -> None:
+    path, _ = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    first = reader.read()
+    # what an older ctxd saved: the rowid alone
+    again = OpenCodeStore(path, {"rowid": reader.position()["rowid"]}).read()
+    assert [r.update for r in again] == [r.update for r in first]
+    assert all(r.replayed for r in again) and not any(r.replayed for r in first)
+
+
+def _put(source: Path, path: str) -> None:
+    """`source`, checkpointed, put at `path` in place of what was there (a new inode)."""
+    db = sqlite3.connect(source)
+    db.execute("pragma wal_checkpoint(truncate)")
+    db.close()
+    for end in ("", "-wal", "-shm"):
+        Path(path + end).unlink(missing_ok=True)
+    shutil.copy(source, path)
+
+
+def test_a_restored_copy_is_read_on_and_another_database_is_read_again(tmp_path: Path) -> None:
+    path, w = _long(tmp_path)
+    w.close()
+    reader = OpenCodeStore(path)
+    reader.read()
+    backup = tmp_path / "backup.db"
+    _put(Path(path), str(backup))
+    _put(backup, path)  # the same parts under a new inode: read on
+    assert reader.read() == []
+    assert reader.digest("ses_a") == session_digest(path, "ses_a")
+    (tmp_path / "other").mkdir()
+    other = copy_capture(tmp_path / "other")
+    w = Writer(other)
+    w.n += 1000
+    w.session("ses_b")
+    w.step("ses_b", 7_000)
+    w.close()
+    _put(other, path)  # other parts: read again from its first row
+    rows = reader.read()
+    assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
+    assert reader.digest("ses_a") is None  # the digests are the new database's
