@@ -354,7 +354,7 @@ class Transcripts:
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
         if self._store_problems.pop(path, None) is not None:
-            logger.warning("%s can be read again", path)
+            logger.info("%s can be read again", path)
         now = self.sessions.clock()
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
