@@ -69,10 +69,16 @@ __all__ = [
 #: Sessions whose digest is kept (each is bounded: `ctxd.core.digest.Limits`).
 MAX_DIGESTS = 256
 
+# An assistant message's parts are folded at its step's end, read again then: SQLite hands over
+# no other part of one (most of the bytes: tool outputs), by a guess at the message's role that
+# the decoded message corrects (`_take` fetches a part the guess left out).
 _NEW_PARTS = (
-    "SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_created, p.data, m.data"
+    "SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_created,"
+    " CASE WHEN instr(m.data, '\"role\":\"assistant\"') > 0"
+    " AND instr(p.data, '\"step-finish\"') = 0 THEN NULL ELSE p.data END, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id WHERE p.rowid > ? ORDER BY p.rowid"
 )
+_PART_DATA = "SELECT data FROM part WHERE rowid = ?"
 _STEP_PARTS = "SELECT data FROM part WHERE message_id = ? AND rowid < ? ORDER BY rowid"
 _LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
 _FIRST_PART = "SELECT id FROM part ORDER BY rowid LIMIT 1"
@@ -405,6 +411,8 @@ class OpenCodeStore:
             return None
         role = info.get("role")
         if role != "assistant":
+            if part is None:
+                (part,) = db.execute(_PART_DATA, (rowid,)).fetchone() or (None,)
             decoded = decoded_part(part)
             if decoded is not None:
                 fold_part(self._facts_of(session_id), role, decoded)
