@@ -7,8 +7,8 @@ tests/data/transcripts/opencode-1.18.33/opencode.db, WAL mode) gets a session wh
 `--mb` MB of user requests of 1 MB each, a message each (written in one transaction), then a
 step past the handoff point (70 % of 168,000 on a 200,000 window). The daemon's centre
 (`Centre.open`, in this process, with the checkout's code) reads it all as the daemon does, in
-steps of STEP_BUDGET, and then answers the idle hook the plugin sends; the answer is timed `--runs` times, each on a fresh
-centre (a handoff is asked once per session).
+steps of STEP_BUDGET, and then answers the idle hook the plugin sends; the answer is timed
+`--runs` times, each on a fresh centre (a handoff is asked once per session).
 
     .venv/bin/python bench/opencode_handoff.py              # --mb 400 --runs 3
 
