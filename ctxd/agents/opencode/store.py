@@ -74,7 +74,7 @@ MAX_DIGESTS = 256
 # the decoded message corrects (`_take` fetches a part the guess left out).
 _NEW_PARTS = (
     "SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_created,"
-    " CASE WHEN instr(m.data, '\"role\":\"assistant\"') > 0"
+    ' CASE WHEN instr(m.data, \'"role":"assistant"\') > 0'
     " AND instr(p.data, '\"step-finish\"') = 0 THEN NULL ELSE p.data END, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id WHERE p.rowid > ? ORDER BY p.rowid"
 )
@@ -221,28 +221,28 @@ class OpenCodeStore:
         #: Session id -> its digest, the least recently written first.
         self._facts: dict[str, OpenCodeFacts] = {}
         self._dumped: dict[str, dict[str, Any]] = {}  # session id -> its digest's dump
+        #: The digests hold every row up to the position (not while a pass rebuilds them): only
+        #: then are they worth a snapshot.
+        self._digests_whole = True
         if saved.rowid and not self._load_digests(position or {}):
             # Without the digests of the rows before the position (an older snapshot, another
             # version's), they would hold the newest rows only: rebuild them with one pass.
             self._saved = Position(saved.rowid)
+            self._digests_whole = False
 
     def position(self) -> dict[str, Any]:
         saved = self._saved
-        if saved is not None and saved.rowid:  # not checked yet: where it stood
-            return {
-                "rowid": saved.rowid,
-                "part": saved.part,
-                "first": saved.first,
-                "identity": saved.identity,
-            }
+        if saved is None or not saved.rowid:
+            saved = Position(self.rowid, self._part, self._first, self._identity)
+        # Where it stood, until the database is checked against it.
         position: dict[str, Any] = {
-            "rowid": self.rowid,
-            "part": self._part,
-            "first": self._first,
-            "identity": self._identity,
+            "rowid": saved.rowid,
+            "part": saved.part,
+            "first": saved.first,
+            "identity": saved.identity,
         }
         code = reader_state.fingerprint()
-        if code and self._replay_until == 0:
+        if code and self._digests_whole:
             position["digests"] = {"code": code, "sessions": self._dump_digests()}
         return position
 
@@ -268,6 +268,8 @@ class OpenCodeStore:
             self.behind = self.rowid < last
             if self.rowid >= self._replay_until:
                 self._replay_until = 0
+            if not self.behind:
+                self._digests_whole = True
             if self._first is None and self.rowid:
                 (self._first,) = db.execute(_FIRST_PART).fetchone() or (None,)
             return updates
@@ -367,6 +369,7 @@ class OpenCodeStore:
     def _replay(self, last: int) -> None:
         self.rowid, self._part, self._first = 0, None, None
         self._replay_until = last
+        self._digests_whole = False
         self._facts.clear()
         self._dumped.clear()
         self._sessions.clear()

@@ -253,3 +253,19 @@ def test_a_restored_copy_is_read_on_and_another_database_is_read_again(tmp_path:
     rows = reader.read()
     assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
     assert reader.digest("ses_a") is None  # the digests are the new database's
+
+
+def test_digests_are_saved_only_once_rebuilt_whole(tmp_path: Path) -> None:
+    path, _ = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    old = {"rowid": reader.position()["rowid"]}  # an older ctxd's
+    rebuilding = OpenCodeStore(path, old)
+    assert "digests" not in rebuilding.position()
+    rebuilding.read(until=0.0, clock=lambda: 1.0)  # one part of the pass
+    assert rebuilding.behind and "digests" not in rebuilding.position()
+    while rebuilding.behind:
+        rebuilding.read()
+    saved = rebuilding.position()
+    assert "digests" in saved
+    assert OpenCodeStore(path, saved).digest("ses_a") == session_digest(path, "ses_a")
