@@ -224,6 +224,8 @@ class OpenCodeStore:
         #: The digests hold every row up to the position (not while a pass rebuilds them): only
         #: then are they worth a snapshot.
         self._digests_whole = True
+        #: The files' signature when the database was found unreadable, and why.
+        self._broken: tuple[tuple[int, ...], str] | None = None
         if saved.rowid and not self._load_digests(position or {}):
             # Without the digests of the rows before the position (an older snapshot, another
             # version's), they would hold the newest rows only: rebuild them with one pass.
@@ -260,6 +262,20 @@ class OpenCodeStore:
     def read(
         self, until: float | None = None, clock: Callable[[], float] = time.monotonic
     ) -> list[StoreUpdate]:
+        # A database found unreadable is not opened again until its files change: every hook
+        # of the agent polls it.
+        signature = _signature(self.path)
+        if self._broken is not None and self._broken[0] == signature:
+            raise StoreProblem(self._broken[1])
+        try:
+            updates = self._read(until, clock)
+        except StoreProblem as exc:
+            self._broken = (signature, str(exc))
+            raise
+        self._broken = None
+        return updates
+
+    def _read(self, until: float | None, clock: Callable[[], float]) -> list[StoreUpdate]:
         db = self._connect()
         try:
             (last,) = db.execute(_LAST_PART).fetchone()
@@ -339,8 +355,12 @@ class OpenCodeStore:
             self._saved = Position(self.rowid, self._part, self._first, self._identity)
         try:
             db = connect(self.path)
-            _check_schema(db)
         except sqlite3.Error as exc:
+            raise StoreProblem(f"{self.path}: {exc}") from None
+        try:
+            _check_schema(db)
+        except (sqlite3.Error, StoreProblem) as exc:
+            db.close()
             raise StoreProblem(f"{self.path}: {exc}") from None
         self._db, self._identity = db, identity
         return db
@@ -507,6 +527,18 @@ class OpenCodeStore:
                 return False
             self._facts[str(session_id)] = facts
         return True
+
+
+def _signature(path: str) -> tuple[int, ...]:
+    """What changes when the database or its write-ahead log is written or replaced (the
+    database's FileNotFoundError when it is gone)."""
+    info = os.stat(path)
+    try:
+        wal = os.stat(path + "-wal")
+        more: tuple[int, ...] = (wal.st_ino, wal.st_size, wal.st_mtime_ns)
+    except OSError:
+        more = ()
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, *more)
 
 
 def _step_tail(rows: list[tuple[Any]]) -> list[tuple[Any]]:

@@ -8,11 +8,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 from opencode_db import Writer, copy_capture
 
 from ctxd.agents import spec
+from ctxd.agents.opencode import store
 from ctxd.agents.opencode.digest import session_digest
 from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.store import StoreProblem
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
 SESSION = "ses_dcc44cf90ffeorGSkkrofIPjZq"
@@ -269,3 +272,26 @@ def test_digests_are_saved_only_once_rebuilt_whole(tmp_path: Path) -> None:
     saved = rebuilding.position()
     assert "digests" in saved
     assert OpenCodeStore(path, saved).digest("ses_a") == session_digest(path, "ses_a")
+
+
+def test_an_unreadable_database_is_not_opened_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = []
+    connect = store.connect
+
+    def counted(path: str) -> sqlite3.Connection:
+        opened.append(path)
+        return connect(path)
+
+    monkeypatch.setattr(store, "connect", counted)
+    path = tmp_path / "opencode.db"
+    path.write_bytes(b"not a database\n" * 100)
+    reader = OpenCodeStore(str(path))
+    for _ in range(2):
+        with pytest.raises(StoreProblem, match="not a database"):
+            reader.read()
+    assert len(opened) == 1  # the second read did not open it again
+    path.unlink()
+    copy_capture(tmp_path)  # OpenCode wrote it again
+    assert len(reader.read()) == 3
