@@ -233,8 +233,11 @@ def on_stop(
     `stop_hook_active` (every agent ctxd blocks: its own hooks, or ctxd's plugin and extension
     when they sent the request on). A next stop without it means the block never reached the
     agent (its client gave up waiting for the answer, or lost it), so the request is made again
-    there, once: an agent that never honours a block is not asked at every stop. A message to
-    the user has no echo to wait for. Whether a request goes as a block is in the end the
+    there, once: an agent that never honours a block is not asked at every stop. This echo asks
+    nothing new of the clients (each already says `stop_hook_active` when its own block made
+    the agent go on), where an acknowledgement would be one more request that can be lost the
+    same way; and it is honest, since a request a client did receive makes that stop say so.
+    A message to the user has no echo to wait for. Whether a request goes as a block is in the end the
     agent's dialect's to say (one that shows no message makes it one): the daemon sets
     `handoff_unconfirmed` by what it sent.
     """
