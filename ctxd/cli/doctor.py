@@ -519,6 +519,34 @@ def _stores(env: Mapping[str, str], running: bool) -> Iterator[Check]:
             yield Check(name, True, f"{path} is read")
 
 
+def _refused(env: Mapping[str, str], running: bool) -> Check:
+    """The agents' files the running daemon did not read (a settings file that is a FIFO, a
+    transcript that links to a device, one too big): their settings are not in its figures."""
+    from ctxd.cli.client import request_json
+
+    refused = None
+    if running:
+        try:
+            refused = request_json("ping", env=env).get("refused_files")
+        except CtxdError:
+            refused = None
+    if not isinstance(refused, list):
+        return Check("agents' files", True, "no daemon to ask", skipped=True)
+    if not refused:
+        return Check("agents' files", True, "the daemon read every agent file it looked at")
+    named = "; ".join(
+        f"{r.get('what')} {r.get('path')}: {r.get('reason')}"
+        for r in refused
+        if isinstance(r, dict)
+    )
+    return Check(
+        "agents' files",
+        False,
+        f"not read: {named}",
+        "make each a regular file (or remove it); the daemon reads it again once it changes",
+    )
+
+
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     daemon, running = _daemon(env)
     checks: list[Check] = [daemon]
@@ -530,5 +558,7 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
     checks += _stores(env, running)
+
+    checks.append(_refused(env, running))
     checks += http_hook_checks(env)
     return checks

@@ -237,8 +237,8 @@ def on_stop(
     nothing new of the clients (each already says `stop_hook_active` when its own block made
     the agent go on), where an acknowledgement would be one more request that can be lost the
     same way; and it is honest, since a request a client did receive makes that stop say so.
-    A message to the user has no echo to wait for. Whether a request goes as a block is in the end the
-    agent's dialect's to say (one that shows no message makes it one): the daemon sets
+    A message to the user has no echo to wait for. Whether a request goes as a block is in the
+    end the agent's dialect's to say (one that shows no message makes it one): the daemon sets
     `handoff_unconfirmed` by what it sent.
     """
     if state.handoff_unconfirmed:

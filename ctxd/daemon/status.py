@@ -18,6 +18,7 @@ from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
@@ -49,6 +50,8 @@ class DaemonStatistics:
     #: The agents' session stores that cannot be read as theirs (`Transcripts.store_problems`):
     #: those sessions' figures are frozen until they can be.
     store_problems: tuple[dict[str, str], ...] = ()
+    #: The agents' files ctxd did not read, and why (`RefusedFiles.as_json`).
+    refused_files: tuple[dict[str, object], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -64,12 +67,14 @@ class Status:
         answers: Answers,
         settings: Callable[[], Settings],
         config_error: Callable[[], str | None],
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcripts = transcripts
         self.answers = answers
         self._settings = settings
         self._config_error = config_error
+        self._refused = RefusedFiles() if refused is None else refused
 
     def document(self, session: str | None = None) -> dict[str, Any]:
         """Every session's row, newest first (only `session`'s, by id or key, when given),
@@ -83,7 +88,10 @@ class Status:
         return {
             "sessions": rows,
             "learned_windows": dict(self.sessions.learned),
+            "proved_contexts": dict(self.sessions.proved),
             "config_error": self._config_error(),
+            # The agents' files ctxd did not read (a FIFO, a device, too big), and why.
+            "refused_files": self._refused.as_json(),
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
@@ -136,7 +144,17 @@ class Status:
             "ended_reason": state.ended_reason,
             "age_s": round(now - state.updated_at, 1),
             "catching_up": self.transcripts.catching_up(state.key),
+            "refused_files": self._refused_for(state),
         }
+
+    def _refused_for(self, state: SessionState) -> list[dict[str, object]]:
+        """The files of this session ctxd did not read: its agent's settings files and the
+        transcript its hooks named."""
+        if not len(self._refused):  # the usual case: nothing to look up, row after row
+            return []
+        found = self.answers.agent_settings.refused_for(state)
+        found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
+        return [refusal.as_json() for refusal in dict.fromkeys(found)]
 
 
 def _counters(

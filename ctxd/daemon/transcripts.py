@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import replace
@@ -44,7 +45,9 @@ from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
 from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
+from ctxd.daemon.refused import RefusedFiles, is_absence, reason_of
 from ctxd.daemon.sessions import Sessions
+from ctxd.untrusted import RefusedFile, describe_mode
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
 
@@ -71,8 +74,11 @@ class Transcripts:
         settings: Callable[[], Settings],
         monotonic: Callable[[], float] = time.monotonic,
         stores: Mapping[str, Path] | None = None,
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
+        #: The transcripts not read, and why (shared with the rest of the daemon for status).
+        self.refused = RefusedFiles() if refused is None else refused
         self.roots = dict(roots)
         #: Database path -> (agent, its reader): the agents that keep sessions in a store.
         self._stores: dict[str, tuple[str, StoreReader]] = {
@@ -128,6 +134,19 @@ class Transcripts:
             for path, problem in self._store_problems.items()
             if path in self._stores
         ]
+
+    def usable(self, path: str | None, agent: str, session_id: str) -> str | None:
+        """A hook's transcript path, if it names a regular file to follow (or one followed
+        already). One that names something else (a FIFO, a device, a directory) is not
+        followed, and named (`refused`) for the session whose hook named it."""
+        refusal = _refusal(path, self._files)
+        if refusal is None:
+            return path
+        stamp, reason = refusal
+        if reason and path is not None:
+            who = core.session_key(agent, session_id, None)
+            self.refused.note(path, stamp, reason, "transcript", who)
+        return None
 
     def backlog_size(self) -> int:
         return len(self._backlog)
@@ -191,10 +210,12 @@ class Transcripts:
         except OSError as exc:
             if isinstance(exc, FileNotFoundError):
                 self.sessions.end(path, "transcript deleted")
-            else:
-                logger.warning("cannot read %s: %s", path, exc)
+            else:  # said once for this version of the file; the next change or sweep retries
+                who = core.session_key(state.agent, state.session_id, None)
+                self.refused.note(path, _stamp(path), reason_of(exc), "transcript", who)
             self._backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
             return True
+        self.refused.clear(path)
         if updates:
             now = self.sessions.clock()
             for update in updates:
@@ -337,20 +358,8 @@ class Transcripts:
             return False
         try:
             found = reader.read(until, self.monotonic)
-        except StoreProblem as exc:
-            if self._store_problems.get(path) != str(exc):
-                logger.warning(
-                    "cannot read %s as %s's database, its figures are frozen until it can be: %s",
-                    path,
-                    agents.spec(agent).title,
-                    exc,
-                )
-                self._store_problems[path] = str(exc)
-            self._backlog.pop(path, None)  # the next change or sweep retries
-            return True
         except OSError as exc:
-            if not isinstance(exc, FileNotFoundError):
-                logger.debug("cannot read %s now: %s", path, exc)
+            self._store_unread(path, agent, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
         if self._store_problems.pop(path, None) is not None:
@@ -379,6 +388,23 @@ class Transcripts:
             return False
         self._backlog.pop(path, None)
         return True
+
+    def _store_unread(self, path: str, agent: str, exc: OSError) -> None:
+        """Say why the store at `path` could not be read, once for as long as it lasts."""
+        what = f"{agents.spec(agent).title} database"
+        if isinstance(exc, StoreProblem):  # not the agent's (a schema ctxd does not know)
+            if self._store_problems.get(path) != str(exc):
+                logger.warning(
+                    "cannot read %s as %s, its figures are frozen until it can be: %s",
+                    path,
+                    what,
+                    exc,
+                )
+                self._store_problems[path] = str(exc)
+        elif isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
+            self.refused.note(path, _stamp(path), exc.reason, what)
+        elif not isinstance(exc, FileNotFoundError):
+            logger.debug("cannot read %s now: %s", path, exc)
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
@@ -453,9 +479,39 @@ def _modified_at(path: str) -> float | None:
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
     """A payload's transcript path, if it names a regular file we can read (or track already)."""
+    return path if _refusal(path, known) is None else None
+
+
+def _refusal(path: str | None, known: Container[str] = ()) -> tuple[object, str] | None:
+    """None when `path` is a transcript path to follow (a regular file, or one tracked already);
+    else the stamp of what is there and why it is not followed ("" when there is nothing to
+    name: no path, not one of a transcript, no file)."""
     if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
+        return (None, "")
+    if path in known:
         return None
-    return path if path in known or os.path.isfile(path) else None
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) or is_absence(exc):
+            return (None, "")
+        return ((-1, exc.errno), reason_of(exc))
+    if stat.S_ISREG(info.st_mode):
+        return None
+    return (
+        (info.st_dev, info.st_ino, info.st_mode),
+        f"not a regular file ({describe_mode(info.st_mode)})",
+    )
+
+
+def _stamp(path: str) -> object:
+    """What a refusal of `path` is remembered by: which file it is and its type and mode (not
+    its mtime: a FIFO written to over and over is still the one FIFO, said once)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode)
 
 
 def _known(state: SessionState, row: StoreUpdate) -> bool:

@@ -21,6 +21,7 @@ from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
 from ctxd.core.compaction import for_agent, share_of
+from ctxd.untrusted import MAX_SETTINGS_BYTES, read_untrusted
 
 __all__ = ["SPEC"]
 
@@ -39,11 +40,10 @@ def _open_reader(
 
 def _read_config(path: Path) -> Json | None:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(read_untrusted(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
 

@@ -4,13 +4,11 @@ written since the last read.
 Verified against OpenCode 1.18.33 (tests/data/transcripts/opencode-1.18.33/): every session is in
 one SQLite database, `$XDG_DATA_HOME/opencode/opencode.db` (WAL), `OPENCODE_DB` overriding it.
 Each model call is one assistant message whose parts run from a `step-start` to a `step-finish`
-(table `part`, JSON in `data`) with `tokens {total, input, output, reasoning, cache {read,
-write}}`, `input` being the uncached rest of the prompt: the context the next request carries is
-input + cache.read + cache.write (the mock's prompt_tokens, exactly). Its message (table
-`message`) names the model (`modelID`); a compaction is an assistant message with `summary: true,
-mode: "compaction"`, whose step's output is the summary (what the context holds after it, until
-the next step reports); a step's output counts towards the compaction point (`pending`), as
-OpenCode counts it. A session started by another (a subagent's) names it in `session.parent_id`.
+(table `part`, JSON in `data`) with its `tokens`; its message (table `message`) names the model
+(`modelID`) and says whether it is a compaction: what they make is `usage.step_usage` (the
+context the next request carries is input + cache.read + cache.write: the mock's prompt_tokens,
+exactly), shared with the reader of `opencode export`'s JSON (`export`). A session started by
+another (a subagent's) names it in `session.parent_id`.
 
 The reader keeps the part table's rowid it read up to: a poll asks only for rows after it (a
 walk of the rowid b-tree from there, so its cost is what is new, not the file), checking its
@@ -52,10 +50,11 @@ from typing import Any
 
 from ctxd.agents import state as reader_state
 from ctxd.agents.opencode.digest import OpenCodeFacts, decoded_part, fold_part
+from ctxd.agents.opencode.usage import step_usage
 from ctxd.agents.store import StoreProblem, StoreUpdate
 from ctxd.core.digest import Digest
-from ctxd.core.events import UsageUpdate
 from ctxd.paths import home
+from ctxd.untrusted import read_head, stat_regular
 
 __all__ = [
     "MAX_DIGESTS",
@@ -108,7 +107,13 @@ def database_path(env: Mapping[str, str]) -> Path:
 def connect(path: str) -> sqlite3.Connection:
     """The database at `path`, read-only. timeout=0: never wait for OpenCode's lock (a locked
     database is an error, retried later); autocommit: no read transaction held open, so a
-    checkpoint of the WAL is never held up for long. Raises sqlite3.Error."""
+    checkpoint of the WAL is never held up for long. Raises sqlite3.Error; `RefusedFile` (an
+    OSError) when the database, or its WAL or shared-memory file, is there but is not a regular
+    file: SQLite opens them by name and would wait forever on a FIFO, or read a device."""
+    stat_regular(path)
+    for companion in (path + "-wal", path + "-shm"):
+        if os.path.lexists(companion):
+            stat_regular(companion)
     return sqlite3.connect(
         f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0, isolation_level=None
     )
@@ -118,9 +123,8 @@ def recognises(path: str) -> bool:
     """The file at `path` is a SQLite database with OpenCode's session, message and part
     tables (a copy anywhere: what `ctxd replay` is handed)."""
     try:
-        with open(path, "rb") as f:
-            if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
-                return False
+        if read_head(path, len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+            return False
         db = connect(path)
     except (OSError, sqlite3.Error):
         return False
@@ -140,7 +144,7 @@ def problem(path: str) -> str | None:
         return None
     try:
         db = connect(path)
-    except sqlite3.Error as exc:
+    except (OSError, sqlite3.Error) as exc:
         return str(exc)
     try:
         _check_schema(db)
@@ -473,31 +477,10 @@ class OpenCodeStore:
         step: dict[str, Any],
         info: dict[str, Any],
     ) -> StoreUpdate | None:
-        tokens = step.get("tokens")
-        if not isinstance(tokens, dict):
-            return None
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-        assert isinstance(cache, dict)
-        figures = [tokens.get("input"), cache.get("read", 0), cache.get("write", 0)]
-        if not all(isinstance(n, int) and n >= 0 for n in figures):
-            return None
-        model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
         at = created / 1000 if type(created) is int else None
-        turn_id = part_id if isinstance(part_id, str) else None
-        output = tokens.get("output")
-        output = output if isinstance(output, int) and output >= 0 else 0
-        if info.get("summary") is True and info.get("mode") == "compaction":
-            update = UsageUpdate(
-                tokens=output, at=at, model=model, compaction=True, turn_id=turn_id, estimated=True
-            )
-        else:
-            update = UsageUpdate(
-                tokens=sum(n for n in figures if isinstance(n, int)),
-                at=at,
-                model=model,
-                turn_id=turn_id,
-                pending=output,
-            )
+        update = step_usage(step, info, part_id if isinstance(part_id, str) else None, at)
+        if update is None:
+            return None
         parent, cwd = self._session(db, session_id)
         return StoreUpdate(session_id, update, parent_id=parent, cwd=cwd)
 
