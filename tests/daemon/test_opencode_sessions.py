@@ -156,3 +156,28 @@ def test_a_handoff_the_plugin_never_received_is_asked_again_at_the_next_idle(
     assert "CONTEXT HANDOFF:" in str(again["reason"])
     assert _idle(centre, CAPTURED, active=True) is None  # sent on this time
     assert _idle(centre, CAPTURED) is None
+
+
+def test_a_hook_reads_what_is_new_only_until_its_deadline_and_answers(world: World) -> None:
+    """Under a clock that passes every deadline at once, the idle hook reads none of the parts
+    written since the last poll (it has no time for them), leaves them to the background and
+    answers with the digest kept so far: its answer waits on neither the history nor what is
+    new (an answer that read the session whole would hold the later requests)."""
+    centre, path = _long_session(world)
+    w = Writer(path)
+    for i in range(50):  # a long tool output's worth of parts, not read yet
+        ask = w.message(CAPTURED, "user")
+        w.part(CAPTURED, ask, type="text", text=f"later request {i}: " + "y" * 50_000)
+    w.close()
+    clock = [100.0]
+
+    def passing() -> float:
+        clock[0] += 1.0  # every look at the clock finds the deadline passed
+        return clock[0]
+
+    centre.transcripts.monotonic = passing
+    answer = _idle(centre, CAPTURED)
+    assert answer is not None and answer["decision"] == "block"
+    assert centre.transcripts.backlog_size() == 1  # the rest is read in the background
+    draft = (centre.answers.continuity.dir / f"{CAPTURED}.md").read_text()
+    assert "request 199" in draft and "later request" not in draft
