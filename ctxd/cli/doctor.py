@@ -558,7 +558,6 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
     checks += _stores(env, running)
-
     checks.append(_refused(env, running))
     checks += http_hook_checks(env)
     return checks

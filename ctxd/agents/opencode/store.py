@@ -148,9 +148,7 @@ def problem(path: str) -> str | None:
         return str(exc)
     try:
         _check_schema(db)
-    except sqlite3.Error as exc:
-        return str(exc)
-    except StoreProblem as exc:
+    except (sqlite3.Error, StoreProblem) as exc:
         return str(exc)
     finally:
         db.close()
@@ -450,11 +448,12 @@ class OpenCodeStore:
         if step is None or step.get("type") != "step-finish":
             return None
         facts = self._facts_of(session_id)
-        summary = "summary" if info.get("summary") is True else "assistant"
+        # A compaction's summary is no answer to the user (`OpenCodeFacts`).
+        as_role = "summary" if info.get("summary") is True else "assistant"
         for (data,) in _step_tail(db.execute(_STEP_PARTS, (message_id, rowid)).fetchall()):
             decoded = decoded_part(data)
             if decoded is not None:
-                fold_part(facts, summary, decoded)
+                fold_part(facts, as_role, decoded)
         return self._update(db, part_id, session_id, created, step, info)
 
     def _facts_of(self, session_id: str) -> OpenCodeFacts:
