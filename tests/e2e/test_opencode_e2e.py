@@ -412,7 +412,8 @@ def test_a_400_mb_session_still_gets_its_handoff(rig: Rig) -> None:
     (session_id,) = db.execute("select id from session").fetchone()
     db.close()
     add_history_before(rig.database(), session_id)
-    assert rig.database().stat().st_size + Path(f"{rig.database()}-wal").stat().st_size > 4e8
+    # its history written (the database, or still its write-ahead log)
+    assert sum(p.stat().st_size for p in rig.database().parent.glob("opencode.db*")) > 4e8
 
     def compacted() -> bool:
         rows = [s for s in rig.ctxd.status()["sessions"] if s["session_id"] == session_id]
