@@ -197,6 +197,18 @@ def http_lines(http: object) -> list[str]:
     ]
 
 
+def store_problem_lines(problems: object) -> list[str]:
+    """The agents' databases the daemon cannot read, one line each (nothing when none)."""
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"cannot read {p.get('title')}'s database {p.get('path')} ({p.get('problem')}): its "
+        "sessions' figures are frozen until it can be read"
+        for p in problems
+        if isinstance(p, dict)
+    ]
+
+
 def refused_lines(refused: object) -> list[str]:
     """A line per file ctxd did not read (an agent's settings file that is a FIFO, a transcript
     that is a link to a device, ...): what it was read as, where, and why."""
@@ -223,6 +235,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
         )
     lines += watching_lines(daemon.get("watching"))
     lines += http_lines(daemon.get("http"))
+    lines += store_problem_lines(daemon.get("store_problems"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "

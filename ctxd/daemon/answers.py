@@ -144,6 +144,11 @@ class Answers:
         self._announced.discard(key)
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.grounds(state), self.sessions.clock())
+        if new_state.policy.handoff_asked and not state.policy.handoff_asked:
+            # Delivered once the agent's next stop echoes it, if it went as a block (the agent's
+            # dialect may make the user's message one); anything else has no echo to wait for.
+            policy = replace(new_state.policy, handoff_unconfirmed=agents.blocks(event, reply))
+            new_state = replace(new_state, policy=policy)
         self.sessions.store(new_state)
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
@@ -352,6 +357,7 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
         reply != _SILENT
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
+        or after.handoff_unconfirmed != before.handoff_unconfirmed
     )
 
 
