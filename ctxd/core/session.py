@@ -16,7 +16,11 @@ from typing import Any
 from ctxd.core import messages, policy
 from ctxd.core.compaction import (
     AGENT_VERSION,
+    COMPACTED_FROM,
+    REPORTED_COMPACT_WINDOW,
     CompactionRule,
+    CompactWindow,
+    CompactWindowRule,
     IdleCompactionRule,
     tokens_to_compaction,
 )
@@ -60,6 +64,8 @@ class SessionState:
     agent_window: int | None = None  # the window the transcript itself reports (Codex)
     statusline_window: int | None = None
     statusline_used_pct: float | None = None  # cleared by newer transcript usage
+    #: The window the agent's auto-compaction counts against, as its statusline revealed it.
+    statusline_compact_window: int | None = None
     compactions: int = 0
     #: Counted towards compaction on top of `tokens` (`UsageUpdate.pending`).
     pending: int = 0
@@ -100,6 +106,9 @@ class Grounds:
     #: (model, agent configuration) -> the window the agent's configuration gives the model
     #: (`AgentSpec.configured_window`); None: its configuration never does.
     configured_window: Callable[[str | None, Mapping[str, str]], int | None] | None = None
+    #: The window the agent's automatic compaction counts against, and who decided it
+    #: (`AgentSpec.compact_window`); None: the agent has no such notion.
+    compact_window: CompactWindowRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +135,9 @@ class Figures:
     #: Which of the user's limits sets `severity` (`policy.limit_passed`): its `[thresholds]`
     #: key and value; None at OK.
     limit_passed: tuple[str, float] | None = None
+    #: The window the agent's automatic compaction counts against and its source, when the
+    #: agent has such a window (Claude Code's auto-compact window).
+    compact_window: CompactWindow | None = None
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -191,6 +203,7 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         estimated=state.estimated and report.tokens is None,
         statusline_window=report.window or state.statusline_window,
         statusline_used_pct=report.used_pct,
+        statusline_compact_window=report.compact_window or state.statusline_compact_window,
         cwd=report.cwd or state.cwd,
         agent_version=report.agent_version or state.agent_version,
         prompt_cache=report.prompt_cache or state.prompt_cache,
@@ -207,12 +220,19 @@ def with_agent_config(state: SessionState, config: Mapping[str, str]) -> Session
 def _config(state: SessionState, files: Mapping[str, str]) -> Mapping[str, str]:
     # The hook's environment over the agent's settings files: the names never collide (variables
     # are upper-case, settings keys JSON paths), so the order only matters for a user's oddity.
-    # The agent's version, when known, under its own key.
-    if not state.agent_config and state.agent_version is None:
+    # The agent's version, what its statusline revealed of its compaction and the size of its
+    # last automatic compaction, when known, each under its own key.
+    known = (
+        (AGENT_VERSION, state.agent_version),
+        (REPORTED_COMPACT_WINDOW, state.statusline_compact_window),
+        (COMPACTED_FROM, state.compacted_from),
+    )
+    if not state.agent_config and all(value is None for _, value in known):
         return files
     config = {**files, **dict(state.agent_config)}
-    if state.agent_version is not None:
-        config[AGENT_VERSION] = state.agent_version
+    for key, value in known:
+        if value is not None:
+            config[key] = str(value)
     return config
 
 
@@ -239,8 +259,15 @@ def figures(
     auto = point is not None
     # Without auto-compaction the window is the only limit: the basis falls back to it.
     point = window.size if point is None else point
+    compact = (
+        None
+        if grounds.compact_window is None
+        else grounds.compact_window(window.size, state.model, agent_config)
+    )
     if tokens is None:
-        return Figures(None, window, point, None, None, None, Severity.OK, None, auto)
+        return Figures(
+            None, window, point, None, None, None, Severity.OK, None, auto, compact_window=compact
+        )
     usage = _usage(state, window, point)
     basis = settings.thresholds.basis
     idle_at = idle_compaction_at(state, grounds, agent_config)
@@ -259,6 +286,7 @@ def figures(
         over_window=tokens > window.size,
         idle_compaction_at=idle_at,
         limit_passed=policy.limit_passed(usage, settings.thresholds),
+        compact_window=compact,
     )
 
 
@@ -276,7 +304,14 @@ def _window_and_point(
         return rule(size, model, overrides, agent_config)
 
     def inferred() -> int | None:
-        return None if compacted_from is None else infer_window(compacted_from, point_for)
+        # Which window's own rule explains the compaction: the rule is asked without being
+        # told of that compaction (with it, every window would explain it).
+        blind = {k: v for k, v in agent_config.items() if k != COMPACTED_FROM}
+        return (
+            None
+            if compacted_from is None
+            else infer_window(compacted_from, lambda size: rule(size, model, overrides, blind))
+        )
 
     window = window_override or resolve_window(
         statusline=state.statusline_window,
@@ -321,6 +356,8 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "idle_compaction_at": fig.idle_compaction_at,
         "limit_passed": None if fig.limit_passed is None else fig.limit_passed[0],
         "limit_value": None if fig.limit_passed is None else fig.limit_passed[1],
+        "compact_window": None if fig.compact_window is None else fig.compact_window.size,
+        "compact_window_source": None if fig.compact_window is None else fig.compact_window.source,
     }
 
 
@@ -396,6 +433,7 @@ def _switched(state: SessionState, event: HookEvent) -> SessionState:
         estimated=state.estimated and event.context_tokens is None,
         statusline_window=None,
         statusline_used_pct=None,
+        statusline_compact_window=None,
         agent_window=None,
         compacted_from=None,
     )

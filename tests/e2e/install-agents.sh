@@ -5,6 +5,12 @@
 #   CTXD_E2E_LATEST=1 tests/e2e/install-agents.sh   # the registry's newest releases instead
 #   CTXD_E2E_CLAUDE=2.1.197 tests/e2e/install-agents.sh   # one version overridden
 #
+# Claude Code is installed twice: the registry's last `@anthropic-ai/claude-code` (bin `claude`)
+# and a newer release that ships only as the `claude` binary of the Agent SDK's platform package
+# (`@anthropic-ai/claude-agent-sdk-linux-x64`, SDK 0.3.N carries Claude Code 2.1.N), in a prefix
+# of its own (npm-claude-sdk/) so that neither install prunes the other; the tests find it as
+# `claude-sdk` (`CTXD_E2E_CLAUDE_SDK=0.3.337` overrides its version, `none` skips it).
+#
 # Idempotent: a CLI whose installed version already matches is not reinstalled, so a second run
 # takes a second or two. All three go into ONE npm prefix (one node_modules, one lockfile), which
 # the tests find through tests/e2e/.cache/npm/node_modules/.bin. The installed versions are
@@ -24,6 +30,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   OPENCODE_V="${CTXD_E2E_OPENCODE:-latest}"
   PI_V="${CTXD_E2E_PI:-latest}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
+  CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
@@ -32,7 +39,11 @@ else
   OPENCODE_V="${CTXD_E2E_OPENCODE:-1.18.33}"
   PI_V="${CTXD_E2E_PI:-0.73.1}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
+  CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
+SDK_DIR="$CACHE/npm-claude-sdk"
+SDK_PKG=@anthropic-ai/claude-agent-sdk-linux-x64
+SDK_CLAUDE="$SDK_DIR/node_modules/$SDK_PKG/claude"
 
 log() { echo "[install-agents] $*" >&2; }
 command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first"; exit 1; }
@@ -84,8 +95,29 @@ if [ ${#want[@]} -gt 0 ]; then
   fi
 fi
 
+# The newer Claude Code, from the SDK's platform package (Linux x64 only, as the package is).
+if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
+  have_sdk="$(node -p "require('$SDK_DIR/node_modules/$SDK_PKG/package.json').version" 2>/dev/null || true)"
+  if [ "$CLAUDE_SDK_V" = latest ] || [ "$have_sdk" != "$CLAUDE_SDK_V" ]; then
+    log "npm install $SDK_PKG@$CLAUDE_SDK_V into $SDK_DIR"
+    mkdir -p "$SDK_DIR"
+    [ -f "$SDK_DIR/package.json" ] || echo '{"name": "ctxd-e2e-claude-sdk", "private": true}' >"$SDK_DIR/package.json"
+    if ! (cd "$SDK_DIR" && npm install --no-audit --no-fund --save-exact "$SDK_PKG@$CLAUDE_SDK_V" >"$SDK_DIR/npm-install.log" 2>&1); then
+      log "npm install failed, see $SDK_DIR/npm-install.log"
+      tail -20 "$SDK_DIR/npm-install.log" >&2
+      exit 1
+    fi
+  else
+    log "$SDK_PKG $have_sdk already installed"
+  fi
+  ln -sf "$SDK_CLAUDE" "$CACHE/claude-sdk"
+fi
+
 {
   echo "claude $(installed_version claude)"
+  if [ -x "$CACHE/claude-sdk" ]; then
+    echo "claude-sdk $(HOME="$SCRATCH_HOME" "$CACHE/claude-sdk" --version 2>/dev/null | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+' | head -1)"
+  fi
   echo "gemini $(installed_version gemini)"
   echo "codex $(installed_version codex)"
   echo "qwen $(installed_version qwen)"
