@@ -17,7 +17,12 @@ from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
 from ctxd.agents.store import SessionStore
-from ctxd.core.compaction import CompactionRule, ConfigKey, IdleCompactionRule
+from ctxd.core.compaction import (
+    CompactionRule,
+    CompactWindowRule,
+    ConfigKey,
+    IdleCompactionRule,
+)
 from ctxd.core.events import StatuslineReport
 
 if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
@@ -230,3 +235,6 @@ class AgentSpec:
     #: (model, its configuration as `read_settings` gave it) -> the window the agent's own
     #: settings give that model, over the built-in and configured tables (None: they give none).
     configured_window: Callable[[str | None, Mapping[str, str]], int | None] = _no_configured_window
+    #: The window the agent's automatic compaction counts against and who decided it
+    #: (`ctxd.core.compaction.CompactWindowRule`); None: the agent has no such notion.
+    compact_window: CompactWindowRule | None = None

@@ -24,6 +24,19 @@ def claude_bin() -> Path:
     return _cli("claude")
 
 
+#: The Claude Code releases the suite verifies: the registry's last `@anthropic-ai/claude-code`
+#: and the newer one shipped in the Agent SDK's platform package (install-agents.sh).
+CLAUDE_RELEASES = {"2.1.332": "claude", "2.1.337": "claude-sdk"}
+
+
+@pytest.fixture(scope="session", params=sorted(CLAUDE_RELEASES))
+def claude_release(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """Each verified Claude Code release in turn: (its version, its CLI). The tests whose
+    behaviour differs between releases take this one; the others run on `claude_bin`."""
+    version = str(request.param)
+    return version, _cli(CLAUDE_RELEASES[version])
+
+
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
     return _cli("gemini")
@@ -66,7 +79,7 @@ def netns() -> bool:
 
 def pytest_report_header() -> list[str]:
     lines = []
-    for name in AGENTS:
+    for name in (*AGENTS, "claude-sdk"):
         path = find_cli(name)
         lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
     return lines

@@ -33,9 +33,13 @@ Json = dict[str, Any]
 
 # ------------------------------------------------------------------------------------ the CLIs
 def find_cli(name: str) -> Path | None:
-    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`), or None when not installed."""
-    override = os.environ.get(f"CTXD_E2E_{name.upper()}_BIN")
+    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`, or "claude-sdk"), or None
+    when not installed."""
+    override = os.environ.get(f"CTXD_E2E_{name.upper().replace('-', '_')}_BIN")
+    # install-agents.sh links the newer Claude Code (the Agent SDK's binary) as CACHE/claude-sdk.
     path = Path(override) if override else NPM_BIN / name
+    if not override and not path.exists():
+        path = CACHE / name
     return path if path.exists() and os.access(path, os.X_OK) else None
 
 

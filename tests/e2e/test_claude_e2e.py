@@ -17,7 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -47,12 +47,18 @@ WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
 #: finishes within ~100 ms of the model's reply runs its PostToolUse hook before the reply is on
 #: disk (see test_instant_tools_are_warned_at_their_own_call).
 TOOL_SECONDS = 0.5
+_PCT = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"
+_ENV_ACW = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
+_ACW = "autoCompactWindow"
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 
 
-def test_smoke_scripted_tool_calls_with_hooks(claude_bin: Path, tmp_path: Path) -> None:
+def test_smoke_scripted_tool_calls_with_hooks(
+    claude_release: tuple[str, Path], tmp_path: Path
+) -> None:
+    _, claude_bin = claude_release
     """The harness itself: a -p session of three Bash tool calls completes, every hook fires,
     and a PostToolUse hook's additionalContext reaches the model right after its own call."""
     rd = RunDir.create(tmp_path)
@@ -142,6 +148,22 @@ def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
 
     with cleanup:
         yield make
+
+
+@pytest.fixture
+def make_release_rig(
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path]
+) -> Callable[..., Rig]:
+    """`make_rig` for a test that names the Claude Code release it runs on (parametrized over
+    the releases): a case for another release than the fixture's is skipped."""
+
+    def make(version: str, *args: object, **kwargs: object) -> Rig:
+        running, cli = claude_release
+        if version != running:
+            pytest.skip(f"a case for Claude Code {version}")
+        return replace(make_rig(*args, **kwargs), bin=cli)
+
+    return make
 
 
 def tokens(cache_read: Sequence[int]) -> list[int]:
@@ -491,15 +513,21 @@ def test_interactive_foreign_statusline_unchanged_and_ctxd_learns_the_window(
 
 
 # ------------------------------------------------------------------- the real compaction point
-#: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, settings.json keys, the point the measured
-#: rule gives)
+#: (Claude Code's version, model, window, its environment, settings.json keys, the point the
+#: measured rule gives, the source of the auto-compact window ctxd reports)
 COMPACTION_CASES = [
-    ("claude-sonnet-4-6", 200_000, None, {}, 167_000),  # 200k - min(64k, 20k) - 13k
-    ("claude-opus-5-5", 1_000_000, None, {}, 967_000),  # 1M - 20k - 13k
-    ("claude-sonnet-4-6", 200_000, "50", {}, 90_000),  # min(floor(180,000 * 0.5), 167,000)
-    ("claude-opus-5-5", 1_000_000, "50", {}, 490_000),  # min(floor(980,000 * 0.5), 967,000)
+    ("2.1.332", "claude-sonnet-4-6", 200_000, {}, {}, 167_000, "window"),  # 200k - 20k - 13k
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {}, {}, 967_000, "window"),  # 1M - 20k - 13k
+    # min(floor(180,000 * 0.5), 167,000)
+    ("2.1.332", "claude-sonnet-4-6", 200_000, {_PCT: "50"}, {}, 90_000, "window"),
+    # min(floor(980,000 * 0.5), 967,000)
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {_PCT: "50"}, {}, 490_000, "window"),
     # The compact window from Claude Code's settings file, read by the daemon: W = 500,000.
-    ("claude-opus-5-5", 1_000_000, None, {"autoCompactWindow": 500_000}, 467_000),
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {}, {_ACW: 500_000}, 467_000, "settings"),
+    # From 2.1.334 a native 1M model compacts against 400,000: 400k - 20k - 13k.
+    ("2.1.337", "claude-opus-5-5", 1_000_000, {}, {}, 367_000, "default"),
+    ("2.1.337", "claude-opus-5-5", 1_000_000, {_ENV_ACW: "1000000"}, {}, 967_000, "env"),
+    ("2.1.337", "claude-sonnet-4-6", 200_000, {}, {}, 167_000, "window"),
 ]
 #: The count Claude Code compares with its point: input + cache + output of the last reply.
 #: claude_usage(c) reports input 1,000 + cache creation 4,000 + cache_read c + output 50.
@@ -508,8 +536,9 @@ OUTPUT = 50
 
 def _counts(point: int) -> list[int]:
     """The count after each tool call: through ctxd's default thresholds on the compaction basis
-    (WARNING at 35 % of the room left, CRITICAL at 25 %), then 1,000 short of the point, then
-    just past it (Claude Code also counts a few tokens it estimates for what came since)."""
+    (WARNING at 35 % of the room left, CRITICAL at 25 %), then 17,000 and 1,000 short of the
+    point, then just past it (Claude Code also counts a few tokens it estimates for what came
+    since)."""
     warning, critical = round(point * 0.65), round(point * 0.75)
     return [
         point // 3,  # 0: ok
@@ -517,20 +546,27 @@ def _counts(point: int) -> list[int]:
         warning + 600,  # 2: WARNING
         critical - 600,  # 3: still WARNING (debounced: nothing said)
         critical + 600,  # 4: CRITICAL (escalation: said at once)
-        point - 1_000,  # 5: CRITICAL, 1,000 tokens before the point: no compaction
-        point + 100,  # 6: past the point: Claude Code compacts before its next request
+        point - 17_000,  # 5: CRITICAL (350,000 when the point is 367,000)
+        point - 1_000,  # 6: CRITICAL, 1,000 tokens before the point: no compaction
+        point + 100,  # 7: past the point: Claude Code compacts before its next request
     ]
 
 
-@pytest.mark.parametrize(("model", "window", "pct", "settings", "point"), COMPACTION_CASES)
+@pytest.mark.parametrize(
+    ("version", "model", "window", "env", "settings", "point", "source"),
+    COMPACTION_CASES,
+    ids=[f"{c[0]}-{c[1]}-{c[5]}" for c in COMPACTION_CASES],
+)
 def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
-    make_rig: Callable[..., Rig],
+    make_release_rig: Callable[..., Rig],
     tmp_path: Path,
+    version: str,
     model: str,
     window: int,
-    pct: str | None,
+    env: dict[str, str],
     settings: Json,
     point: int,
+    source: str,
 ) -> None:
     """The real CLI's auto-compaction, against ctxd's figures at every tool call: each tool
     asks `ctxd status` (after the reply is on disk) what ctxd thinks at that very turn."""
@@ -554,14 +590,13 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     # After the compaction: one more call, small again, then the answer.
     steps.append({**claude_tool_steps(1, [20_000], TOOL_SECONDS)[0]})
     steps.append({"text": "Done.", "usage": claude_usage(21_000)})
-    rig = make_rig(steps, "", counter=True)  # ctxd's default config: the compaction basis
+    rig = make_release_rig(version, steps, "", counter=True)  # the default config
     if settings:
         rig.settings.write_text(json.dumps({**json.loads(rig.settings.read_text()), **settings}))
 
-    env = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": pct} if pct else {}
     res = rig.claude("Run the steps", "--model", model, **env)
 
-    # Claude Code compacted once, right after the reply of call 6 (before its 8th main request).
+    # Claude Code compacted once, right after the reply of the last call before the point.
     kinds = [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()]
     loop = [k for k in kinds if k in ("main", "compact")]
     assert loop.count("compact") == 1, loop
@@ -579,12 +614,15 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     assert [r["tokens"] for r in rows] == [c - OUTPUT for c in counts]
     assert {(r["window"], r["window_source"]) for r in rows} == {(window, "table")}
     assert {r["compaction_at"] for r in rows} == {point}
+    assert {r["compact_window_source"] for r in rows} == {source}
     assert [r["tokens_to_compaction"] for r in rows] == [max(0, point - c) for c in counts]
+    assert rows[-3]["tokens_to_compaction"] == 17_000
     assert rows[-2]["tokens_to_compaction"] == 1_000 and rows[-1]["tokens_to_compaction"] == 0
     assert [r["severity"] for r in rows] == [
         "ok",
         "warning",
         "warning",
+        "critical",
         "critical",
         "critical",
         "critical",

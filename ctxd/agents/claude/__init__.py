@@ -10,6 +10,7 @@ from ctxd.agents.claude import files, install
 from ctxd.agents.claude.compaction import (
     CONFIG_ENV,
     CONFIG_KEYS,
+    compact_window,
     compaction_point,
     settings_config,
 )
@@ -126,4 +127,5 @@ SPEC = AgentSpec(
     read_settings=settings_reader(settings_config),
     open_facts=_open_facts,
     idle_compaction=idle_compaction_at,
+    compact_window=compact_window,
 )

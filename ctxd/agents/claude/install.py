@@ -27,6 +27,8 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
     ("PreModelSwitch", None),
     ("PostModelSwitch", None),
+    # 2.1.335+: a turn stopped without Stop (the user pressed Esc, a permission was denied).
+    ("Interrupt", None),
 )
 
 #: The environment the daemon reads for Claude Code (the spec's `config_env`).
