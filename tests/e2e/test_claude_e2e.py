@@ -58,9 +58,10 @@ HANDOFF = "CONTEXT HANDOFF:"
 def test_smoke_scripted_tool_calls_with_hooks(
     claude_release: tuple[str, Path], tmp_path: Path
 ) -> None:
+    """The harness itself, on each Claude Code release: a -p session of three Bash tool calls
+    completes, every hook fires, and a PostToolUse hook's additionalContext reaches the model
+    right after its own call."""
     _, claude_bin = claude_release
-    """The harness itself: a -p session of three Bash tool calls completes, every hook fires,
-    and a PostToolUse hook's additionalContext reaches the model right after its own call."""
     rd = RunDir.create(tmp_path)
     claude_prepare(rd, {"hooks": claude_capture_hooks()})
     mock = Mock("mock_anthropic", rd.root, {"steps": claude_tool_steps(3)}).start()
