@@ -124,7 +124,8 @@ def compact_window_from(tokens: int | None, pct: float | None, window: int | Non
     (the model's own, the 400,000 default) is taken, else, when the percentage is fine enough
     to tell, the roundest; None when the payload says too little (no tokens, 0 %, 1 % of a
     range that holds both known windows)."""
-    if tokens is None or pct is None or tokens <= 0 or pct <= 0:
+    # 100 % is where Claude Code clamps it: the tokens may lie anywhere past the window.
+    if tokens is None or pct is None or tokens <= 0 or not 0 < pct < 100:
         return None
     low = tokens * 100 / (pct + 0.5)
     high = tokens * 100 / (pct - 0.5) if pct > 0.5 else math.inf
