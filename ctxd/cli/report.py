@@ -206,6 +206,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
         )
         details = [
             f"window: {s['window_source']}",
+            *_compact_window(s),
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
@@ -226,6 +227,13 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     return lines
 
 
+def _compact_window(row: dict[str, Any]) -> list[str]:
+    """The window the agent's auto-compaction counts against and who decided it, when the
+    agent has one: "compact window 400,000 (default)"."""
+    size, source = row.get("compact_window"), row.get("compact_window_source")
+    return [] if size is None else [f"compact window {size:,} ({source})"]
+
+
 def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     """One session in full (`ctxd status ID`): every field a person needs, one per line."""
     now = time.time() if now is None else now
@@ -239,6 +247,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         ("used", f"{pct_text(used, row.get('window_source') == 'statusline')} of the window"),
         ("tokens", f"{tokens_text(row.get('tokens'))} of {row['window']:,}"),
         ("window from", row["window_source"]),
+        ("compacts against", (_compact_window(row) or ["-"])[0]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
         ("severity", " · ".join([str(row["severity"]).upper(), *_limit(row)])),

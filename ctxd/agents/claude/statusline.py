@@ -133,7 +133,7 @@ def compact_window_from(tokens: int | None, pct: float | None, window: int | Non
     known = {DEFAULT_AUTO_WINDOW, *(() if window is None else (window,))}
     fits = [w for w in known if low <= w <= high]
     if len(fits) == 1:
-        return fits[0]
+        return int(fits[0])
     if (high - low) / estimate > _COARSE:
         return None
     for step in _ROUND:

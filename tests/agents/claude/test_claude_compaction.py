@@ -45,12 +45,13 @@ M = 1_000_000
 #: native 1M model compacts against 400,000 by default (see test_claude_auto_compact_window.py).
 MEASURED = "2.1.332"
 _UNSET = object()
+NO_SETTINGS = C()
 
 
 def claude_compaction_point(
     window: int,
     model: str | None,
-    config: ClaudeCompactionConfig = C(),
+    config: ClaudeCompactionConfig = NO_SETTINGS,
     *,
     version: object = _UNSET,
 ) -> int | None:
