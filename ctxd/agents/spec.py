@@ -22,6 +22,7 @@ from ctxd.core.compaction import (
     CompactWindowRule,
     ConfigKey,
     IdleCompactionRule,
+    ResumeCompactionRule,
 )
 from ctxd.core.events import StatuslineReport
 
@@ -238,3 +239,6 @@ class AgentSpec:
     #: The window the agent's automatic compaction counts against and who decided it
     #: (`ctxd.core.compaction.CompactWindowRule`); None: the agent has no such notion.
     compact_window: CompactWindowRule | None = None
+    #: Whether the agent compacts a session resumed after its prompt cache expired
+    #: (`ctxd.core.compaction.ResumeCompactionRule`); None: it never does.
+    resume_compaction: ResumeCompactionRule | None = None

@@ -29,6 +29,7 @@ __all__ = [
     "CompactionRule",
     "ConfigKey",
     "IdleCompactionRule",
+    "ResumeCompactionRule",
     "at_least_one",
     "check_window",
     "for_agent",
@@ -99,6 +100,10 @@ CompactionRule = Callable[[int, str | None, CompactionOverrides, Mapping[str, st
 #: the agent reported it, the agent's configuration) -> when the agent compacts the session if
 #: it stays idle (epoch seconds), or None when it will not.
 IdleCompactionRule = Callable[[int, PromptCache, Mapping[str, str]], float | None]
+#: A third kind, when an idle session is resumed: (context tokens, the prompt cache as the agent
+#: last reported it, the agent's configuration, now) -> whether the agent compacts the session
+#: before its first message (its cache expired while it was closed).
+ResumeCompactionRule = Callable[[int, PromptCache, Mapping[str, str], float], bool]
 #: (window, model, the agent's configuration) -> the window the agent's automatic compaction
 #: counts against (its "auto-compact window", at most the model's window) and the source that
 #: decided it; None when the agent has no such notion.

@@ -22,6 +22,7 @@ from ctxd.core.compaction import (
     CompactWindow,
     CompactWindowRule,
     IdleCompactionRule,
+    ResumeCompactionRule,
     tokens_to_compaction,
 )
 from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
@@ -36,6 +37,7 @@ __all__ = [
     "SessionState",
     "apply_statusline",
     "apply_usage",
+    "compacts_at_resume",
     "figures",
     "figures_row",
     "learned_window",
@@ -67,6 +69,9 @@ class SessionState:
     #: The window the agent's auto-compaction counts against, as its statusline revealed it.
     statusline_compact_window: int | None = None
     compactions: int = 0
+    #: Compactions ctxd expects the agent to make before its next message, counted when they
+    #: became due (a resume after the prompt cache expired): the continuity note goes with it.
+    expected_compactions: int = 0
     #: Counted towards compaction on top of `tokens` (`UsageUpdate.pending`).
     pending: int = 0
     #: `tokens` is ctxd's estimate (`UsageUpdate.estimated`), until the next real figure.
@@ -109,6 +114,9 @@ class Grounds:
     #: The window the agent's automatic compaction counts against, and who decided it
     #: (`AgentSpec.compact_window`); None: the agent has no such notion.
     compact_window: CompactWindowRule | None = None
+    #: Whether the agent compacts a session resumed after its prompt cache expired
+    #: (`AgentSpec.resume_compaction`); None: it never does.
+    resume_rule: ResumeCompactionRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +347,15 @@ def idle_compaction_at(
     return grounds.idle_rule(state.tokens, state.prompt_cache, config)
 
 
+def compacts_at_resume(state: SessionState, grounds: Grounds, now: float) -> bool:
+    """Whether the agent compacts the session, resumed at `now`, before its first message (by
+    its resume rule and the prompt cache it last reported)."""
+    if grounds.resume_rule is None or state.prompt_cache is None or state.tokens is None:
+        return False
+    config = _config(state, grounds.config)
+    return grounds.resume_rule(state.tokens, state.prompt_cache, config, now)
+
+
 def figures_row(fig: Figures) -> dict[str, Any]:
     """The figures as the plain values `status` and `replay` report."""
     return {
@@ -383,7 +400,12 @@ def on_hook(
     if event.kind == "session_start":
         if event.context_tokens is not None:  # a resume or a fork states its size at once
             state = replace(state, tokens=event.context_tokens, estimated=False)
-        return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
+        policy_state = state.policy
+        if event.source == "resume" and compacts_at_resume(state, grounds, now):
+            # The warnings given on the old context say nothing of the compacted one.
+            policy_state = policy.on_compaction(policy_state)
+            state = replace(state, expected_compactions=state.expected_compactions + 1)
+        return _answered(state, event, now, policy_state, ended=(None, None)), Reply()
     if event.kind == "model_switch":
         return _answered(state, event, now, state.policy), _switch_reply(state, event, grounds)
     if event.kind == "model_switched":

@@ -99,6 +99,7 @@ class Answers:
             utc_offset,
             spec.configured_window,
             spec.compact_window,
+            spec.resume_compaction,
         )
         self._grounds[state.agent] = grounds
         return grounds

@@ -16,7 +16,7 @@ from ctxd.agents.claude.compaction import (
 )
 from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
-from ctxd.agents.claude.idle import idle_compaction_at
+from ctxd.agents.claude.idle import compacts_at_resume, idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
@@ -128,4 +128,5 @@ SPEC = AgentSpec(
     open_facts=_open_facts,
     idle_compaction=idle_compaction_at,
     compact_window=compact_window,
+    resume_compaction=compacts_at_resume,
 )

@@ -73,6 +73,7 @@ __all__ = [
     "PCT_OF_AUTO_WINDOW_FROM",
     "RESERVE",
     "SUMMARY_OUTPUT_CAP",
+    "VERSION_KEY",
     "WINDOW_CAP_MAX",
     "WINDOW_CAP_MIN",
     "ClaudeCompactionConfig",
