@@ -332,6 +332,28 @@ def test_a_2_1_337_statusline_reveals_the_auto_compact_window(
     assert row["used_pct"] == pytest.approx(10.3)
 
 
+def test_a_resume_after_the_cache_expired_expects_claude_codes_compaction(
+    world: World, clock: FakeClock
+) -> None:
+    """Claude Code 2.1.335+ compacts a session resumed after its 1-hour cache expired before its
+    first message: at that SessionStart ctxd forgets the warnings given on the old context."""
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(700_000, version="2.1.337")
+    expires = int(clock.now) + 3600
+    doc = json.loads(statusline_payload(world, t, 700_000, "1h", expires))
+    doc["version"] = "2.1.337"
+    doc["context_window"].update(used_percentage=None, remaining_percentage=None)
+    centre.answers.handle_hook("claude", "statusline", json.dumps(doc).encode())
+    assert level(answer_of(centre, t.payload("PostToolUse"))) == "WARNING"
+    clock.advance(3601.0)
+    resume = t.payload("SessionStart", source="resume")
+    centre.answers.handle_hook("claude", None, json.dumps(resume).encode())
+    (state,) = [s for s in centre.sessions if s.session_id == t.session_id]
+    assert state.expected_compactions == 1
+    assert state.policy.warned.label == "ok"
+
+
 def test_settings_applied_between_two_hooks_judge_the_second(
     world: World, clock: FakeClock
 ) -> None:
