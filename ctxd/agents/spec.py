@@ -71,6 +71,8 @@ class InstallRequest:
     http_url: str | None = None
     #: Where the hook client's copy is (and the plugins beside it: `hookcmd.CLIENT_FILES`).
     client_dir: Path | None = None
+    #: The installed agent's version, as its `version_command` printed it (None: unknown).
+    agent_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +241,9 @@ class AgentSpec:
     #: The window the agent's automatic compaction counts against and who decided it
     #: (`ctxd.core.compaction.CompactWindowRule`); None: the agent has no such notion.
     compact_window: CompactWindowRule | None = None
+    #: The command that prints the installed agent's version (`InstallRequest.agent_version`:
+    #: the hooks registered follow it); empty: the install does not depend on it.
+    version_command: tuple[str, ...] = ()
     #: Whether the agent compacts a session resumed after its prompt cache expired
     #: (`ctxd.core.compaction.ResumeCompactionRule`); None: it never does.
     resume_compaction: ResumeCompactionRule | None = None

@@ -428,16 +428,26 @@ def assert_window_from_the_statusline(rig: Rig, tmux: Tmux, tokens: int, window:
 
 
 # ------------------------------------------------------------------------------------ tmux
+#: What each release's statusline tells of where it compacts claude-opus-5-5: 2.1.332 nothing
+#: (the whole window), 2.1.337 its 400,000 auto-compact window (75 % at 300,000 tokens).
+STATUSLINE_COMPACTION = {
+    "2.1.332": (1_000_000, "window", 967_000),
+    "2.1.337": (400_000, "statusline", 367_000),
+}
+
+
 def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
-    make_rig: Callable[..., Rig], tmp_path: Path
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path], tmp_path: Path
 ) -> None:
-    """Claude Code's interactive UI under tmux with ctxd's statusLine: the line is ctxd's, and
-    the daemon takes the window from it (ctxd's own default here is 200k, Claude's is 1M)."""
+    """Claude Code's interactive UI under tmux with ctxd's statusLine, on each release: the line
+    is ctxd's, and the daemon takes the window from it (ctxd's own default here is 200k,
+    Claude's is 1M) and, from 2.1.336, the auto-compact window its percentage counts against."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux not installed (apt-get install tmux)")
+    release, cli = claude_release
     config = WINDOW_BASIS + "[window]\ndefault = 200000\n"
     steps = claude_tool_steps(1, [95_000, 295_000], TOOL_SECONDS)
-    rig = make_rig(steps, config)
+    rig = replace(make_rig(steps, config), bin=cli)
     # let the scripted Bash call run without a permission dialog
     doc = json.loads(rig.settings.read_text())
     doc["permissions"] = {"allow": ["Bash"]}
@@ -455,6 +465,9 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         assert_window_from_the_statusline(rig, tmux, 300_000, 1_000_000)
         # ...and after it: 300k of that 1M window (no "?": not a guessed default)
         assert tmux.wait("30% · 300k/1M", 20), tmux.pane()
+        (row,) = rig.ctxd.status()["sessions"]
+        found = (row["compact_window"], row["compact_window_source"], row["compaction_at"])
+        assert found == STATUSLINE_COMPACTION[release], row
         tmux.send("/exit")
         tmux.wait("CLAUDE-EXITED", 30)
     finally:

@@ -70,6 +70,7 @@ def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]
         request.command("statusline"),
         statusline=request.statusline,
         http_url=request.http_url,
+        version=request.agent_version,
     )
 
 
@@ -127,6 +128,7 @@ SPEC = AgentSpec(
     read_settings=settings_reader(settings_config),
     open_facts=_open_facts,
     idle_compaction=idle_compaction_at,
+    version_command=("claude", "--version"),
     compact_window=compact_window,
     resume_compaction=compacts_at_resume,
 )

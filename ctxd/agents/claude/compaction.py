@@ -84,6 +84,7 @@ __all__ = [
     "config_from",
     "is_version_at_least",
     "parse_js_int",
+    "parse_version",
     "settings_config",
     "settings_json",
 ]
@@ -352,6 +353,11 @@ def _max_output(model: str | None, override: int | None) -> int:
     # Unknown model: every documented Claude default is >= 20,000, and only
     # min(maxOut, 20,000) matters.
     return default if default is not None else SUMMARY_OUTPUT_CAP
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """Claude Code's version as numbers ("2.1.337 (Claude Code)" -> (2, 1, 337)), else None."""
+    return _version(text)
 
 
 def is_version_at_least(text: str | None, since: tuple[int, ...]) -> bool:
