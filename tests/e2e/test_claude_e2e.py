@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -29,6 +30,7 @@ from e2e_support import (
     Result,
     RunDir,
     Tmux,
+    capture_hook_command,
     claude_capture_hooks,
     claude_env,
     claude_prepare,
@@ -780,3 +782,56 @@ def test_a_model_switch_past_the_new_models_window_is_said_or_refused(
         assert models == ["claude-opus-4-8", "claude-sonnet-4-6"], (switched, models)
     rows = rig.ctxd.rows(str(events[-1]["session_id"]))
     assert [r["model"] for r in rows if r.get("transcript_path")] == [models[-1]]
+
+
+def test_an_interrupted_turn_reaches_ctxd_on_a_release_that_has_the_hook(
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path], tmp_path: Path
+) -> None:
+    """`ctxd install claude` asks the `claude` on PATH for its version and registers 2.1.335's
+    Interrupt hook only for a release that knows it (2.1.332 would stop its UI at a settings
+    warning). On 2.1.337, Esc during a tool call fires it, and the daemon records it."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    release, cli = claude_release
+    # A tool call that takes half a minute (2.1.337 refuses a long leading `sleep` at once).
+    steps = claude_tool_steps(1, [95_000, 100_000])
+    slow = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(30)'"
+    steps[0]["tool_use"]["input"] = {"command": slow, "description": "Wait half a minute"}
+    rig = replace(make_rig(steps), bin=cli)
+    on_path = tmp_path / "bin"
+    on_path.mkdir()
+    (on_path / "claude").symlink_to(cli)
+    rig.ctxd.env["PATH"] = f"{on_path}:{rig.ctxd.env.get('PATH', '/usr/bin:/bin')}"
+    rig.ctxd.install("claude", rig.settings)
+    doc = json.loads(rig.settings.read_text())
+    assert ("Interrupt" in doc["hooks"]) is (release != "2.1.332"), doc["hooks"].keys()
+    if release == "2.1.332":
+        return
+    doc["permissions"] = {"allow": ["Bash"]}
+    # beside ctxd's, a hook that keeps what Claude Code sends
+    capture = {"type": "command", "command": capture_hook_command("Interrupt")}
+    doc["hooks"]["Interrupt"].append({"hooks": [capture]})
+    rig.settings.write_text(json.dumps(doc))
+
+    tmux = start_interactive(rig, tmp_path)
+    try:
+        assert tmux.wait("no usage yet", 40), tmux.pane()  # ctxd's line: the UI is up
+        tmux.send("Run the step")
+        assert wait_for(lambda: len(rig.main()) >= 1, 60), tmux.pane()
+        assert tmux.wait("esc to interrupt", 20), tmux.pane()  # the tool call is running
+        time.sleep(1.0)
+        tmux("send-keys", "-t", "cc", "Escape")
+
+        def interrupts() -> int:
+            hooks = rig.ctxd.status()["counters"].get("hooks", [])
+            return sum(n for agent, name, n in hooks if (agent, name) == ("claude", "Interrupt"))
+
+        assert wait_for(lambda: interrupts() == 1, 20), (tmux.pane(), rig.ctxd.status())
+        tmux.send("/exit")
+        tmux.wait("CLAUDE-EXITED", 30)
+    finally:
+        tmux.kill()
+    assert "Settings Warning" not in tmux.pane()
+    (fired,) = [h["payload"] for h in rig.rd.hooks() if h["label"] == "Interrupt"]
+    assert fired["hook_event_name"] == "Interrupt"
+    assert (fired["source"], fired["reason"]) == ("user", "stop"), fired
