@@ -10,6 +10,7 @@ cache_read + 5,000 (see `claude_usage`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -135,7 +136,12 @@ def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     def make(steps: list[Json], config: str = WINDOW_BASIS, *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = claude_prepare(rd)
-        ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config)})
+        # `ctxd install claude` asks the `claude` on PATH which hooks it knows: this one.
+        on_path = rd.root / "bin"
+        on_path.mkdir(exist_ok=True)
+        (on_path / "claude").symlink_to(claude_bin)
+        path = f"{on_path}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+        ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config), "PATH": path})
         ctxd.install("claude", settings)
         cleanup.callback(ctxd.stop)
         ctxd.start()
@@ -798,10 +804,9 @@ def test_an_interrupted_turn_reaches_ctxd_on_a_release_that_has_the_hook(
     slow = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(30)'"
     steps[0]["tool_use"]["input"] = {"command": slow, "description": "Wait half a minute"}
     rig = replace(make_rig(steps), bin=cli)
-    on_path = tmp_path / "bin"
-    on_path.mkdir()
-    (on_path / "claude").symlink_to(cli)
-    rig.ctxd.env["PATH"] = f"{on_path}:{rig.ctxd.env.get('PATH', '/usr/bin:/bin')}"
+    claude_on_path = rig.rd.root / "bin" / "claude"
+    claude_on_path.unlink()
+    claude_on_path.symlink_to(cli)
     rig.ctxd.install("claude", rig.settings)
     doc = json.loads(rig.settings.read_text())
     assert ("Interrupt" in doc["hooks"]) is (release != "2.1.332"), doc["hooks"].keys()
