@@ -2,7 +2,7 @@
 
 Builds large transcripts from the real line shapes in tests/data/transcripts (Claude Code 2.1.332
 with its 38-57 KB request-shape and prompt-snapshot lines, Codex CLI 0.171.0) and
-tests/data/public (a Gemini CLI recording with 2-55 KB message lines),
+tests/data/public (a Gemini CLI recording with 2-55 KB message lines), Copilot CLI 1.0.102,
 with usage that grows from turn to turn, in a temporary directory. Each file is then replayed by a
 fresh child process that reads it in 1 MiB chunks, as the daemon does, and reports throughput
 and peak RSS. Peak RSS is compared across file sizes: it is bounded by the largest line and the
@@ -89,10 +89,37 @@ def _gemini_rounds() -> Iterator[list[bytes]]:
         round_no += 1
 
 
+def _copilot_rounds() -> Iterator[list[bytes]]:
+    """Rounds of the Copilot CLI 1.0.102 capture with compaction (system prompts of 20 KB, hook,
+    tool, usage and compaction events), unique event ids and growing prompts per round."""
+    lines = (DATA / "copilot-1.0.102" / "transcript.compact.jsonl").read_bytes().splitlines()
+    round_no = 0
+    while True:
+        tag = f'"id":"r{round_no}-'.encode()
+        grown = f"\"inputTokens\":{round_no % 90 + 1}".encode()
+        yield [line.replace(b'"id":"', tag).replace(b'"inputTokens":', grown) for line in lines]
+        round_no += 1
+
+
+def _pi_rounds() -> Iterator[list[bytes]]:
+    """Rounds of a pi 1.6.0 session (the `compact` capture: 10 KB bash results, system message
+    entries; its compaction left out), unique entry ids per round: the reader sizes every
+    message entry, for the estimates after a compaction or a context edit."""
+    lines = (DATA / "pi-1.6.0" / "session.compact.jsonl").read_bytes().splitlines()[1:]
+    lines = [line for line in lines if not line.startswith(b'{"type":"compaction"')]
+    round_no = 0
+    while True:
+        tag = f'"id":"r{round_no}-'.encode()
+        yield [line.replace(b'"id":"', tag, 1) for line in lines]
+        round_no += 1
+
+
 GENERATORS: dict[str, Callable[[], Iterator[list[bytes]]]] = {
     "claude": _claude_rounds,
     "codex": _codex_rounds,
     "gemini": _gemini_rounds,
+    "copilot": _copilot_rounds,
+    "pi": _pi_rounds,
 }
 
 

@@ -4,7 +4,7 @@ Deliberately simple and self-contained: plain `json`, no ctxd imports, whole-fil
 It states, per file, the context-token timeline ctxd *should* report, so a test can compare
 `ctxd replay` against numbers computed by a second, naive implementation of the same rules.
 
-    expected(path) -> {"agent": "claude"|"codex"|"gemini",
+    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot",
                        "final_tokens": int | None,   # context size after the last turn
                        "turn_tokens": [int, ...],    # one figure per assistant turn, in order
                        "window": int | None}         # window the transcript itself states
@@ -221,6 +221,80 @@ def _gemini(path: str) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------- Copilot CLI
+
+
+def _copilot_metrics(data: dict[str, Any]) -> dict[str, Any]:
+    # modelMetrics sits at the top of a shutdown (1.0.102 copies it into accountingSnapshot).
+    metrics = data.get("modelMetrics")
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def _copilot_limit(data: dict[str, Any]) -> int:
+    # Copilot compacts against the prompt's limit, where the model states one.
+    info = data.get("modelInfo") or {}
+    limits = (info.get("capabilities") or {}).get("limits") or {}
+    return _int(limits.get("max_prompt_tokens")) or _int(limits.get("max_context_window_tokens"))
+
+
+def _copilot_shutdown(data: dict[str, Any]) -> tuple[Any, bool]:
+    """(figure, whether the provider reported it) for one process's shutdown."""
+    metrics = _copilot_metrics(data)
+    counts = {
+        m: _int((v.get("requests") or {}).get("count"))
+        for m, v in metrics.items()
+        if isinstance(v, dict)
+    }
+    if sum(counts.values()) == 1:
+        # One request in the process: its summed usage is that request's prompt.
+        (only,) = [m for m, n in counts.items() if n == 1]
+        return _int((metrics[only].get("usage") or {}).get("inputTokens")), True
+    if "currentTokens" in data:
+        return _int(data.get("currentTokens")), False  # Copilot's own count at exit
+    return None, False
+
+
+def _copilot(path: str) -> dict[str, Any]:
+    turns: list[int] = []  # figures the provider reported
+    final: int | None = None
+    window: int | None = None
+    per_request = False  # this process wrote session.usage_record lines
+    for rec in _records(path):
+        kind = rec.get("type")
+        data = rec.get("data")
+        if not isinstance(data, dict):
+            continue
+        # The limit Copilot compacts against: a compaction's tokenLimit, or the model's limits
+        # that 1.0.91 names on every model call.
+        window = _int(data.get("tokenLimit")) or _copilot_limit(data) or window
+        # Each process (a start or a resume) writes its own shutdown, whose metrics count
+        # that process's requests only.
+        if kind in ("session.start", "session.resume"):
+            per_request = False
+        elif kind == "session.usage_record":
+            usage = data.get("usage")
+            # Only the agent loop's requests; a usage record's inputTokens is its whole prompt.
+            if isinstance(usage, dict) and usage.get("interactionType", "conversation-agent") == (
+                "conversation-agent"
+            ):
+                per_request = True
+                turns.append(_int(usage.get("inputTokens")))
+                final = turns[-1]
+                window = _int(usage.get("maxPromptTokens")) or window
+        elif kind == "session.compaction_start":
+            if not per_request and "currentTokens" in data:
+                final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's
+        elif kind == "session.compaction_complete" and data.get("success") is True:
+            if "postCompactionTokens" in data:
+                final = _int(data.get("postCompactionTokens"))
+        elif kind == "session.shutdown" and not per_request:
+            figure, measured = _copilot_shutdown(data)
+            if measured:
+                turns.append(figure)
+            final = figure if figure is not None else final
+    return {"agent": "copilot", "final_tokens": final, "turn_tokens": turns, "window": window}
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -228,8 +302,8 @@ def agent_of(path: str) -> str:
     """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
     rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
     top = rel.split(os.sep, 1)[0]
-    if top not in ("claude", "codex", "gemini"):
-        raise ValueError(f"{path} is not under {DATA_DIR}/<claude|codex|gemini>/")
+    if top not in ("claude", "codex", "gemini", "copilot"):
+        raise ValueError(f"{path} is not under {DATA_DIR}/<claude|codex|gemini|copilot>/")
     return top
 
 
@@ -239,6 +313,8 @@ def expected(path: str) -> dict[str, Any]:
         return _claude(path)
     if agent == "codex":
         return _codex(path)
+    if agent == "copilot":
+        return _copilot(path)
     return _gemini(path)
 
 

@@ -5,7 +5,7 @@ that breaks it fails here, not in a reviewer's head.
   daemon/  rooms (sessions, transcripts, answers, status), server, files, watcher, lifecycle
   agents/  one package per agent, and the agent registry
   core/    pure: values in, values out
-  bottom   errors, paths, fileio, protocol (and the stdlib `ctxd_wire`)
+  bottom   errors, paths, fileio, untrusted, protocol (and the stdlib `ctxd_wire`)
 
 Each layer imports only from the layers below it, the core does no I/O, and no module outside
 ctxd/agents names an agent (in an identifier or a string; docstrings may).
@@ -23,7 +23,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ctxd"
 LAYERS = {"core": 1, "agents": 2, "daemon": 3, "cli": 4}
-BOTTOM = {"errors", "paths", "fileio", "protocol", "__init__", "__main__"}
+BOTTOM = {"errors", "paths", "fileio", "untrusted", "protocol", "__init__", "__main__"}
 # What a pure module may not import: I/O, clocks, event loops, config files, the file watcher.
 IMPURE = {"os", "socket", "_socket", "anyio", "trio", "asyncio", "pathlib", "time", "tomllib"}
 IMPURE |= {"watchfiles", "subprocess", "shutil", "tempfile", "io", "logging", "fcntl", "signal"}

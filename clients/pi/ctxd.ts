@@ -4,6 +4,10 @@
 // fail-open: no daemon, a slow one or any error changes nothing pi does. When no daemon listens,
 // any event starts one (at most once per SPAWN_MS), as OpenCode's plugin does, without waiting.
 // `ctxd install pi` copies it beside the hook client and lists it in pi's settings.json.
+// Runs in pi 0.73.1 and 1.x (1.6.0). pi 1.x's newer events need nothing here: a compaction that
+// fails (`session_compact_failed`) writes no entry, so the daemon counts none from the session;
+// `agent_end` still ends each run, which is where a handoff belongs (`agent_settled` comes only
+// after pi's own follow-ups, a compaction among them, have run).
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -159,7 +163,10 @@ export default function (pi: any) {
       }
       if (answer?.decision === "block" && typeof answer.reason === "string") {
         blocked = true;
-        pi.sendUserMessage(answer.reason);
+        // pi 1.x is still running at agent_end (it may compact or retry next): the message
+        // waits as a follow-up and starts the next run; pi 0.x, idle there, starts it at once.
+        const sent = pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });
+        sent?.catch?.(() => {});
       }
     } catch {}
   };

@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxd.errors import SettingsFileError
 from ctxd.fileio import write_atomic
+from ctxd.untrusted import MAX_SETTINGS_BYTES, RefusedFile, read_untrusted
 
 __all__ = [
     "comments",
@@ -36,11 +37,14 @@ DEFAULT_INDENT = 2
 
 
 def read_text(path: Path) -> str | None:
-    """The file's text, or None when it does not exist; `SettingsFileError` when unreadable."""
+    """The file's text, or None when it does not exist; `SettingsFileError` when unreadable,
+    not a regular file (a FIFO would hang the reader) or larger than MAX_SETTINGS_BYTES."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_untrusted(path, MAX_SETTINGS_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
+    except RefusedFile as exc:
+        raise SettingsFileError(f"cannot read {path}: {exc.reason}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsFileError(f"cannot read {path}: {exc}") from exc
 
@@ -175,7 +179,7 @@ def write_settings(path: Path, text: str, expected: str | None) -> Path | None:
 
 def _backup(target: Path, mode: int) -> Path:
     """A copy of `target` next to it, named `<name>.ctxd-backup-<time>[-n]`; never overwrites."""
-    data = target.read_bytes()
+    data = read_untrusted(target, MAX_SETTINGS_BYTES)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         suffix = f".ctxd-backup-{stamp}" + (f"-{n}" if n else "")

@@ -111,6 +111,9 @@ class Installer:
     uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
     #: Extra `ctxd doctor` lines for a parsed settings document (e.g. the statusline).
     checks: Callable[[Json], list[Check]] = lambda doc: []
+    #: Extra `ctxd doctor` lines that need where the settings file is (a file beside it that
+    #: decides whether the agent runs ctxd's hooks at all): (document, its path) -> lines.
+    placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`

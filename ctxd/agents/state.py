@@ -28,12 +28,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ctxd.untrusted import read_untrusted
+
 __all__ = ["MAX_STATE", "StateError", "dump", "fingerprint", "load_into"]
 
 #: Bytes of strings a state may hold: a reader that holds more (Gemini CLI's legacy `.json`
 #: reader keeps its whole file) is cheaper to read again than to keep in every snapshot.
 MAX_STATE = 256 * 1024
 _MODULES = ("ctxd.agents.", "ctxd.core.")
+#: Bytes of one source file at most: ctxd's own, read as any file is (`ctxd.untrusted`).
+MAX_SOURCE = 4 * 1024 * 1024
 
 
 class StateError(ValueError):
@@ -51,7 +55,7 @@ def fingerprint() -> str:
         for root in (here, here.parent / "core"):
             for path in sorted(root.rglob("*.py")):
                 digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0")
-                digest.update(path.read_bytes())
+                digest.update(read_untrusted(path, MAX_SOURCE))
     except OSError:
         return ""
     return digest.hexdigest()[:32]

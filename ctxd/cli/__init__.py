@@ -160,7 +160,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ctxd import agents, paths
-    from ctxd.cli.replay import replay, replay_store
+    from ctxd.cli.replay import regular_file, replay, replay_store
     from ctxd.daemon.config import load_settings
     from ctxd.errors import TranscriptError
 
@@ -168,6 +168,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise InvalidInput(f"--plot writes SVG: name the file *.svg, not {args.plot.name}")
     # The daemon's figures: ctxd's settings, and the agent's as this environment gives them.
     settings = load_settings(paths.config_path(os.environ))
+    regular_file(args.path)  # before anything opens it
     if agents.store_owner(args.path) is None:
         if args.session is not None:
             raise InvalidInput(
@@ -441,6 +442,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    # nan and inf pass float(); 0 would redraw in a busy loop, a negative one cannot sleep.
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument(
@@ -464,7 +476,7 @@ def _status_arguments(status: argparse.ArgumentParser) -> None:
 def _watch_arguments(watch: argparse.ArgumentParser) -> None:
     watch.add_argument(
         "--interval",
-        type=float,
+        type=_positive_seconds,
         default=1.0,
         metavar="SECONDS",
         help="seconds between redraws (default: 1)",
@@ -483,7 +495,8 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument(
         "path",
         metavar="PATH",
-        help="a transcript file (JSONL) that an agent wrote, or its session database",
+        help="a transcript file that an agent wrote (JSON lines, or one JSON document as an "
+        "agent's export prints it), or its session database",
     )
     replay.add_argument(
         "--agent",

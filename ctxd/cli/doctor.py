@@ -29,7 +29,7 @@ from ctxd.agents.hookcmd import (
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PluginRun
-from ctxd.cli.web import http_hook_checks
+from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
 
@@ -210,6 +210,7 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
                 f"keep one: `ctxd uninstall {agent}`, or disable the {packaged.kind}",
             )
         yield from spec.installer.checks(doc)
+        yield from spec.installer.placed_checks(doc, path)
         # Several hook commands (Copilot CLI's name their event; a user's edit or an old install
         # can leave one event's apart): each check names the events that run its command.
         several = sum("statusline" not in found for found in commands.values()) > 1
@@ -490,6 +491,63 @@ def _watches(env: Mapping[str, str], running: bool) -> Check:
     )
 
 
+def _stores(env: Mapping[str, str], running: bool) -> Iterator[Check]:
+    """Whether each agent's session database can be read as that agent's: as the daemon found
+    it when one answers, else as this process finds it."""
+    reported: dict[str, str] = {}
+    if running:
+        from ctxd.cli.client import request_json
+
+        try:
+            problems = request_json("ping", env=env).get("store_problems")
+        except CtxdError:
+            problems = None
+        for p in problems if isinstance(problems, list) else []:
+            if isinstance(p, dict) and isinstance(p.get("agent"), str):
+                reported[p["agent"]] = str(p.get("problem"))
+    for agent, path in agents.store_paths(env).items():
+        store = agents.spec(agent).store
+        name = f"{_title(agent)} database"
+        problem = reported.get(agent)
+        if not running and store is not None and store.problem is not None:
+            problem = store.problem(str(path))
+        if problem is not None:
+            fix = "move it aside, or update ctxd if the agent was updated"
+            yield Check(name, False, f"cannot read {path}: {problem}", fix)
+        elif not os.path.lexists(path):
+            yield Check(name, True, f"none at {path} yet", skipped=True)
+        else:
+            yield Check(name, True, f"{path} is read")
+
+
+def _refused(env: Mapping[str, str], running: bool) -> Check:
+    """The agents' files the running daemon did not read (a settings file that is a FIFO, a
+    transcript that links to a device, one too big): their settings are not in its figures."""
+    from ctxd.cli.client import request_json
+
+    refused = None
+    if running:
+        try:
+            refused = request_json("ping", env=env).get("refused_files")
+        except CtxdError:
+            refused = None
+    if not isinstance(refused, list):
+        return Check("agents' files", True, "no daemon to ask", skipped=True)
+    if not refused:
+        return Check("agents' files", True, "the daemon read every agent file it looked at")
+    named = "; ".join(
+        f"{r.get('what')} {r.get('path')}: {r.get('reason')}"
+        for r in refused
+        if isinstance(r, dict)
+    )
+    return Check(
+        "agents' files",
+        False,
+        f"not read: {named}",
+        "make each a regular file (or remove it); the daemon reads it again once it changes",
+    )
+
+
 def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     daemon, running = _daemon(env)
     checks: list[Check] = [daemon]
@@ -500,5 +558,8 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     installed = any(c.name.endswith(" hooks") and c.ok for c in hooks)
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
+    checks += http_listener_checks(env)
+    checks += _stores(env, running)
+    checks.append(_refused(env, running))
     checks += http_hook_checks(env)
     return checks

@@ -20,6 +20,7 @@ from typing import Any
 from ctxd import agents
 from ctxd.core.digest import Digest, as_json, render_markdown
 from ctxd.errors import InvalidInput, TranscriptError
+from ctxd.untrusted import read_chunks, read_head, why
 
 __all__ = ["digest_of", "handoff_document", "pick_session"]
 
@@ -38,22 +39,16 @@ def digest_of(agent: str, path: str, stored: str | None = None) -> Digest:
         try:
             return spec.store.digest(path, stored)
         except OSError as exc:
-            raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     facts = spec.open_facts(path)
     if facts is None:
         raise InvalidInput(f"ctxd keeps no digest for this {spec.title} transcript")
     reader = spec.open_reader(path, facts, usage=False)  # the digest alone: no usage work
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        while data := os.read(fd, _CHUNK):
+        for data in read_chunks(path, _CHUNK):
             reader.feed(data)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     return facts.digest
 
 
@@ -120,8 +115,7 @@ def _is_transcript_of(agent: str | None, path: str) -> bool:
     if agent is None:
         return False
     try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD)
+        head = read_head(path, _HEAD)
     except OSError:
         return False  # said when it is read
     return agents.has_format(agent, head)
@@ -138,8 +132,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return _from_store(path, owner, args)
         agent = args.agent or agents.detect_agent_from_path(path)
         if agent is None:
-            with open(path, "rb") as f:
-                agent = agents.detect_agent(f.read(_HEAD))
+            try:
+                agent = agents.detect_agent(read_head(path, _HEAD))
+            except OSError as exc:
+                raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
         if agent is None:
             raise InvalidInput(f"{path}: not a transcript of a known agent (use --agent)")
         sid = agents.spec(agent).files.session_id_from_path(path) or os.path.basename(path)

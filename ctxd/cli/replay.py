@@ -27,8 +27,17 @@ from ctxd.core.window import Window
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.config import default_settings
 from ctxd.errors import InvalidInput, TranscriptError
+from ctxd.untrusted import read_chunks, read_head, stat_regular, why
 
-__all__ = ["Row", "StoredSession", "detect", "replay", "replay_store", "stored_sessions"]
+__all__ = [
+    "Row",
+    "StoredSession",
+    "detect",
+    "regular_file",
+    "replay",
+    "replay_store",
+    "stored_sessions",
+]
 
 CHUNK = 1024 * 1024
 HEAD = 64 * 1024
@@ -55,12 +64,21 @@ class StoredSession:
     updated_at: float | None = None
 
 
+def regular_file(path: str) -> None:
+    """Refuse anything but a regular file (a symlink to one is one) before it is opened: a
+    FIFO would block the open, a device never end (every read after opens it as one, too:
+    `ctxd.untrusted`)."""
+    try:
+        stat_regular(path)
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
+
+
 def _detected(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD)
+        head = read_head(path, HEAD)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     return agents.detect_agent(head) or agents.detect_agent_from_path(path)
 
 
@@ -85,11 +103,10 @@ def detect(path: str, claimed: str | None = None) -> str:
 def _updates(path: str, agent: str) -> Iterator[UsageUpdate]:
     reader = agents.spec(agent).open_reader(path)  # usage alone: no facts listener
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
-                yield from reader.feed(chunk)
+        for chunk in read_chunks(path, CHUNK):
+            yield from reader.feed(chunk)
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
 
 
 def replay(
@@ -104,10 +121,9 @@ def replay(
     is the environment the agent ran in: the variables its compaction rule reads and where its
     settings files are, read as the daemon reads them (None: neither, the agent's defaults)."""
     settings = settings or default_settings()
+    regular_file(path)
     agent = detect(path, agent)
     rule = agents.spec(agent).compaction
-    if not os.path.isfile(path):
-        raise TranscriptError(f"cannot read {path}: not a regular file")
     if window is not None and window <= 0:
         raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
     override = Window(window, "option") if window is not None else None
@@ -158,7 +174,7 @@ def _stored(path: str, agent: str) -> dict[str, tuple[StoredSession, list[UsageU
     try:
         found = reader.read()  # no deadline: read to the end
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TranscriptError(f"cannot read {path}: {why(exc)}") from None
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
@@ -234,6 +250,7 @@ def replay_store(
     its timeline (`Row`s, then the final `SessionState`). The configuration is read as for a
     transcript, the agent's project settings found from the session's directory."""
     settings = settings or default_settings()
+    regular_file(path)
     owner = agents.store_owner(path)
     if owner is None:
         raise TranscriptError(f"{path} is not a session database of any agent ctxd knows")

@@ -76,6 +76,25 @@ def _marks(auto_compaction: bool, estimated: bool, too_small: bool) -> list[str]
     ]
 
 
+#: The window source that means no source said anything: ctxd's own default, a guess.
+GUESSED = "default"
+
+
+def window_size_text(size: int, source: object) -> str:
+    """A window size, marked "~" when it is ctxd's guess."""
+    return f"~{size:,}" if source == GUESSED else f"{size:,}"
+
+
+def window_from_text(source: object, model: object, hint: bool = True) -> str:
+    """Where the window came from; a guess said as one (`hint`: with what would replace it)."""
+    if source != GUESSED:
+        return str(source)
+    named = f"model {model}" if model else "a session that names no model"
+    return f"guessed: no source for {named}" + (
+        "; [windows] in ctxd's config sets it" if hint else ""
+    )
+
+
 #: Text lines stay within this many columns (a detail line wraps at its " · " separators).
 WIDTH = 100
 INDENT = " " * 8
@@ -167,6 +186,41 @@ def watching_lines(watching: object) -> list[str]:
     ]
 
 
+def http_lines(http: object) -> list[str]:
+    """A line when `[http]` was on at the daemon's start but it does not listen (and why)."""
+    if not isinstance(http, dict) or not http.get("enabled") or http.get("url"):
+        return []
+    return [
+        f"[http] is on but ctxd does not listen: {http.get('error') or 'unknown reason'} "
+        "(HTTP hooks and the dashboard get nothing; fix it, then `ctxd stop`: the next hook "
+        "starts ctxd again)"
+    ]
+
+
+def store_problem_lines(problems: object) -> list[str]:
+    """The agents' databases the daemon cannot read, one line each (nothing when none)."""
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"cannot read {p.get('title')}'s database {p.get('path')} ({p.get('problem')}): its "
+        "sessions' figures are frozen until it can be read"
+        for p in problems
+        if isinstance(p, dict)
+    ]
+
+
+def refused_lines(refused: object) -> list[str]:
+    """A line per file ctxd did not read (an agent's settings file that is a FIFO, a transcript
+    that is a link to a device, ...): what it was read as, where, and why."""
+    if not isinstance(refused, list):
+        return []
+    return [
+        f"not read: {r.get('what')} {r.get('path')}: {r.get('reason')}"
+        for r in refused
+        if isinstance(r, dict)
+    ]
+
+
 def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     """A header, then per session a row (at most WIDTH columns) and its details below it."""
     now = time.time() if now is None else now
@@ -180,11 +234,14 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{plural(daemon.get('requests', 0), 'request')} served"
         )
     lines += watching_lines(daemon.get("watching"))
+    lines += http_lines(daemon.get("http"))
+    lines += store_problem_lines(daemon.get("store_problems"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
             "defaults)"
         )
+    lines += refused_lines(doc.get("refused_files"))
     if not sessions:
         lines.append("no sessions tracked yet")
         return lines
@@ -197,7 +254,9 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             continue
         used = s.get("used_pct")
         reported = s.get("window_source") == "statusline"
-        figures = f"{tokens_text(s.get('tokens'))} / {s['window']:,}"
+        figures = (
+            f"{tokens_text(s.get('tokens'))} / {window_size_text(s['window'], s['window_source'])}"
+        )
         lines.append(
             f"{s['agent']:<6}  {ids[s['session_id']]:<{width}}  "
             f"{_clip(str(s.get('model') or '-'), 16):<16}  "
@@ -205,7 +264,9 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"{tokens_text(s.get('tokens_to_compaction')):>10}  {str(s['severity']).upper()}"
         )
         details = [
-            f"window: {s['window_source']}",
+            f"window {window_from_text(s['window_source'], s.get('model'))}"
+            if s["window_source"] == GUESSED
+            else f"window: {s['window_source']}",
             *_compact_window(s),
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
@@ -223,6 +284,8 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             details.append("subagent")
         if s.get("ended_at"):
             details.append(f"ended ({s.get('ended_reason')})")
+        if s.get("refused_files"):
+            details.append(f"{plural(len(s['refused_files']), 'file')} not read (see above)")
         lines += _wrap(details)
     return lines
 
@@ -245,8 +308,12 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         ("agent", row["agent"]),
         ("model", row.get("model") or "-"),
         ("used", f"{pct_text(used, row.get('window_source') == 'statusline')} of the window"),
-        ("tokens", f"{tokens_text(row.get('tokens'))} of {row['window']:,}"),
-        ("window from", row["window_source"]),
+        (
+            "tokens",
+            f"{tokens_text(row.get('tokens'))} of "
+            f"{window_size_text(row['window'], row['window_source'])}",
+        ),
+        ("window from", window_from_text(row["window_source"], row.get("model"))),
         ("compacts against", (_compact_window(row) or ["-"])[0]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
@@ -269,6 +336,8 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
         fields.append(("subagent of", _short_path(row["parent"])))
     if row.get("ended_at"):
         fields.append(("ended", str(row.get("ended_reason"))))
+    for refused in row.get("refused_files") or ():
+        fields.append(("not read", f"{refused.get('path')}: {refused.get('reason')}"))
     width = max(len(name) for name, _ in fields) + 2  # the longest label, its colon, a blank
     return [f"{name + ':':<{width}}{value}" for name, value in fields]
 
@@ -283,7 +352,8 @@ def _replay_line(turn: str, at: float | None, fig: Any, marks: list[str]) -> str
     when = time.strftime("%H:%M:%S", time.localtime(at)) if at else "--:--:--"
     line = (
         f"{turn:>5}  {when:<8}  {tokens_text(fig.tokens):>11}  {pct_text(fig.used_pct):>6}  "
-        f"{fig.window.size:>11,}  {tokens_text(fig.tokens_to_compaction):>13}  "
+        f"{window_size_text(fig.window.size, fig.window.source):>11}  "
+        f"{tokens_text(fig.tokens_to_compaction):>13}  "
         f"{fig.severity.label}"
     )
     return line + (f"  ({', '.join(marks)})" if marks else "")
@@ -306,7 +376,9 @@ def replay_final_line(state: SessionState, last: Row) -> str:
         spec(state.agent).title,
         plural(state.turns, "turn"),
         plural(state.compactions, "compaction"),
-        f"window: {fig.window.source}",
+        f"window {window_from_text(fig.window.source, state.model, hint=False)}"
+        if fig.window.source == GUESSED
+        else f"window: {fig.window.source}",
         *_marks(fig.auto_compaction, fig.estimated, fig.over_window),
     ]
     return _replay_line("final", last.at, fig, totals)

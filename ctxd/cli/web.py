@@ -4,7 +4,6 @@ optional HTTP listener (ctxd/daemon/http.py): its addresses, and the metrics tex
 from __future__ import annotations
 
 import os
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -24,7 +23,9 @@ __all__ = [
     "dashboard_url",
     "hook_url",
     "http_hook_checks",
+    "http_listener_checks",
     "http_settings",
+    "listener_problem",
     "metrics_text",
     "write_textfile",
 ]
@@ -49,7 +50,8 @@ def hook_url(agent: str, env: Mapping[str, str] = os.environ) -> str:
 
 def dashboard_url(env: Mapping[str, str] = os.environ, *, check: bool = True) -> str:
     """The dashboard's address (with the per-user token where the daemon asks for one), after
-    checking that the daemon answers there (`check`)."""
+    checking that ctxd's own listener is the one there (`check`): another program holding the
+    port answers too, and its address is no dashboard."""
     settings = http_settings(env)
     base = f"http://{settings.host}:{settings.port}/"
     url = base
@@ -57,6 +59,12 @@ def dashboard_url(env: Mapping[str, str] = os.environ, *, check: bool = True) ->
         token = peer.load_or_create_token(paths.state_dir(env) / peer.TOKEN_FILE)
         url = f"{base}?token={token}"
     if check:
+        why = listener_problem(settings, env)
+        if why is None:
+            return url
+        if why != _NO_DAEMON:
+            raise CtxdError(f"ctxd does not listen at {base}: {why}")
+        # No daemon: where systemd keeps the port, this starts one.
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:
                 answer.read()
@@ -65,7 +73,66 @@ def dashboard_url(env: Mapping[str, str] = os.environ, *, check: bool = True) ->
                 f"nothing answers at {base} ({getattr(exc, 'reason', exc)}): is the daemon "
                 "running, and was it started after [http] was enabled?"
             ) from None
+        why = listener_problem(settings, env)
+        if why is not None:
+            reason = "no ctxd daemon runs" if why == _NO_DAEMON else why
+            raise CtxdError(f"something answers at {base}, but not ctxd: {reason}")
     return url
+
+
+_NO_DAEMON = "no ctxd daemon is running"
+
+
+def listener_problem(settings: HttpSettings, env: Mapping[str, str]) -> str | None:
+    """Why the running daemon does not serve `settings`' address (None when it does): it was
+    started before `[http]` was enabled or with another port (a config change takes a restart),
+    or it could not listen (the port taken, say). `_NO_DAEMON` when none answers."""
+    from ctxd.cli.client import request_json
+
+    try:
+        info = request_json("ping", env=env)
+    except CtxdError:
+        return _NO_DAEMON
+    pid = info.get("pid", "?") if isinstance(info, dict) else "?"
+    state = info.get("http") if isinstance(info, dict) else None
+    if not isinstance(state, dict):
+        return f"the daemon running (pid {pid}) says nothing of [http]"
+    wanted = f"http://{settings.host}:{settings.port}/"
+    if not state.get("enabled"):
+        return f"the daemon running (pid {pid}) started before [http] was enabled"
+    if not state.get("url"):
+        return f"the daemon running (pid {pid}) could not listen: {state.get('error')}"
+    if state["url"] != wanted:
+        return (
+            f"the daemon running (pid {pid}) listens at {state['url']}: it started before "
+            "the port was changed"
+        )
+    return None
+
+
+def http_listener_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
+    """`ctxd doctor`'s line on the `[http]` listener when the config enables it and a daemon
+    runs: whether it listens where the config says, and why not (a config change takes a
+    restart; a port another program holds is named)."""
+    try:
+        settings = load_http_settings(paths.config_path(env))
+    except CtxdError:
+        return []  # the config check says so
+    if not settings.enabled:
+        return []
+    why = listener_problem(settings, env)
+    wanted = f"http://{settings.host}:{settings.port}/"
+    if why == _NO_DAEMON:
+        return []
+    if why is None:
+        return [Check("http listener", True, f"ctxd listens at {wanted}")]
+    fix = "`ctxd stop` (a config change takes a restart; the next hook starts ctxd again)"
+    if "could not listen" in why:
+        fix = (
+            f"free port {settings.port} or set another `port` under [http] in "
+            f"{paths.config_path(env)}, then {fix}"
+        )
+    return [Check("http listener", False, f"[http] is on, but {why}", fix)]
 
 
 def metrics_text(status: Mapping[str, object]) -> str:
@@ -122,9 +189,9 @@ def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
                 Check(
                     name,
                     False,
-                    f"the daemon running (pid {stale}) does not listen at {wanted}: it started "
-                    "before [http] was enabled",
-                    "`ctxd stop` (the next hook starts it again, listening)",
+                    f"they post to {wanted}, but {stale}",
+                    "see `http listener` below; then `ctxd stop` (the next hook starts it "
+                    "again, listening)",
                 )
             )
             continue
@@ -152,16 +219,7 @@ def http_hook_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
 
 
 def _daemon_without_listener(settings: HttpSettings, env: Mapping[str, str]) -> str | None:
-    """The pid of a running daemon that does not listen on the [http] port, else None."""
-    from ctxd.cli.client import request_json
-
-    try:
-        with socket.create_connection((settings.host, settings.port), timeout=1):
-            return None
-    except OSError:
-        pass
-    try:
-        info = request_json("ping", env=env)
-    except CtxdError:
-        return None  # no daemon: the first hook (or systemd) starts one, listening
-    return str(info.get("pid", "?")) if isinstance(info, dict) else "?"
+    """Why the running daemon does not listen on the [http] port, else None (also when no
+    daemon runs: the first hook, or systemd, starts one, listening)."""
+    why = listener_problem(settings, env)
+    return None if why == _NO_DAEMON else why

@@ -43,6 +43,7 @@ __all__ = [
     "learned_window",
     "new_session",
     "on_hook",
+    "proved_window",
     "session_key",
     "with_agent_config",
 ]
@@ -78,6 +79,10 @@ class SessionState:
     estimated: bool = False
     #: The size of the last automatic compaction, when its record said (`infer_window`).
     compacted_from: int | None = None
+    #: The most context (prompt and output) the session's model was seen to hold by a real
+    #: figure: its window is at least that. Kept across compactions, which shrink `tokens`
+    #: but not what the model proved; cleared when the model changes.
+    proved_tokens: int | None = None
     #: The agent's configuration as its hook reported it (the environment variables its
     #: compaction rule reads), as sorted (name, value) pairs.
     agent_config: tuple[tuple[str, str], ...] = ()
@@ -111,6 +116,8 @@ class Grounds:
     #: (model, agent configuration) -> the window the agent's configuration gives the model
     #: (`AgentSpec.configured_window`); None: its configuration never does.
     configured_window: Callable[[str | None, Mapping[str, str]], int | None] | None = None
+    #: Model key -> the most context its sessions were seen to hold (`proved_window`).
+    proved: Mapping[str, int] = field(default_factory=lambda: NO_LEARNED)
     #: The window the agent's automatic compaction counts against, and who decided it
     #: (`AgentSpec.compact_window`); None: the agent has no such notion.
     compact_window: CompactWindowRule | None = None
@@ -182,6 +189,7 @@ def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> Session
     return replace(
         state,
         tokens=update.tokens,
+        proved_tokens=_proved(state, update),
         usage_at=update.at if update.at is not None else now,
         model=update.model or state.model,
         agent_window=update.reported_window or state.agent_window,
@@ -200,6 +208,18 @@ def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> Session
         ended_at=None,
         ended_reason=None,
     )
+
+
+def _proved(state: SessionState, update: UsageUpdate) -> int | None:
+    """What the session's model is proved to hold after `update`: a real figure is a request
+    the model took (its prompt and output fit its window); an estimate proves nothing."""
+    known = state.proved_tokens
+    if update.model and state.model and model_key(update.model) != model_key(state.model):
+        known = None  # another model: what the last one held says nothing about this one
+    if update.estimated or update.compaction:
+        return known
+    held = update.tokens + update.pending
+    return held if known is None or held > known else known
 
 
 def apply_statusline(state: SessionState, report: StatuslineReport, now: float) -> SessionState:
@@ -249,6 +269,14 @@ def learned_window(state: SessionState) -> tuple[str, int] | None:
     window = state.statusline_window or state.agent_window
     if state.model and window:
         return model_key(state.model), window
+    return None
+
+
+def proved_window(state: SessionState) -> tuple[str, int] | None:
+    """The (model key, context held) this session proved of its model's window: a fact about
+    the model, which other sessions of it are judged with (`Grounds.proved`)."""
+    if state.model and state.proved_tokens:
+        return model_key(state.model), state.proved_tokens
     return None
 
 
@@ -321,18 +349,20 @@ def _window_and_point(
             else infer_window(compacted_from, lambda size: rule(size, model, overrides, blind))
         )
 
+    proved = max(state.proved_tokens or 0, grounds.proved.get(model_key(model), 0) if model else 0)
     window = window_override or resolve_window(
         statusline=state.statusline_window,
         agent_reported=state.agent_window,
         model=model,
         learned=grounds.learned,
-        table=settings.windows,
+        table=settings.agent_windows.get(state.agent, settings.windows),
         tokens=state.tokens or 0,
         default=settings.default_window,
         inferred=inferred if compacted_from is not None else None,
         configured=None
         if grounds.configured_window is None
         else grounds.configured_window(model, agent_config),
+        proved=proved,
     )
     return window, point_for(window.size), agent_config
 
@@ -458,6 +488,7 @@ def _switched(state: SessionState, event: HookEvent) -> SessionState:
         statusline_compact_window=None,
         agent_window=None,
         compacted_from=None,
+        proved_tokens=None,
     )
 
 

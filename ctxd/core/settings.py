@@ -115,6 +115,12 @@ class Settings:
     handoff: HandoffSettings = HandoffSettings()
     #: Model id (or prefix) -> window: the agents' built-in table under the user's `[windows]`.
     windows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: Agent -> the table its sessions are judged with instead of `windows`: the agent's own
+    #: rows over the other agents' (one model id can run with another window in another
+    #: agent), still under the user's `[windows]`. Agents without rows of their own use `windows`.
+    agent_windows: Mapping[str, Mapping[str, int]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     default_window: int = DEFAULT_WINDOW
     #: Agent name -> the user's `[compaction.<agent>]` values, as the agent's keys took them.
     compaction: CompactionOverrides = field(default_factory=lambda: MappingProxyType({}))

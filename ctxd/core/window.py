@@ -209,6 +209,7 @@ def resolve_window(
     default: int = DEFAULT_WINDOW,
     inferred: Callable[[], int | None] | None = None,
     configured: int | None = None,
+    proved: int = 0,
 ) -> Window:
     """Pick the window by precedence; the first usable source wins.
 
@@ -221,8 +222,10 @@ def resolve_window(
     4b. `inferred()`: a window read from an observed automatic compaction (`infer_window`),
        source "compaction" (called only when sources 1-4 say nothing);
     5. `table`: exact id, then longest prefix (see `lookup_table`);
-    6. when `tokens` exceed the table's (or the default) window: the smallest common window
-       that holds them (`window_for_usage`), source "usage";
+    6. when `tokens`, or `proved` (the most this model is known to have held: a window a
+       session proved by its own usage, kept across its compactions and learned for the model),
+       exceed the table's (or the default) window: the smallest common window that holds
+       them (`window_for_usage`), source "usage";
     7. `default`.
 
     Sources that are None or <= 0 are skipped. Usage only ever raises a table or default
@@ -247,6 +250,7 @@ def resolve_window(
         assumed = Window(size, "table")
     else:
         assumed = Window(default, "default")
-    if tokens > assumed.size:
-        return Window(window_for_usage(tokens), "usage")
+    held = max(tokens, proved)
+    if held > assumed.size:
+        return Window(window_for_usage(held), "usage")
     return assumed

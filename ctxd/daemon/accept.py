@@ -3,9 +3,11 @@ connection's awaits, and the bounds that mean the same for both.
 
 The loop accepts until `stopping` is set, then lets the connections already accepted finish
 (each bounded by its own deadline) instead of cutting them off mid-answer. It hands every socket
-to its server's `accepted`, which serves it on the spot or starts a task for it, and never
-raises for one bad client. After INLINE_BURST sockets in a row it lets other tasks run: a flood
-of connections must not starve the watcher, signals, or connections that wait.
+to its server's `accepted`, which serves it on the spot, starts a task for it or keeps it for
+`settle`, and never raises for one bad client. After `batch` sockets in a row, and whenever the
+backlog is empty, it awaits the server's `settle`, which finishes what `accepted` kept (the HTTP
+server looks up the owners of a whole batch at once) and lets other tasks run: a flood of
+connections must not starve the watcher, signals, or connections that wait.
 
 accept() failing for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is logged,
 the connection that has waited longest for its request dropped to free a descriptor, and
@@ -28,11 +30,11 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 __all__ = [
     "ACCEPT_BACKOFF",
+    "INLINE_BURST",
     "RECEIVE_SIZE",
     "REQUEST_DEADLINE",
     "Accepting",
@@ -45,7 +47,7 @@ logger = logging.getLogger(__name__)
 #: Seconds a request has, from its connection's first byte to its answer's last.
 REQUEST_DEADLINE = 5.0
 RECEIVE_SIZE = 65536
-# Sockets handed on before the loop lets other tasks run.
+#: Sockets handed on before the loop lets other tasks run (a server's usual `batch`).
 INLINE_BURST = 32
 ACCEPT_BACKOFF = 0.1
 ACCEPT_LOG_EVERY = 10.0  # seconds between log lines about the same accept() failure
@@ -64,8 +66,17 @@ class Accepting(Protocol):
         """Connections open now (for the log line about a failed accept)."""
         ...
 
+    @property
+    def batch(self) -> int:
+        """Sockets accepted in a row before `settle`."""
+        ...
+
     def accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
-        """Serve `sock`, at once or in a task of `connections`; never raises."""
+        """Serve `sock`, at once, in a task of `connections`, or in `settle`; never raises."""
+
+    async def settle(self, connections: TaskGroup) -> None:
+        """Serve what `accepted` kept since the last call; let other tasks run. Never raises
+        for one bad client; the sockets it still holds are closed if it is cancelled."""
 
     def make_room(self) -> bool:
         """Drop the connection that has waited longest for its request; False if none waits."""
@@ -99,7 +110,10 @@ class Acceptor:
                         try:
                             sock, _ = listener.accept()
                         except BlockingIOError:
-                            served = 0
+                            if served:
+                                served = 0
+                                await self.server.settle(connections)
+                                continue  # more may have come meanwhile
                             await anyio.wait_readable(listener)
                             continue
                         except OSError as exc:
@@ -110,9 +124,9 @@ class Acceptor:
                             continue
                         self.server.accepted(sock, connections)
                         served += 1
-                        if served >= INLINE_BURST:
+                        if served >= self.server.batch:
                             served = 0
-                            await anyio.lowlevel.checkpoint()
+                            await self.server.settle(connections)
 
     def _failed(self, exc: OSError) -> None:
         self.errors += 1

@@ -29,8 +29,9 @@ from ctxd.core.session import Grounds, SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.continuity import Continuity
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
-from ctxd.daemon.transcripts import HOOK_BUDGET, Transcripts, usable_transcript
+from ctxd.daemon.transcripts import HOOK_BUDGET, Transcripts
 from ctxd.protocol import Answer
 
 __all__ = ["TOOL_CALL_WAIT", "Answers"]
@@ -51,13 +52,14 @@ class Answers:
         transcripts: Transcripts,
         settings: Callable[[], Settings],
         env: Mapping[str, str],
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcripts = transcripts
         self._settings = settings
         self._env = env
         #: The agents' own settings files, read with the daemon's environment.
-        self.agent_settings = AgentSettings(env)
+        self.agent_settings = AgentSettings(env, refused=refused)
         #: The session digest's handoff drafts and post-compaction notes.
         self.continuity = Continuity(env)
         self.hooks_answered = 0
@@ -65,6 +67,9 @@ class Answers:
         #: agent) -> how many (what `GET /metrics` counts, with the compactions).
         self.counts: Counter[tuple[str, ...]] = Counter()
         self._announced: set[str] = set()  # sessions told they are catching up, this time
+        #: Session key -> the tool call whose record a hook waited for in vain: its later tool
+        #: hooks are answered at once, until that record turns up after all (it was only late).
+        self._unwritten: dict[str, str] = {}
         self._grounds: dict[str, Grounds] = {}  # by agent: see `grounds`
         #: Called with a session's key before an answer that depends on its new state leaves
         #: (a warning given, a handoff asked): the daemon makes that state durable there.
@@ -98,6 +103,7 @@ class Answers:
             spec.idle_compaction,
             utc_offset,
             spec.configured_window,
+            self.sessions.proved,
             spec.compact_window,
             spec.resume_compaction,
         )
@@ -130,7 +136,7 @@ class Answers:
                 self.sessions.store(updated)
         if self.transcripts.catching_up(key) is not None:
             return self._answer_catching_up(event, key)
-        if self._awaits_turn(event, key):
+        if self._waits_for_turn(event, key):
             return self._answer_once_written(event, key)
         return self._answer(event, key)
 
@@ -140,6 +146,11 @@ class Answers:
         self._announced.discard(key)
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.grounds(state), self.sessions.clock())
+        if new_state.policy.handoff_asked and not state.policy.handoff_asked:
+            # Delivered once the agent's next stop echoes it, if it went as a block (the agent's
+            # dialect may make the user's message one); anything else has no echo to wait for.
+            policy = replace(new_state.policy, handoff_unconfirmed=agents.blocks(event, reply))
+            new_state = replace(new_state, policy=policy)
         self.sessions.store(new_state)
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
@@ -193,8 +204,19 @@ class Answers:
             return not tracked.reader.saw_answer()
         return False
 
+    def _waits_for_turn(self, event: HookEvent, key: str) -> bool:
+        """`_awaits_turn`, except for a tool call of a session whose tool-call records were
+        once not found in time (an events file elsewhere, a record ctxd cannot tell apart):
+        waiting for them again would cost every call the whole wait."""
+        if event.kind == "tool_call" and key in self._unwritten:
+            tracked = self.transcripts.file(key)
+            if tracked is None or not tracked.reader.saw_tool_use(self._unwritten[key]):
+                return False
+            del self._unwritten[key]  # it was written, late: waiting pays again
+        return self._awaits_turn(event, key)
+
     async def _answer_once_written(self, event: HookEvent, key: str) -> bytes:
-        with anyio.move_on_after(TOOL_CALL_WAIT):
+        with anyio.move_on_after(TOOL_CALL_WAIT) as waited:
             while self._awaits_turn(event, key):
                 await anyio.sleep(TOOL_CALL_POLL)
                 if self.transcripts.file(key) is None:
@@ -202,6 +224,16 @@ class Answers:
                     key = self._session_for(event, until, self._agent_env(key))
                 else:
                     self.transcripts.catch_up(key)
+        if waited.cancelled_caught and event.kind == "tool_call" and event.tool_use_id:
+            self._unwritten[key] = event.tool_use_id
+            logger.warning(
+                "%s session %s: the record of tool call %s was not in its transcript after "
+                "%.1f s; its tool hooks no longer wait for theirs",
+                event.agent,
+                event.session_id,
+                event.tool_use_id,
+                TOOL_CALL_WAIT,
+            )
         if self.transcripts.catching_up(key) is not None:
             return self._answer_catching_up(event, key)
         return self._answer(event, key)
@@ -211,8 +243,8 @@ class Answers:
     def _session_for(self, event: HookEvent, until: float, agent_env: Mapping[str, str]) -> str:
         transcripts = self.transcripts
         transcripts.catch_up_store(event.agent, until)
-        path = usable_transcript(
-            event.transcript_path or self._implied(event, agent_env), transcripts
+        path = transcripts.usable(
+            event.transcript_path or self._implied(event, agent_env), event.agent, event.session_id
         )
         if event.agent_id and path:
             sub = agents.spec(event.agent).subagent_transcript(path, event.agent_id)
@@ -254,7 +286,7 @@ class Answers:
         command got it, taken like a hook's (the same process environment)."""
         assert spec.statusline is not None
         report = spec.statusline.parse(payload)
-        path = usable_transcript(report.transcript_path, self.transcripts)
+        path = self.transcripts.usable(report.transcript_path, spec.name, report.session_id)
         if path is not None:
             until = self.transcripts.deadline(HOOK_BUDGET)
             key = self.transcripts.track(
@@ -287,6 +319,7 @@ class Answers:
     def _forget(self, key: str) -> None:
         self.continuity.forget(key)
         self._announced.discard(key)
+        self._unwritten.pop(key, None)
 
 
 #: A reply with nothing in it, what most hooks get (built once: every answer compares with it).
@@ -332,6 +365,7 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
         reply != _SILENT
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
+        or after.handoff_unconfirmed != before.handoff_unconfirmed
     )
 
 

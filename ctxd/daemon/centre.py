@@ -17,6 +17,7 @@ from ctxd import agents
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
 from ctxd.daemon.config import default_settings
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.status import Status
 from ctxd.daemon.transcripts import Transcripts
@@ -49,6 +50,8 @@ class Centre:
     transcripts: Transcripts
     answers: Answers
     status: Status
+    #: The agents' files ctxd did not read (each room that reads one notes it here).
+    refused: RefusedFiles
 
     @classmethod
     def open(
@@ -65,7 +68,8 @@ class Centre:
         in_force = SettingsInForce(settings)
         sessions = Sessions(clock)
         stores = agents.store_paths(env)
-        transcripts = Transcripts(sessions, roots, in_force, monotonic, stores)
-        answers = Answers(sessions, transcripts, in_force, env)
-        status = Status(sessions, transcripts, answers, in_force, lambda: in_force.error)
-        return cls(in_force, sessions, transcripts, answers, status)
+        refused = RefusedFiles(clock)  # the agents' files not read, named in status
+        transcripts = Transcripts(sessions, roots, in_force, monotonic, stores, refused)
+        answers = Answers(sessions, transcripts, in_force, env, refused)
+        status = Status(sessions, transcripts, answers, in_force, lambda: in_force.error, refused)
+        return cls(in_force, sessions, transcripts, answers, status, refused)

@@ -83,9 +83,34 @@ MAX_WINDOWS = 1000
 DEFAULT_WINDOWS: Mapping[str, int] = MappingProxyType(builtin_windows())
 
 
+def _tables(user: Mapping[str, int]) -> tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]]:
+    """The shared table and each agent's own (`Settings.windows`, `Settings.agent_windows`).
+
+    The user's entries outrank the built-in ones whatever their length: a built-in entry that
+    a user's key is a prefix of would otherwise win the longest-prefix match, and
+    `"claude-opus-5" = 800000` would not apply to claude-opus-5-5."""
+    keys = [model_key(model) for model in user]
+
+    def unshadowed(rows: Mapping[str, int]) -> dict[str, int]:
+        return {
+            m: size for m, size in rows.items() if not any(model_key(m).startswith(k) for k in keys)
+        }
+
+    shared = {**unshadowed(DEFAULT_WINDOWS), **user}
+    own = {
+        name: MappingProxyType({**shared, **unshadowed(spec(name).windows), **user})
+        for name in AGENTS
+        if spec(name).windows
+    }
+    return MappingProxyType(shared), MappingProxyType(own)
+
+
+_DEFAULT_TABLES = _tables({})
+
+
 def default_settings() -> Settings:
     """The settings in force without a config file."""
-    return Settings(windows=DEFAULT_WINDOWS)
+    return Settings(windows=_DEFAULT_TABLES[0], agent_windows=_DEFAULT_TABLES[1])
 
 
 def _number(table: Mapping[str, Any], key: str, where: str, low: float, high: float) -> float:
@@ -172,21 +197,11 @@ def _model_switch(doc: Mapping[str, Any]) -> ModelSwitchSettings:
     return ModelSwitchSettings(action="deny" if action == "deny" else "warn")
 
 
-def _windows(doc: Mapping[str, Any]) -> Mapping[str, int]:
+def _windows(doc: Mapping[str, Any]) -> tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]]:
     table = _table(doc, "windows", set())
     if len(table) > MAX_WINDOWS:
         raise ConfigError(f"[windows] has {len(table):,} entries; at most {MAX_WINDOWS:,} are read")
-    user = {model: _integer(table, model, "windows", 1) for model in table}
-    # The user's entries outrank the built-in ones whatever their length: a built-in entry that
-    # a user's key is a prefix of would otherwise win the longest-prefix match, and
-    # `"claude-opus-5" = 800000` would not apply to claude-opus-5-5.
-    keys = [model_key(model) for model in user]
-    builtin = {
-        model: size
-        for model, size in DEFAULT_WINDOWS.items()
-        if not any(model_key(model).startswith(key) for key in keys)
-    }
-    return MappingProxyType({**builtin, **user})
+    return _tables({model: _integer(table, model, "windows", 1) for model in table})
 
 
 def _compaction(doc: Mapping[str, Any]) -> CompactionOverrides:
@@ -268,11 +283,13 @@ def parse_settings(text: str) -> Settings:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
     _http(doc)  # checked with the rest; the listener reads it when the daemon starts
     window = _table(doc, "window", {"default"})
+    windows, agent_windows = _windows(doc)
     try:
         return Settings(
             thresholds=_thresholds(doc),
             handoff=_handoff(doc),
-            windows=_windows(doc),
+            windows=windows,
+            agent_windows=agent_windows,
             default_window=_integer(window, "default", "window", 1)
             if "default" in window
             else DEFAULT_WINDOW,

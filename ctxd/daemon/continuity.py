@@ -73,7 +73,9 @@ class Continuity:
         if reader is None:
             return reply
         c = settings.continuity
-        asked = after.policy.handoff_asked and not before.policy.handoff_asked
+        # Asked, or asked again because the first ask never reached the agent (`on_stop`).
+        again = before.policy.handoff_unconfirmed and not after.policy.handoff_unconfirmed
+        asked = after.policy.handoff_asked and (not before.policy.handoff_asked or again)
         if asked and c.handoff_file and (reply.block_reason or reply.user_message):
             path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:

@@ -23,7 +23,6 @@ loop for a whole big file.
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from ctxd.agents import state as reader_state
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import NO_FACTS, TranscriptReader
 from ctxd.core.events import UsageUpdate
+from ctxd.untrusted import open_regular
 
 __all__ = ["CHUNK", "FINGERPRINT", "TranscriptFile"]
 
@@ -76,11 +76,10 @@ class TranscriptFile:
         offset = int(saved.get("offset", 0))
         tail = bytes.fromhex(str(saved.get("tail", "")))
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd, info = open_regular(path)
         except OSError:
-            return tracked  # gone: the next read says so
+            return tracked  # gone or no longer a regular file: the next read says so
         try:
-            info = os.fstat(fd)
             same = (
                 identity is not None
                 and (info.st_dev, info.st_ino) == tuple(identity)
@@ -170,7 +169,8 @@ class TranscriptFile:
         """Usage updates from the bytes appended since the last call, read slice by slice until
         the end or until `clock()` passes `until` (None: to the end).
 
-        Raises FileNotFoundError when the file is gone, OSError when it cannot be read.
+        Raises FileNotFoundError when the file is gone, `RefusedFile` when it is no longer a
+        regular file, OSError when it cannot be read.
         """
         # One stat decides; the file is opened only when there is something to read, which
         # also spares the watcher the open/close events every hook would otherwise cause.
@@ -183,11 +183,11 @@ class TranscriptFile:
         ):
             self.size = info.st_size
             return []
-        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # A path others can write to: only a regular file is opened (`ctxd.untrusted`), and it
+        # is read up to the size its descriptor says, in slices, so neither a FIFO nor a device
+        # put in its place can hold or fill the daemon.
+        fd, info = open_regular(self.path, info)
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{self.path} is not a regular file")
             identity = (info.st_dev, info.st_ino)
             if (
                 identity != self.identity

@@ -9,13 +9,15 @@ when there is nothing to say). A hook that fails inside the daemon is answered l
 client answers it: 200 with an empty body, since the agent must never be broken by its monitor.
 
 A loopback port, unlike the 0600 socket, is reachable by every local user. Each connection's
-owner is asked of the kernel when it is accepted (ctxd/daemon/peer.py). Anyone else gets a 403
-and a log line, nothing else, and never holds one of the owner's places: MAX_FOREIGN of their
-connections are answered, the rest closed at once. Where the kernel cannot say, a per-user
-secret must come with every request, as the `X-Ctxd-Token` header or the `ctxd_token` cookie
-that `/?token=` sets. A page from elsewhere in the owner's own browser is kept out by the Host
-and Origin checks (DNS rebinding, cross-site requests) and, for hooks, by requiring
-`Content-Type: application/json` (which a cross-site form cannot send).
+owner is asked of the kernel when it is accepted (ctxd/daemon/peer.py), for a whole batch of
+connections at once (ACCEPT_BATCH: where that means reading /proc/net/tcp, one read for all,
+in a worker thread). Anyone else's connection is closed there and then, before any task or
+timer: with a 403 (FOREIGN_ANSWERS a second at most) and a log line, nothing else; it never
+holds one of the owner's places, and a flood of them costs the owner little. Where the kernel
+cannot say, a per-user secret must come with every request, as the `X-Ctxd-Token` header or the
+`ctxd_token` cookie that `/?token=` sets. A page from elsewhere in the owner's own browser is
+kept out by the Host and Origin checks (DNS rebinding, cross-site requests) and, for hooks, by
+requiring `Content-Type: application/json` (which a cross-site form cannot send).
 
 Bounded like the socket, and accepted by the same loop (ctxd/daemon/accept.py): at most
 MAX_CONNECTIONS open (when all are taken, the one idle longest makes room), a request head
@@ -31,8 +33,10 @@ import importlib.resources
 import logging
 import os
 import socket
+import struct
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -74,6 +78,7 @@ __all__ = [
     "BODY_BUDGET",
     "HOOK_PATH",
     "MAX_CONNECTIONS",
+    "HttpListening",
     "HttpServer",
     "hook_url",
     "start",
@@ -86,13 +91,15 @@ MAX_CONNECTIONS = 256
 BODY_BUDGET = 4 * wire.MAX_PAYLOAD
 IDLE_TIMEOUT = 5.0
 MAX_REQUESTS_PER_CONNECTION = 1000
-#: Other users' connections answered 403 at once (the rest are closed unanswered), and how long
-#: one may take to send its request line.
-MAX_FOREIGN = 16
-FOREIGN_DEADLINE = 1.0
+#: Connections accepted before their owners are looked up, all at once.
+ACCEPT_BATCH = 128
+#: Other users' connections answered 403 per second, at most (the rest are closed unanswered).
+FOREIGN_ANSWERS = 16
 ENV_HEADER = b"x-ctxd-env-"
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 
 Handler = Callable[[Request], Answer]
+_STATUS_REQUEST = Request("status", {"v": wire.VERSION, "op": "status"}, b"")
 
 
 def hook_url(port: int, agent: str, host: str = "127.0.0.1") -> str:
@@ -183,7 +190,9 @@ class HttpServer:
         self.errors = 0
         self.in_flight = 0
         self.evicted = 0
-        self._foreign = 0  # other users' connections being refused now
+        self._arrivals: list[socket.socket] = []  # accepted, owner not looked up yet
+        self._answers = float(FOREIGN_ANSWERS)  # 403s other users may still be given now
+        self._answers_at = time.monotonic()
         self._idle: dict[_Conn, anyio.CancelScope] = {}  # waiting for a request, oldest first
         self.budget = _Budget(BODY_BUDGET)
         #: Seconds from a request's last byte to its answer's, per request (for the histogram).
@@ -203,22 +212,51 @@ class HttpServer:
 
     # ------------------------------------------------------------------ a connection
 
+    @property
+    def batch(self) -> int:
+        return ACCEPT_BATCH
+
     def accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
-        """Give `sock` a task, once its peer is known to be the owner. Other users' connections
-        never take the owner's places: a few get their 403, the rest are closed at once. When
-        every place is taken, the connection idle longest (waiting for a request) makes room."""
-        uid = None
-        looked_up = 0.0
+        """Keep `sock` for `settle`, which looks up the owners of a whole batch at once; with
+        a token instead of the kernel's word, give it its task now."""
         if self.token is None:
+            self._arrivals.append(sock)
+        else:
+            self._admit(sock, None, 0.0, connections)
+
+    async def settle(self, connections: TaskGroup) -> None:
+        """Look up the peers' owners of the connections accepted since the last call (in a
+        worker thread when that reads /proc/net/tcp), give the owner's their tasks first, and
+        refuse everyone else's on the spot: no task, no timer, nothing held."""
+        arrivals, self._arrivals = self._arrivals, []
+        try:
             started = time.perf_counter()
-            try:
-                uid = self.owner.uid(sock)
-            except OSError:
-                uid = None
+            if not arrivals:
+                uids: list[int | None] = []
+            elif self.owner.reads_table:
+                uids = await anyio.to_thread.run_sync(self.owner.uids, arrivals)
+            else:
+                uids = self.owner.uids(arrivals)
             looked_up = time.perf_counter() - started
-            if uid != self.uid:
-                self._foreign_accepted(sock, uid, connections)
-                return
+        except BaseException:
+            for sock in arrivals:
+                sock.close()
+            raise
+        foreign = []
+        for sock, uid in zip(arrivals, uids, strict=True):
+            if uid == self.uid:
+                self._admit(sock, uid, looked_up, connections)
+            else:
+                foreign.append((sock, uid))
+        for sock, uid in foreign:
+            self._refuse_foreign(sock, uid)
+        await anyio.lowlevel.checkpoint()
+
+    def _admit(
+        self, sock: socket.socket, uid: int | None, looked_up: float, connections: TaskGroup
+    ) -> None:
+        """Give an owner's connection its task; when every place is taken, the connection idle
+        longest (waiting for a request) makes room, or this one is told 503."""
         if self.in_flight >= self.max_connections and not self.make_room():
             self.refused += 1
             with contextlib.suppress(OSError):
@@ -230,33 +268,35 @@ class HttpServer:
         conn.looked_up = looked_up
         connections.start_soon(self._connection, conn)
 
-    def _foreign_accepted(self, sock: socket.socket, uid: int | None, tg: TaskGroup) -> None:
-        if self._foreign >= MAX_FOREIGN:
-            self.refused += 1
-            self.check.log(uid, "-", "-", sock, "too many of theirs open: closed")
-            sock.close()
-            return
-        self._foreign += 1
-        tg.start_soon(self._foreign_connection, _Conn(sock, uid))
-
-    async def _foreign_connection(self, conn: _Conn) -> None:
-        """Another user's connection: its request read (briefly), a 403, a log line."""
-        try:
-            with conn.sock:
-                conn.sock.setblocking(False)
-                method = target = "-"
-                with anyio.move_on_after(FOREIGN_DEADLINE):
-                    with contextlib.suppress(HttpError, anyio.EndOfStream, OSError):
-                        head = await conn.read_head()
-                        if head is not None:
+    def _refuse_foreign(self, sock: socket.socket, uid: int | None) -> None:
+        """Another user's connection, closed at once: with a 403 while the bucket of answers
+        holds one (the first bytes of its request, if already there, go in the log line), else
+        reset, which also spares the table of sockets the flooder's time-wait row (every row
+        there makes each /proc/net/tcp read of the owner's lookups slower)."""
+        self.refused += 1
+        with sock:
+            now = time.monotonic()
+            self._answers = min(
+                FOREIGN_ANSWERS, self._answers + (now - self._answers_at) * FOREIGN_ANSWERS
+            )
+            self._answers_at = now
+            method = target = "-"
+            why = "not the owner: reset"
+            try:
+                sock.setblocking(False)
+                if self._answers >= 1:
+                    self._answers -= 1
+                    why = "not the owner"
+                    with contextlib.suppress(BlockingIOError):
+                        if head := sock.recv(RECEIVE_SIZE):
                             method, target = request_line(head)
-                self.refused += 1
-                self.check.log(conn.uid, method, target, conn.sock, "not the owner")
-                with contextlib.suppress(OSError):
-                    conn.sock.send(_refused(403, b"forbidden\n"))
-                    conn.sock.shutdown(socket.SHUT_WR)
-        finally:
-            self._foreign -= 1
+                    sock.send(_refused(403, b"forbidden\n"))
+                    sock.shutdown(socket.SHUT_WR)
+                else:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+            except OSError:
+                pass
+            self.check.log(uid, method, target, sock, why)
 
     def make_room(self) -> bool:
         """Close the connection idle longest; False when none is idle."""
@@ -382,13 +422,16 @@ class HttpServer:
             )
             return response(200, text.encode(), metrics.CONTENT_TYPE, keep_alive=keep)
         if path == "/api/status":
-            doc = await self._status()
-            body = orjson.dumps({"status": doc, "history": self.history.export()})
+            # The status document's bytes go out as the daemon encoded them: decoding 10,000
+            # rows to encode them again cost more than building them.
+            status = await resolve(self.status(_STATUS_REQUEST))
+            history = orjson.dumps(self.history.export())
+            body = b'{"status":' + status + b',"history":' + history + b"}"
             return response(200, body, keep_alive=keep)
         return response(404, b"not found\n", "text/plain", keep_alive=keep)
 
     async def _status(self) -> dict[str, Any]:
-        answer = self.status(Request("status", {"v": wire.VERSION, "op": "status"}, b""))
+        answer = self.status(_STATUS_REQUEST)
         result = await resolve(answer)
         doc: dict[str, Any] = orjson.loads(result)
         return doc
@@ -427,6 +470,20 @@ def _plain(part: str) -> bool:
     return 0 < len(part) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in part)
 
 
+@dataclass(frozen=True, slots=True)
+class HttpListening:
+    """What came of `[http]` when the daemon started (`status` and `doctor` show it): whether
+    the config enabled it, where the daemon listens, or why it does not (the port taken, say).
+    A later change of the config takes a restart."""
+
+    enabled: bool
+    url: str | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 async def start(
     env: Mapping[str, str],
     config: Path,
@@ -435,28 +492,28 @@ async def start(
     sessions: Sessions,
     tg: TaskGroup,
     stopping: anyio.Event,
-) -> HttpServer | None:
+) -> HttpListening:
     """Serve HTTP in `tg` (until `stopping`) when the config's `[http]` enables it, on the
-    listener systemd passed (`adopted_http_listener`) or a new one; None when it is off, or
-    when the port cannot be had (logged: the Unix socket serves on regardless)."""
+    listener systemd passed (`adopted_http_listener`) or a new one. When it is off, or the port
+    cannot be had (logged: the Unix socket serves on regardless), says so."""
     try:
         settings = await anyio.to_thread.run_sync(load_http_settings, config)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
-        return None
+        return HttpListening(True, error=str(exc))
     adopted = adopted_http_listener(env)
     if not settings.enabled:
         if adopted is not None:
             logger.warning("systemd passed a TCP listener, but [http] is off: not serving it")
             adopted.close()
-        return None
+        return HttpListening(False)
     try:
         listener = adopted or open_http_listener(settings.port, settings.host)
         # Where the kernel cannot name a peer's owner, a secret proves it.
         token = None if proc_net_available() else load_or_create_token(state_dir / TOKEN_FILE)
     except CtxdError as exc:
         logger.error("HTTP listener not started: %s", exc)
-        return None
+        return HttpListening(True, error=str(exc))
     host, port = listener.getsockname()[:2]
     if adopted is not None and port != settings.port:
         logger.warning(
@@ -472,4 +529,5 @@ async def start(
         " (from systemd)" if adopted is not None else "",
         "token" if token else "the kernel's socket table",
     )
-    return server
+    shown = f"[{host}]" if ":" in host else host
+    return HttpListening(True, url=f"http://{shown}:{port}/")

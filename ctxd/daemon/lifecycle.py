@@ -76,6 +76,8 @@ class Daemon:
         )
         self.journal = snapshot.Journal(self.paths.journal)
         self.started_at = time.time()
+        #: What came of `[http]` at start (off until the listener is set up).
+        self.http = http.HttpListening(False)
         self._stopping = anyio.Event()
         self._config_seen: tuple[int, ...] | None = None
         self._config_checked = -CONFIG_CHECK_INTERVAL  # monotonic time of the last check
@@ -149,6 +151,9 @@ class Daemon:
             accept_errors=self.server.accept_errors,
             catching_up=self.centre.transcripts.backlog_size(),
             watching=self.poller.statistics(),
+            http=self.http.as_json(),
+            store_problems=tuple(self.centre.transcripts.store_problems()),
+            refused_files=tuple(self.centre.refused.as_json()),
         )
 
     # -------------------------------------------------------------- config
@@ -257,7 +262,7 @@ class Daemon:
             async with anyio.create_task_group() as serving:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
-                await http.start(
+                self.http = await http.start(
                     self.env,
                     self.paths.config,
                     self.paths.state.parent,

@@ -17,6 +17,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -33,6 +34,7 @@ __all__ = [
     "load_or_create_token",
     "proc_net_available",
     "proc_net_uid",
+    "table_uids",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,33 +55,71 @@ def _hex_address(address: str, family: int) -> str:
     )
 
 
-def proc_net_uid(sock: socket.socket, proc: Path = Path("/proc/net")) -> int | None:
-    """The uid owning the other end of a loopback TCP connection, as the kernel reports it in
-    /proc/net/tcp (or tcp6): the row whose local address is our peer's and whose remote address
-    is ours. None when the table is not there or holds no such row (the peer is gone)."""
+def _connection_key(sock: socket.socket) -> tuple[str, bytes, bytes] | None:
+    """Which table holds the peer's row, the peer's address as that table prints it, and ours
+    with the space around it; None once the peer is gone (no address)."""
     family = sock.family
-    peer = sock.getpeername()
-    ours = sock.getsockname()
-    table = "tcp" if family == socket.AF_INET else "tcp6"
-    needle = (
-        f" {_hex_address(peer[0], family)}:{peer[1]:04X} {_hex_address(ours[0], family)}:"
-        f"{ours[1]:04X} "
-    ).encode()
     try:
-        with open(proc / table, "rb") as f:
-            data = f.read()
+        peer = sock.getpeername()
+        ours = sock.getsockname()
     except OSError:
         return None
-    at = data.find(needle)
-    if at < 0:
-        return None
-    end = data.find(b"\n", at)
-    fields = data[at : end if end >= 0 else len(data)].split()
-    # local rem st tx:rx tr:when retrnsmt uid ...
+    table = "tcp" if family == socket.AF_INET else "tcp6"
+    theirs = f"{_hex_address(peer[0], family)}:{peer[1]:04X}".encode()
+    return table, theirs, f" {_hex_address(ours[0], family)}:{ours[1]:04X} ".encode()
+
+
+def table_uids(socks: Sequence[socket.socket], proc: Path = Path("/proc/net")) -> list[int | None]:
+    """The uid owning the other end of each loopback TCP connection in `socks`, from the rows of
+    /proc/net/tcp (or tcp6) whose local address is a peer's and whose remote address is ours:
+    each table read once for the whole batch, since one read costs milliseconds once thousands
+    of sockets exist (and another user can make them exist). None for a connection whose row is
+    not there (the peer is gone), or whose row has no inode: an orphaned or time-wait socket,
+    which the kernel prints as uid 0 whoever made it."""
+    keys = [_connection_key(sock) for sock in socks]
+    found: dict[tuple[str, bytes, bytes], int] = {}
+    wanted: dict[tuple[str, bytes], set[bytes]] = {}
+    for key in keys:
+        if key is not None:
+            wanted.setdefault((key[0], key[2]), set()).add(key[1])
+    tables: dict[str, bytes] = {}
+    for (table, ours), theirs in wanted.items():
+        if table not in tables:
+            try:
+                with open(proc / table, "rb") as f:
+                    tables[table] = f.read()
+            except OSError:
+                tables[table] = b""
+        data = tables[table]
+        # Only rows whose remote address is ours are looked at: a bytes search, not a parse of
+        # every row.
+        at = data.find(ours)
+        while at >= 0:
+            start = data.rfind(b" ", 0, at) + 1
+            if data[start - 2 : start] == b": ":  # ours is the remote column, theirs the local
+                local = data[start:at]
+                if local in theirs:
+                    end = data.find(b"\n", at)
+                    uid = _row_uid(data[start : end if end >= 0 else len(data)])
+                    if uid is not None:
+                        found[(table, local, ours)] = uid
+            at = data.find(ours, at + len(ours))
+    return [None if key is None else found.get(key) for key in keys]
+
+
+def _row_uid(row: bytes) -> int | None:
+    # local rem st tx:rx tr:when retrnsmt uid timeout inode ...
+    fields = row.split()
     try:
-        return int(fields[6])
+        uid, inode = int(fields[6]), int(fields[8])
     except (IndexError, ValueError):
         return None
+    return uid if inode else None
+
+
+def proc_net_uid(sock: socket.socket, proc: Path = Path("/proc/net")) -> int | None:
+    """The uid owning the other end of one loopback TCP connection (`table_uids`)."""
+    return table_uids([sock], proc)[0]
 
 
 def proc_net_available(proc: Path = Path("/proc/net")) -> bool:
@@ -95,14 +135,16 @@ _NLMSG_HEADER = struct.Struct("=IHHII")
 _DIAG_REQUEST = struct.Struct("=BBBBI")  # family, protocol, ext, pad, states
 _DIAG_PORTS = struct.Struct("!HH16s16s")  # sport, dport (big-endian), src, dst
 _DIAG_TAIL = struct.Struct("=III")  # interface, cookie (none: all ones)
-_UID_OFFSET = _NLMSG_HEADER.size + 64  # inet_diag_msg: 4 bytes, sockid 48, 3 u32, then uid
+_UID_OFFSET = _NLMSG_HEADER.size + 64  # inet_diag_msg: 4 bytes, sockid 48, 3 u32, uid, inode
 
 
 class PeerOwner:
     """The uid owning the other end of an accepted loopback connection, as the kernel knows
     it: an exact socket lookup over netlink (sock_diag, the table /proc/net/tcp prints, without
     printing all of it: reading /proc/net/tcp costs milliseconds once a few hundred sockets
-    exist, the lookup tens of microseconds), else the row in /proc/net/tcp{,6}."""
+    exist, the lookup tens of microseconds), else the rows of /proc/net/tcp{,6}, read once for
+    a whole batch of connections (`reads_table`: where netlink is refused, as under the
+    systemd unit's RestrictAddressFamilies)."""
 
     def __init__(self, proc: Path = Path("/proc/net")) -> None:
         self.proc = proc
@@ -110,21 +152,33 @@ class PeerOwner:
         self._netlink_failed = False
         self._seq = 0
 
+    @property
+    def reads_table(self) -> bool:
+        """Whether a lookup reads /proc/net/tcp (milliseconds: worth a worker thread)."""
+        return self._netlink_failed
+
     def uid(self, sock: socket.socket) -> int | None:
+        return self.uids([sock])[0]
+
+    def uids(self, socks: Sequence[socket.socket]) -> list[int | None]:
+        """The peer's uid of each of `socks` (None: gone, or not known)."""
         if not self._netlink_failed:
             try:
-                return self._diag_uid(sock)
+                return [self._diag_uid(sock) for sock in socks]
             except OSError as exc:
                 self._netlink_failed = True
                 logger.info("sock_diag unavailable (%s); reading %s instead", exc, self.proc)
-        return proc_net_uid(sock, self.proc)
+        return table_uids(socks, self.proc)
 
     def _diag_uid(self, sock: socket.socket) -> int | None:
         if self._netlink is None:
             self._netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
             self._netlink.settimeout(1.0)
         family = sock.family
-        peer, ours = sock.getpeername(), sock.getsockname()
+        try:
+            peer, ours = sock.getpeername(), sock.getsockname()
+        except OSError:
+            return None  # the peer is gone
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         body = (
             _DIAG_REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
@@ -145,9 +199,11 @@ class PeerOwner:
             _, kind, _, seq, _ = _NLMSG_HEADER.unpack_from(reply)
             if seq == self._seq:
                 break  # an answer to an earlier, abandoned question is skipped
-        if kind == _NLMSG_ERROR or len(reply) < _UID_OFFSET + 4:
+        if kind == _NLMSG_ERROR or len(reply) < _UID_OFFSET + 8:
             return None  # no such socket: the peer is gone
-        return int.from_bytes(reply[_UID_OFFSET : _UID_OFFSET + 4], sys.byteorder)
+        uid, inode = struct.unpack_from("=II", reply, _UID_OFFSET)
+        # An orphaned or time-wait socket has no inode, and uid 0 whoever made it.
+        return uid if inode else None
 
     def close(self) -> None:
         if self._netlink is not None:

@@ -34,12 +34,19 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import ctxd_wire as wire
 import orjson
 from anyio.abc import TaskGroup
 
 from ctxd import protocol
-from ctxd.daemon.accept import RECEIVE_SIZE, REQUEST_DEADLINE, Acceptor, Connection
+from ctxd.daemon.accept import (
+    INLINE_BURST,
+    RECEIVE_SIZE,
+    REQUEST_DEADLINE,
+    Acceptor,
+    Connection,
+)
 from ctxd.errors import CtxdError, ProtocolError
 from ctxd.protocol import Answer, Request
 
@@ -175,6 +182,14 @@ class Server:
             return
         self.in_flight += 1
         connections.start_soon(self._connection, _Slot(sock), work)
+
+    @property
+    def batch(self) -> int:
+        return INLINE_BURST
+
+    async def settle(self, connections: TaskGroup) -> None:
+        # Every socket was served or given its task in `accepted`: only let others run.
+        await anyio.lowlevel.checkpoint()
 
     def make_room(self) -> bool:
         """Drop the connection that has waited longest for its request; False if none waits."""

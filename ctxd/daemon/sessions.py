@@ -1,5 +1,5 @@
 """The store of every session the daemon knows: one `SessionState` per key, the ids that lead to
-them, and the windows learned from the sessions' own reports.
+them, and the windows learned from the sessions' own reports and proved by their usage.
 
 A session's key is its transcript path once known, else "<agent>:<session id>" (see
 `ctxd.core.session.session_key`); one agent's session id leads to one key at a time. Nothing here
@@ -31,6 +31,8 @@ class Sessions:
         self._ids: dict[tuple[str, str], str] = {}  # (agent, session_id) -> session key
         #: Model key -> the window its sessions reported (what `Grounds.learned` gets).
         self.learned: dict[str, int] = {}
+        #: Model key -> the most context its sessions held (what `Grounds.proved` gets).
+        self.proved: dict[str, int] = {}
         #: Compactions seen since the daemon started, per agent.
         self.compactions: Counter[str] = Counter()
         self.dirty = False
@@ -125,10 +127,15 @@ class Sessions:
         )
 
     def learn(self, state: SessionState) -> None:
-        """Remember the window `state`'s own report gave for its model."""
+        """Remember the window `state`'s own report gave for its model, and what its usage
+        proved of that window (only ever raised: a smaller figure proves nothing new)."""
         learned = core.learned_window(state)
         if learned is not None and self.learned.get(learned[0]) != learned[1]:
             self.learned[learned[0]] = learned[1]
+            self.dirty = True
+        proved = core.proved_window(state)
+        if proved is not None and proved[1] > self.proved.get(proved[0], 0):
+            self.proved[proved[0]] = proved[1]
             self.dirty = True
 
     def end(self, key: str, reason: str) -> None:
@@ -157,12 +164,19 @@ class Sessions:
 
     # ----------------------------------------------------------------- snapshot
 
-    def export(self) -> tuple[list[SessionState], dict[str, int]]:
-        """The sessions and the windows learned, as plain values (`restore` takes them back)."""
-        return list(self._by_key.values()), dict(self.learned)
+    def export(self) -> tuple[list[SessionState], dict[str, int], dict[str, int]]:
+        """The sessions, the windows learned and the contexts proved, as plain values
+        (`restore` takes them back)."""
+        return list(self._by_key.values()), dict(self.learned), dict(self.proved)
 
-    def restore(self, sessions: list[SessionState], learned: Mapping[str, int]) -> None:
+    def restore(
+        self,
+        sessions: list[SessionState],
+        learned: Mapping[str, int],
+        proved: Mapping[str, int] | None = None,
+    ) -> None:
         """Take back what `export` gave, into an empty store."""
         self.learned.update(learned)
+        self.proved.update(proved or {})
         for state in sessions:
             self.store(state)

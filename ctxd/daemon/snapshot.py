@@ -59,7 +59,7 @@ _POLICY_TUPLES = {f.name for f in fields(PolicyState) if str(f.type).startswith(
 def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0) -> bytes:
     """What a restart needs, as one document: the sessions, each transcript's read position,
     the windows learned."""
-    states, learned = sessions.export()
+    states, learned, proved = sessions.export()
     doc = {
         "format": FORMAT,
         "journal": journal_seq,
@@ -69,6 +69,7 @@ def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0)
         "stores": transcripts.store_positions(),
         "ended": transcripts.ended.export(),
         "learned": learned,
+        "proved": proved,
     }
     return orjson.dumps(doc)
 
@@ -241,7 +242,8 @@ def restore(
             if isinstance(later, dict):
                 files[state.key] = earlier if _same_position(earlier, later) else later
     learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
-    sessions.restore(list(saved.values()), learned)
+    proved = {str(k): int(v) for k, v in doc.get("proved", {}).items()}
+    sessions.restore(list(saved.values()), learned, proved)
     transcripts.resume(files)
     ended = doc.get("ended")
     transcripts.ended.restore(ended if isinstance(ended, dict) else {})

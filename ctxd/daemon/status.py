@@ -4,6 +4,14 @@
 with the daemon's counters; `DaemonStatistics` is the daemon's own side, one frozen value
 (`statistics()` in trio's habit). One session's row that cannot be computed says so in that row
 and never takes the others down.
+
+A row is built again only when what it is built from changed: the session's state (a frozen
+value, replaced on every change), ctxd's settings, or the windows learned or proved; what changes
+without them (its age, its backlog, the files refused) is filled in every time. The agents'
+settings files can change under an unchanged session too, so a kept row is also rebuilt once it
+is ROW_REFRESH seconds old, at most REFRESH_PER_DOCUMENT of those per document (those built
+longest ago first): the dashboard polls twice a second, and 10,000 rows built each time held the
+event loop for most of a second.
 """
 
 from __future__ import annotations
@@ -18,12 +26,27 @@ from ctxd.core import session as core
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
+from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
-__all__ = ["DaemonStatistics", "Status"]
+__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "DaemonStatistics", "Status"]
 
 logger = logging.getLogger(__name__)
+
+#: Seconds an unchanged session's row is kept before it is built again (its agent's settings
+#: files may have changed), and how many such rows one document builds again at most.
+ROW_REFRESH = 10.0
+REFRESH_PER_DOCUMENT = 200
+
+
+@dataclass(slots=True)
+class _KeptRow:
+    """A session's row as built from `state`, at `built_at` (the sessions' clock)."""
+
+    state: SessionState
+    built_at: float
+    row: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +69,14 @@ class DaemonStatistics:
     #: The folders under the agents' roots against those watched, the inotify limit, and the
     #: command that raises it when some are not watched (`Poller.statistics`).
     watching: dict[str, object] | None = None
+    #: What came of `[http]` at start: enabled, the listener's URL, or why there is none
+    #: (`http.HttpListening`).
+    http: dict[str, object] | None = None
+    #: The agents' session stores that cannot be read as theirs (`Transcripts.store_problems`):
+    #: those sessions' figures are frozen until they can be.
+    store_problems: tuple[dict[str, str], ...] = ()
+    #: The agents' files ctxd did not read, and why (`RefusedFiles.as_json`).
+    refused_files: tuple[dict[str, object], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -61,29 +92,80 @@ class Status:
         answers: Answers,
         settings: Callable[[], Settings],
         config_error: Callable[[], str | None],
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcripts = transcripts
         self.answers = answers
         self._settings = settings
         self._config_error = config_error
+        self._kept: dict[str, _KeptRow] = {}  # by session key
+        self._kept_for: tuple[Settings, tuple[dict[str, int], dict[str, int]]] | None = None
+        #: Rows built (not taken as kept) since start: what a test of the cache counts.
+        self.rows_built = 0
+        self._refused = RefusedFiles() if refused is None else refused
 
     def document(self, session: str | None = None) -> dict[str, Any]:
         """Every session's row, newest first (only `session`'s, by id or key, when given),
         the windows learned and the counters since start."""
         now = self.sessions.clock()
+        self._forget_rows_built_on_other_grounds()
+        states = sorted(self.sessions, key=lambda s: -s.updated_at)
+        if session is not None:
+            states = [s for s in states if session in (s.session_id, s.key)]
+        kept_rows: list[_KeptRow] = []
+        stale = []
+        for state in states:
+            kept = self._kept.get(state.key)
+            if kept is None or kept.state is not state:
+                kept = self._build(state, now)
+            elif now - kept.built_at >= ROW_REFRESH:
+                stale.append(len(kept_rows))
+            kept_rows.append(kept)
+        # The rows built longest ago first, so that every row's turn comes.
+        stale.sort(key=lambda i: kept_rows[i].built_at)
+        for i in stale[:REFRESH_PER_DOCUMENT]:
+            kept_rows[i] = self._build(states[i], now)
         rows = [
-            self._row_or_error(state, now)
-            for state in sorted(self.sessions, key=lambda s: -s.updated_at)
-            if session is None or session in (state.session_id, state.key)
+            {
+                **kept.row,
+                "age_s": round(now - state.updated_at, 1),
+                "catching_up": self.transcripts.catching_up(state.key),
+                "refused_files": self._refused_for(state),
+            }
+            for state, kept in zip(states, kept_rows, strict=True)
         ]
+        if session is None and len(self._kept) > len(states):
+            live = {state.key for state in states}
+            self._kept = {key: kept for key, kept in self._kept.items() if key in live}
         return {
             "sessions": rows,
             "learned_windows": dict(self.sessions.learned),
+            "proved_contexts": dict(self.sessions.proved),
             "config_error": self._config_error(),
+            # The agents' files ctxd did not read (a FIFO, a device, too big), and why.
+            "refused_files": self._refused.as_json(),
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
+
+    def _forget_rows_built_on_other_grounds(self) -> None:
+        """Drop every kept row when ctxd's settings, the windows learned or the contexts proved
+        changed since."""
+        settings = self._settings()
+        windows = (dict(self.sessions.learned), dict(self.sessions.proved))
+        kept_for = self._kept_for
+        if kept_for is None or kept_for[0] is not settings or kept_for[1] != windows:
+            self._kept.clear()
+            self._kept_for = (settings, windows)
+
+    def _build(self, state: SessionState, now: float) -> _KeptRow:
+        self.rows_built += 1
+        row = self._row_or_error(state, now)
+        kept = _KeptRow(state, now, row)
+        if "error" not in row:
+            self._kept[state.key] = kept
+        return kept
 
     def _row_or_error(self, state: SessionState, now: float) -> dict[str, Any]:
         """`row`, or, for a session whose row cannot be computed, what is known of it and why:
@@ -133,7 +215,17 @@ class Status:
             "ended_reason": state.ended_reason,
             "age_s": round(now - state.updated_at, 1),
             "catching_up": self.transcripts.catching_up(state.key),
+            "refused_files": self._refused_for(state),
         }
+
+    def _refused_for(self, state: SessionState) -> list[dict[str, object]]:
+        """The files of this session ctxd did not read: its agent's settings files and the
+        transcript its hooks named."""
+        if not len(self._refused):  # the usual case: nothing to look up, row after row
+            return []
+        found = self.answers.agent_settings.refused_for(state)
+        found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
+        return [refusal.as_json() for refusal in dict.fromkeys(found)]
 
 
 def _counters(

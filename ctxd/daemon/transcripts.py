@@ -8,7 +8,11 @@ An agent that keeps all its sessions in one database (`AgentSpec.store`) has it 
 too, by its reader's position instead of a byte offset: a change to the database or its WAL, a
 hook of that agent and every sweep poll it for the rows written since, and each row's usage goes
 to the session it names (keyed by agent and session id, as a session with no transcript is);
-such a session's digest is read from the database when it is used (`stored_digest`).
+such a session's digest is the one its store's reader keeps as the rows arrive (`stored_digest`:
+nothing is read inside a hook's answer but the rows written since the last poll). An update the
+reader read again (its database replaced) is folded only when it is newer than what the session
+knows, so that a compaction is never counted twice. A store that cannot be read as its agent's
+(`StoreProblem`) is said once at WARNING and kept in `store_problems` until it reads again.
 
 No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
 STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import replace
@@ -32,7 +37,7 @@ import anyio.lowlevel
 
 from ctxd import agents
 from ctxd.agents.digest import DigestSource
-from ctxd.agents.store import StoreReader
+from ctxd.agents.store import StoreProblem, StoreReader, StoreUpdate
 from ctxd.core import session as core
 from ctxd.core.digest import Digest, DigestBook
 from ctxd.core.session import SessionState
@@ -40,7 +45,9 @@ from ctxd.core.settings import Settings
 from ctxd.daemon import watcher
 from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
+from ctxd.daemon.refused import RefusedFiles, is_absence, reason_of
 from ctxd.daemon.sessions import Sessions
+from ctxd.untrusted import RefusedFile, describe_mode
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
 
@@ -67,8 +74,11 @@ class Transcripts:
         settings: Callable[[], Settings],
         monotonic: Callable[[], float] = time.monotonic,
         stores: Mapping[str, Path] | None = None,
+        refused: RefusedFiles | None = None,
     ) -> None:
         self.sessions = sessions
+        #: The transcripts not read, and why (shared with the rest of the daemon for status).
+        self.refused = RefusedFiles() if refused is None else refused
         self.roots = dict(roots)
         #: Database path -> (agent, its reader): the agents that keep sessions in a store.
         self._stores: dict[str, tuple[str, StoreReader]] = {
@@ -84,6 +94,8 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        #: Database path -> why it cannot be read as its agent's (said once at WARNING).
+        self._store_problems: dict[str, str] = {}
         #: The transcripts of sessions that ended and were dropped: followed again only once
         #: they grow, so that a session that ended stays ended through discovery passes.
         self.ended = EndedFiles()
@@ -99,15 +111,41 @@ class Transcripts:
 
     def stored_digest(self, key: str) -> DigestSource | None:
         """The digest of session `key` when its agent keeps it in a session store (no
-        transcript file): read from the database only when it is used (`digest`), its
-        compactions those the store's rows reported. None for any other session."""
+        transcript file): the one its reader kept as the rows arrived (nothing is read for
+        it), its compactions those the store's rows reported. None for any other session."""
         state = self.sessions.get(key)
         if state is None or state.transcript_path is not None:
             return None
-        for path, (agent, _) in self._stores.items():
-            store = agents.spec(agent).store
-            if agent == state.agent and store is not None and store.digest is not None:
-                return _StoredDigest(path, state.session_id, state.compactions, store.digest)
+        for agent, reader in self._stores.values():
+            if agent == state.agent:
+                return _StoredDigest(reader.digest(state.session_id), state.compactions)
+        return None
+
+    def store_problems(self) -> list[dict[str, str]]:
+        """The session stores that cannot be read as their agent's: agent, its title, the
+        database's path, why."""
+        return [
+            {
+                "agent": self._stores[path][0],
+                "title": agents.spec(self._stores[path][0]).title,
+                "path": path,
+                "problem": problem,
+            }
+            for path, problem in self._store_problems.items()
+            if path in self._stores
+        ]
+
+    def usable(self, path: str | None, agent: str, session_id: str) -> str | None:
+        """A hook's transcript path, if it names a regular file to follow (or one followed
+        already). One that names something else (a FIFO, a device, a directory) is not
+        followed, and named (`refused`) for the session whose hook named it."""
+        refusal = _refusal(path, self._files)
+        if refusal is None:
+            return path
+        stamp, reason = refusal
+        if reason and path is not None:
+            who = core.session_key(agent, session_id, None)
+            self.refused.note(path, stamp, reason, "transcript", who)
         return None
 
     def backlog_size(self) -> int:
@@ -172,10 +210,12 @@ class Transcripts:
         except OSError as exc:
             if isinstance(exc, FileNotFoundError):
                 self.sessions.end(path, "transcript deleted")
-            else:
-                logger.warning("cannot read %s: %s", path, exc)
+            else:  # said once for this version of the file; the next change or sweep retries
+                who = core.session_key(state.agent, state.session_id, None)
+                self.refused.note(path, _stamp(path), reason_of(exc), "transcript", who)
             self._backlog.pop(path, None)  # nothing to read now; the next change or sweep retries
             return True
+        self.refused.clear(path)
         if updates:
             now = self.sessions.clock()
             for update in updates:
@@ -319,13 +359,16 @@ class Transcripts:
         try:
             found = reader.read(until, self.monotonic)
         except OSError as exc:
-            if not isinstance(exc, FileNotFoundError):
-                logger.debug("cannot read %s now: %s", path, exc)
+            self._store_unread(path, agent, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
+        if self._store_problems.pop(path, None) is not None:
+            logger.info("%s can be read again", path)
         now = self.sessions.clock()
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
+            if key is not None and row.replayed and _known(self.sessions[key], row):
+                continue
             if key is None:
                 parent = None
                 if row.parent_id is not None:
@@ -345,6 +388,23 @@ class Transcripts:
             return False
         self._backlog.pop(path, None)
         return True
+
+    def _store_unread(self, path: str, agent: str, exc: OSError) -> None:
+        """Say why the store at `path` could not be read, once for as long as it lasts."""
+        what = f"{agents.spec(agent).title} database"
+        if isinstance(exc, StoreProblem):  # not the agent's (a schema ctxd does not know)
+            if self._store_problems.get(path) != str(exc):
+                logger.warning(
+                    "cannot read %s as %s, its figures are frozen until it can be: %s",
+                    path,
+                    what,
+                    exc,
+                )
+                self._store_problems[path] = str(exc)
+        elif isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
+            self.refused.note(path, _stamp(path), exc.reason, what)
+        elif not isinstance(exc, FileNotFoundError):
+            logger.debug("cannot read %s now: %s", path, exc)
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
@@ -383,6 +443,9 @@ class Transcripts:
             self._backlog_added.set()
 
     def _forget(self, key: str) -> None:
+        for agent, reader in self._stores.values():
+            if key.startswith(f"{agent}:"):
+                reader.forget(key[len(agent) + 1 :])
         tracked = self._files.pop(key, None)
         if tracked is not None and tracked.identity is not None:
             self.ended.remember(key, tracked.identity, int(tracked.position()["offset"]))
@@ -416,28 +479,55 @@ def _modified_at(path: str) -> float | None:
 
 def usable_transcript(path: str | None, known: Container[str] = ()) -> str | None:
     """A payload's transcript path, if it names a regular file we can read (or track already)."""
+    return path if _refusal(path, known) is None else None
+
+
+def _refusal(path: str | None, known: Container[str] = ()) -> tuple[object, str] | None:
+    """None when `path` is a transcript path to follow (a regular file, or one tracked already);
+    else the stamp of what is there and why it is not followed ("" when there is nothing to
+    name: no path, not one of a transcript, no file)."""
     if not path or not os.path.isabs(path) or not path.endswith((".jsonl", ".json")):
+        return (None, "")
+    if path in known:
         return None
-    return path if path in known or os.path.isfile(path) else None
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) or is_absence(exc):
+            return (None, "")
+        return ((-1, exc.errno), reason_of(exc))
+    if stat.S_ISREG(info.st_mode):
+        return None
+    return (
+        (info.st_dev, info.st_ino, info.st_mode),
+        f"not a regular file ({describe_mode(info.st_mode)})",
+    )
+
+
+def _stamp(path: str) -> object:
+    """What a refusal of `path` is remembered by: which file it is and its type and mode (not
+    its mtime: a FIFO written to over and over is still the one FIFO, said once)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode)
+
+
+def _known(state: SessionState, row: StoreUpdate) -> bool:
+    """Whether a row read again is one `state` has folded already: not newer than its last
+    update, by the row's time, then its id (OpenCode's ids grow with time)."""
+    update = row.update
+    if state.usage_at is None or update.at is None:
+        return False
+    if update.at != state.usage_at:
+        return update.at < state.usage_at
+    return (update.turn_id or "") <= (state.last_turn_id or "")
 
 
 class _StoredDigest:
-    """A store session's digest, read from the database the first time it is asked for (once
-    per compaction, for the note after it): one query over that session's parts."""
+    """A store session's digest as its reader kept it (an empty one when it kept none)."""
 
-    def __init__(
-        self, path: str, session_id: str, compactions: int, read: Callable[[str, str], Digest]
-    ) -> None:
-        self.path, self.session_id, self.compactions = path, session_id, compactions
-        self._read = read
-        self._digest: Digest | None = None
-
-    @property
-    def digest(self) -> Digest:
-        if self._digest is None:
-            try:
-                self._digest = self._read(self.path, self.session_id)
-            except OSError as exc:  # locked or gone: the answer goes out with what is known
-                logger.warning("cannot read the digest of %s: %s", self.session_id, exc)
-                self._digest = DigestBook().digest
-        return self._digest
+    def __init__(self, digest: Digest | None, compactions: int) -> None:
+        self.compactions = compactions
+        self.digest = DigestBook().digest if digest is None else digest

@@ -69,7 +69,11 @@ def find_transcripts(roots: Iterable[Path], since: float) -> Iterator[str]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                elif entry.name.endswith(_SUFFIXES) and entry.stat().st_mtime >= since:
+                elif (
+                    entry.name.endswith(_SUFFIXES)
+                    and entry.is_file()  # a FIFO or a link to a device is no transcript
+                    and entry.stat().st_mtime >= since
+                ):
                     yield entry.path
             except OSError:
                 continue

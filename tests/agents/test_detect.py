@@ -21,6 +21,7 @@ _DIRS: dict[str, str] = {
     "codex-cli-0.171.0": "codex",
     "qwen-code-0.24.4": "qwen",
     "pi-0.73.1": "pi",
+    "pi-1.6.0": "pi",
     "copilot-1.0.102": "copilot",
 }
 SAMPLE_FILES = sorted((path, _DIRS[path.parent.name]) for path in DATA.glob("*/*.jsonl"))

@@ -31,8 +31,8 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 23
-    for agent in ("claude", "codex", "gemini"):
+    assert len(FILES) == 25
+    for agent in ("claude", "codex", "gemini", "copilot"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
 
@@ -105,3 +105,40 @@ def test_an_indented_recording_replays_under_any_name(
     assert lines[-1]["agent"] == "gemini"
     assert lines[-1]["tokens"] == reference.expected(source)["final_tokens"]
     assert [line["tokens"] for line in lines[:-1]] == reference.expected(source)["turn_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "model"),
+    [
+        # written through another JSON writer: a space after every colon and comma
+        (
+            "copilot/session-state/66957610-db49-4dea-972d-c079e1898044/events.jsonl",
+            "1.0.49-1",
+            "claude-sonnet-4.6",
+        ),
+        # a task subagent (claude-haiku-4.5) ran inside the turn
+        (
+            "copilot/session-state/030f200c-c26f-4ef0-9099-6d1156c83631/events.jsonl",
+            "1.0.55-1",
+            "claude-opus-4.7-1m-internal",
+        ),
+    ],
+)
+def test_a_github_hosted_copilot_session_ends_on_copilots_own_count(
+    name: str, version: str, model: str
+) -> None:
+    """No per-request usage on a GitHub-hosted model: the shutdown's `currentTokens` is the
+    figure (several requests in the process), marked estimated."""
+    path = os.path.join(reference.DATA_DIR, name)
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", path],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    final = orjson.loads(result.stdout.splitlines()[-1])
+    assert final["tokens"] == reference.expected(path)["final_tokens"]
+    assert (final["agent"], final["agent_version"], final["model"]) == ("copilot", version, model)
+    assert final["estimated"] is True

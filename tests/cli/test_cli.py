@@ -246,3 +246,20 @@ def test_watch_redraws_the_status_until_interrupted(ctxd: World) -> None:
     frames = out.decode().split("\x1b[H\x1b[2J")[1:]
     assert len(frames) >= 3  # redrawn, not printed once
     assert all(t.session_id[:8] in frame and "250,000" in frame for frame in frames)
+
+
+@pytest.mark.parametrize("interval", ["-1", "0", "nan"])
+def test_watch_takes_a_positive_interval_only(world: World, interval: str) -> None:
+    """A negative interval was a traceback after the first redraw, 0 a busy loop redrawing as
+    fast as the daemon answers: each is refused up front, in one line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxd", "watch", f"--interval={interval}"],
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("ctxd watch: error: argument --interval: ")

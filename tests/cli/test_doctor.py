@@ -305,3 +305,26 @@ def test_ctxds_hooks_and_its_plugin_together_fail_as_twice(world: World, agent: 
     assert world.cli("uninstall", agent).returncode == 0
     code, marks, out = _lines(world)
     assert "every hook runs twice" not in out and marks[f"{agent} hook command"] == "ok", out
+
+
+def test_codex_hooks_that_codex_will_skip_untrusted_fail(world: World) -> None:
+    """Codex runs a hook only once the user trusted it (a record per hook in config.toml) and
+    skips the others silently: doctor says so until each of ctxd's hooks has its record."""
+    world.start()
+    assert world.cli("install", "codex").returncode == 0
+    code, marks, out = _lines(world)
+    assert marks["codex hooks"] == "ok", out
+    assert marks["codex hook trust"] == "FAIL", out
+    assert "Codex skips them without a word" in out and "/hooks" in out
+    assert code != 0, out
+
+    from ctxd.agents.codex.install import trust_keys
+
+    hooks = world.codex_dir / "hooks.json"
+    keys = trust_keys(json.loads(hooks.read_text()), hooks)
+    # What Codex writes when the user trusts them (the hash is Codex's; any value counts here).
+    (world.codex_dir / "config.toml").write_text(
+        "".join(f'[hooks.state."{key}"]\ntrusted_hash = "sha256:00"\n\n' for key in keys)
+    )
+    code, marks, out = _lines(world)
+    assert marks["codex hook trust"] == "ok", out

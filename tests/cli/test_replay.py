@@ -209,3 +209,62 @@ def test_replay_names_a_config_it_cannot_use(own_env: dict[str, str], tmp_path: 
     assert result.returncode != 0 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert str(config) in line
+
+
+def _pi_entry(entry_type: str, entry_id: str, **fields: object) -> bytes:
+    at = "2026-11-30T10:00:00.000Z"
+    return orjson.dumps({"type": entry_type, "id": entry_id, "timestamp": at, **fields})
+
+
+def _pi_answer(entry_id: str, prompt: int, output: int = 40) -> bytes:
+    usage = {"input": prompt // 10, "output": output, "cacheRead": prompt - prompt // 10}
+    usage |= {"cacheWrite": 0, "totalTokens": prompt + output}
+    message: dict[str, object] = {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+    message |= {"provider": "openai-codex", "model": "gpt-5.6-sol", "usage": usage}
+    return _pi_entry("message", entry_id, message=message | {"stopReason": "stop"})
+
+
+def test_replay_keeps_the_window_a_pi_session_proved_through_its_compaction(
+    tmp_path: Path,
+) -> None:
+    """The real gpt-5.6-sol session's shape: 371,566 held (pi's catalog row is 272,000), a
+    compaction, then small answers. The window stays what 371,566 proved, not the table's."""
+    header = {"type": "session", "version": 3, "id": "01a2f0c4-0000-7000-8000-000000000001"}
+    lines = [
+        orjson.dumps(header | {"timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w"}),
+        _pi_entry("model_change", "m0", provider="openai-codex", modelId="gpt-5.6-sol"),
+        _pi_entry("message", "s0", message={"role": "system", "content": "You are pi."}),
+        _pi_entry("message", "u0", message={"role": "user", "content": "go"}),
+        _pi_answer("a1", 250_000),
+        _pi_answer("a2", 371_566),
+        _pi_entry("compaction", "c1", summary="x" * 4_000, firstKeptEntryId="a2", tokensBefore=1),
+        _pi_entry(
+            "usage",
+            "w1",
+            kind="cache_warm",
+            provider="openai-codex",
+            model="gpt-5.6-sol",
+            usage={"input": 0, "output": 0, "cacheRead": 380_000, "totalTokens": 380_000},
+        ),
+        _pi_answer("a3", 30_000),
+        _pi_answer("a4", 45_000),
+    ]
+    path = tmp_path / "2026-11-30T10-00-00-000Z_01a2f0c4-0000-7000-8000-000000000001.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()]
+    turns = [(r["tokens"], r["window"], r["window_source"]) for r in rows if not r.get("final")]
+    assert turns == [
+        (250_000, 272_000, "table"),  # pi's own catalog row, not Codex's 258,400
+        (371_566, 400_000, "usage"),
+        (turns[2][0], 400_000, "usage"),  # the compaction's estimate
+        (30_000, 400_000, "usage"),  # the cache warming moved nothing
+        (45_000, 400_000, "usage"),
+    ]
+    assert rows[-1]["final"] is True and rows[-1]["window"] == 400_000

@@ -28,10 +28,18 @@ if TYPE_CHECKING:
 SPAWN_MS = 10_000
 
 #: pi's extension loader (jiti, which pi itself loads extensions with), where
-#: tests/e2e/install-agents.sh installs pi.
-JITI = (
-    Path(os.environ.get("CTXD_E2E_CACHE") or Path(__file__).parents[1] / "e2e" / ".cache")
-    / "npm/node_modules/jiti/lib/jiti.mjs"
+#: tests/e2e/install-agents.sh installs pi 1.x, else pi 0.x.
+_CACHE = Path(os.environ.get("CTXD_E2E_CACHE") or Path(__file__).parents[1] / "e2e" / ".cache")
+JITI = next(
+    (
+        path
+        for path in (
+            _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
+            _CACHE / "npm/node_modules/jiti/lib/jiti.mjs",
+        )
+        if path.exists()
+    ),
+    _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
 )
 
 # Each script reads one line per call on stdin, the time (ms) to set the plugin's clock to,

@@ -16,6 +16,7 @@ from ctxd.core.session import (
     learned_window,
     new_session,
     on_hook,
+    proved_window,
     with_agent_config,
 )
 from ctxd.core.settings import HandoffSettings, Settings, Thresholds
@@ -271,3 +272,70 @@ def test_a_resume_after_the_cache_expired_counts_as_a_compaction_to_come() -> No
     assert started.expected_compactions == 0
     plain, _ = on_hook(state, resume, Grounds(WINDOW_BASIS, RULE), 150.0)
     assert plain.expected_compactions == 0
+
+
+# ------------------------------------------------------- what a session proved of its window
+
+SOL = Settings(windows={"gpt-5.6-sol": 272_000})
+
+
+def _held(state, tokens: int, turn: str, model: str = "gpt-5.6-sol", **kw):  # type: ignore[no-untyped-def]
+    return apply_usage(state, UsageUpdate(tokens=tokens, model=model, turn_id=turn, **kw), 1.0)
+
+
+def test_a_window_the_session_proved_outlives_its_compaction() -> None:
+    # The real gpt-5.6-sol session: 371,566 held (a 272,000 row says otherwise), then pi
+    # compacted and the next answers are small again.
+    state = new_session("pi", "s1", "/t/s1.jsonl", now=0.0)
+    state = _held(state, 300_000, "a1")
+    state = _held(state, 371_566, "a2", pending=40)
+    assert figures(state, Grounds(SOL, RULE)).window == Window(400_000, "usage")
+    state = apply_usage(state, UsageUpdate(tokens=9_000, compaction=True, estimated=True), 2.0)
+    state = _held(state, 45_000, "a3")
+    fig = figures(state, Grounds(SOL, RULE))
+    assert fig.window == Window(400_000, "usage")  # not the table's 272,000 again
+    assert state.proved_tokens == 371_606  # the prompt and its output both fit
+    assert proved_window(state) == ("gpt-5.6-sol", 371_606)
+
+
+def test_an_estimate_proves_nothing_and_another_model_starts_afresh() -> None:
+    state = new_session("pi", "s1", "/t/s1.jsonl", now=0.0)
+    state = _held(state, 380_000, "a1", estimated=True)
+    assert state.proved_tokens is None
+    state = _held(state, 371_566, "a2")
+    state = _held(state, 20_000, "a3", model="gpt-5.6-terra")
+    assert state.proved_tokens == 20_000
+    assert figures(state, Grounds(Settings(windows={"gpt-5.6-terra": 272_000}), RULE)).window == (
+        Window(272_000, "table")
+    )
+
+
+def test_a_model_switch_hook_forgets_what_the_old_model_proved() -> None:
+    state = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 371_566, "a1")
+    state, _ = on_hook(
+        state,
+        _event("model_switched", name="PostModelSwitch", to_model="gpt-5.6-terra"),
+        Grounds(SOL, RULE),
+        2.0,
+    )
+    assert state.proved_tokens is None
+
+
+def test_what_another_session_proved_of_the_model_applies() -> None:
+    state = _held(new_session("pi", "s2", "/t/s2.jsonl", now=0.0), 30_000, "b1")
+    grounds = Grounds(SOL, RULE, proved={"gpt-5.6-sol": 371_606})
+    assert figures(state, grounds).window == Window(400_000, "usage")
+    assert figures(state, Grounds(SOL, RULE)).window == Window(272_000, "table")
+
+
+def test_an_agents_own_rows_judge_its_sessions() -> None:
+    # One model id, two agents: Codex's table holds the 95 % it reports, pi runs the model
+    # with the whole window.
+    settings = Settings(
+        windows={"gpt-5.6-sol": 258_400},
+        agent_windows={"pi": {"gpt-5.6-sol": 272_000}},
+    )
+    pi = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 30_000, "a1")
+    codex = replace(pi, agent="codex")
+    assert figures(pi, Grounds(settings, RULE)).window == Window(272_000, "table")
+    assert figures(codex, Grounds(settings, RULE)).window == Window(258_400, "table")

@@ -287,3 +287,60 @@ def test_resolve_window_ranks_an_inferred_window_below_learned_above_table() -> 
     assert resolve_window(learned={}, table=table, inferred=lambda: None, **kwargs) == Window(
         1_000_000, "table"
     )
+
+
+# ------------------------------------------------------- a window a session's usage proved
+
+
+@pytest.mark.parametrize(
+    ("tokens", "proved", "expected"),
+    [
+        # a gpt-5.6-sol session held 371,566 of a 272,000 table row, then compacted: what it
+        # held still says the window is larger than the table's
+        (371_566, 0, Window(400_000, "usage")),
+        (20_000, 371_566, Window(400_000, "usage")),
+        (20_000, 0, Window(272_000, "table")),
+        (20_000, 272_000, Window(272_000, "table")),  # held exactly the row: nothing to raise
+        (20_000, 272_001, Window(400_000, "usage")),
+        (500_000, 371_566, Window(1_000_000, "usage")),  # the larger of the two decides
+    ],
+)
+def test_what_a_model_proved_to_hold_raises_an_assumed_window(
+    tokens: int, proved: int, expected: Window
+) -> None:
+    table = {"gpt-5.6-sol": 272_000}
+    got = resolve_window(
+        statusline=None,
+        agent_reported=None,
+        model="gpt-5.6-sol",
+        learned={},
+        table=table,
+        tokens=tokens,
+        proved=proved,
+    )
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"agent_reported": 258_400}, Window(258_400, "agent")),
+        ({"statusline": 200_000}, Window(200_000, "statusline")),
+        ({"configured": 128_000}, Window(128_000, "config")),
+        ({"learned": {"gpt-5.6-sol": 300_000}}, Window(300_000, "learned")),
+    ],
+)
+def test_what_a_model_proved_never_overrides_a_report(
+    kwargs: dict[str, Any], expected: Window
+) -> None:
+    # The reports are about this very model; a figure above them is flagged (over_window),
+    # not taken as a window.
+    base: dict[str, Any] = {
+        "statusline": None,
+        "agent_reported": None,
+        "learned": {},
+        "model": "gpt-5.6-sol",
+        "table": {"gpt-5.6-sol": 272_000},
+        "tokens": 10_000,
+    }
+    assert resolve_window(**{**base, **kwargs}, proved=371_566) == expected

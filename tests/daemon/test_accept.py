@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 from anyio.abc import TaskGroup
@@ -52,9 +53,14 @@ class Recorder:
         self.made_room = 0
         self.served = anyio.Event()
 
+    batch = 32
+
     def accepted(self, sock: socket.socket, connections: TaskGroup) -> None:
         sock.close()
         self.served.set()
+
+    async def settle(self, connections: TaskGroup) -> None:
+        await anyio.lowlevel.checkpoint()
 
     def make_room(self) -> bool:
         self.made_room += 1

@@ -6,9 +6,11 @@ writes). In process, over the real Copilot CLI 1.0.102 capture."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import anyio
+import pytest
 
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
@@ -127,3 +129,40 @@ def test_a_hook_that_is_no_tool_call_never_waits_for_the_file(tmp_path: Path) ->
         centre.answers.handle_hook("copilot", "userPromptSubmitted", json.dumps(start).encode())
         == b""
     )
+
+
+def test_a_record_never_written_costs_one_wait_and_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool hook whose own record is not in the file (an events file elsewhere, a record the
+    reader cannot tell apart) waits once; the session's later tool hooks are answered at once
+    and the miss is said in the log, until such a record turns up after all."""
+    lines = EVENTS.read_bytes().splitlines(keepends=True)
+    posts = [json.loads(p.read_text()) for p in sorted(PAYLOADS.glob("*-postToolUse.json"))]
+    events = tmp_path / ".copilot" / "session-state" / posts[0]["sessionId"] / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    stamp = f'"timestamp":{posts[0]["timestamp"]}'.encode()
+    (own,) = [i for i, line in enumerate(lines) if stamp in line and b'"hook.start"' in line]
+    events.write_bytes(b"".join(lines[:own]))  # its own hook.start never comes
+    centre = _open(tmp_path)
+
+    async def settle(answer: object) -> bytes:
+        return await resolve(answer)  # type: ignore[arg-type]
+
+    first = centre.answers.handle_hook("copilot", "postToolUse", json.dumps(posts[0]).encode())
+    assert not isinstance(first, bytes)
+    with caplog.at_level(logging.WARNING, logger="ctxd.daemon.answers"):
+        assert anyio.run(settle, first) == b""
+    assert any(str(posts[0]["timestamp"]) in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    for post in posts[1:]:
+        later = centre.answers.handle_hook("copilot", "postToolUse", json.dumps(post).encode())
+        assert isinstance(later, bytes), "not waited for again"
+    assert not caplog.records  # said once
+    # the missing record was only late: it is in the file now, so waiting pays again
+    events.write_bytes(b"".join(lines[: own + 1]))
+    centre.transcripts.catch_up(str(events))
+    again = centre.answers.handle_hook("copilot", "postToolUse", json.dumps(posts[1]).encode())
+    assert not isinstance(again, bytes)
+    events.write_bytes(EVENTS.read_bytes())
+    assert anyio.run(settle, again) == b""

@@ -4,10 +4,12 @@ listener's bounds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -85,12 +87,37 @@ def http(world: World) -> Http:
     return Http(port)
 
 
-def test_off_by_default(ctxd: World) -> None:
-    from ctxd.daemon.config import default_http_port
+def _tcp_listeners_of(pid: int) -> list[str]:
+    """The TCP ports process `pid` listens on, from its own descriptors: no port is probed (the
+    default one may be the user's own ctxd's)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = []
+    for table in ("tcp", "tcp6"):
+        rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                ports.append(fields[1])
+    return ports
 
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(("127.0.0.1", default_http_port()), timeout=1).close()
+
+def test_off_by_default(ctxd: World) -> None:
+    assert ctxd.proc is not None
+    assert _tcp_listeners_of(ctxd.proc.pid) == []
+    assert ctxd.status()["daemon"]["http"] == {"enabled": False, "url": None, "error": None}
     assert "HTTP on" not in ctxd.log()
+
+
+def test_listeners_are_seen_by_the_daemons_descriptors(world: World, http: Http) -> None:
+    """The check `test_off_by_default` relies on sees a listener that is there."""
+    assert world.proc is not None
+    assert [p.split(":")[1] for p in _tcp_listeners_of(world.proc.pid)] == [f"{http.port:04X}"]
+    assert world.status()["daemon"]["http"]["url"] == f"{http.base}/"
 
 
 def test_hooks_answer_as_the_command_path_does(world: World, http: Http) -> None:
@@ -221,6 +248,8 @@ for method, path in paths:
             codes.append([r.status, r.read().decode(errors="replace")])
     except urllib.error.HTTPError as e:
         codes.append([e.code, e.read().decode(errors="replace")])
+    except (urllib.error.URLError, OSError) as e:
+        codes.append(["closed", ""])  # refused before its request was even there
 print(json.dumps(codes))
 """
 
@@ -253,7 +282,8 @@ def test_a_second_uid_gets_403_on_every_path(world: World, http: Http) -> None:
         env={"PATH": "/usr/bin:/bin"},
     )
     answers = json.loads(done.stdout)
-    assert [code for code, _ in answers] == [403] * len(paths), answers
+    # Refused at accept: a 403, or closed when the request was not there yet.
+    assert all(code in (403, "closed") for code, _ in answers), answers
     assert all(t.session_id not in text and "ctxd" not in text for _, text in answers)
     assert f"uid {NOBODY}" in world.log()
     # The owner still gets answers, and the refusals were counted.
@@ -426,14 +456,15 @@ def test_service_install_keeps_the_http_port_in_the_socket_unit(world: World) ->
 def test_doctor_says_when_nothing_keeps_the_port(world: World) -> None:
     from ctxd.cli.service import plan_service_install
 
-    world.write_config("[http]\nenabled = true\nport = 24244\n")
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
     assert world.cli("install", "claude", "--transport", "http").returncode == 0
 
     def line() -> str:
         out = world.cli("doctor", timeout=60).stdout
         return next(x for x in out.splitlines() if "claude http hooks" in x)
 
-    assert line().startswith("FAIL") and "nothing keeps port 24244" in line()
+    assert line().startswith("FAIL") and f"nothing keeps port {port}" in line()
     plan = plan_service_install(manager="systemd", env=world.env, python=sys.executable)
     for path, text in plan.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -447,14 +478,16 @@ HOLD_CONNECTIONS = """
 import json, socket, sys, time
 port, count = int(sys.argv[1]), int(sys.argv[2])
 held = []
+answers = {}
 for _ in range(count):
     try:
         held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    except ConnectionResetError:  # reset before connect() returned: refused at once
+        answers["ConnectionResetError"] = answers.get("ConnectionResetError", 0) + 1
     except OSError:
         break
-print(len(held), flush=True)
+print(len(held) + answers.get("ConnectionResetError", 0), flush=True)
 time.sleep(4)
-answers = {}
 for s in held:
     s.settimeout(2)
     try:
@@ -470,8 +503,9 @@ print(json.dumps(answers), flush=True)
 def test_another_users_idle_connections_take_no_place_of_the_owners(
     world: World, http: Http
 ) -> None:
-    """300 connections of a second uid that send nothing: a few are answered 403, the rest
-    closed at once; none holds a place, and the owner is served meanwhile."""
+    """300 connections of a second uid that send nothing: a few are answered 403 (16 at once,
+    16 a second after), the rest reset at once; none holds a place, and the owner is served
+    meanwhile."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to connect as a second real uid")
     nobody = subprocess.Popen(
@@ -496,7 +530,7 @@ def test_another_users_idle_connections_take_no_place_of_the_owners(
         if nobody.stdout is not None:
             nobody.stdout.close()
     assert set(answers) <= {"HTTP/1.1 403 Forbidden", "closed", "ConnectionResetError"}, answers
-    assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16, answers
+    assert answers.get("HTTP/1.1 403 Forbidden", 0) <= 16 + 16 * 4, answers  # within its 4 s
     assert f"uid {NOBODY}" in world.log()
 
 
@@ -509,3 +543,163 @@ def test_doctor_says_when_the_running_daemon_does_not_listen(world: World) -> No
     line = next(x for x in out.splitlines() if "claude http hooks" in x)
     assert line.startswith("FAIL") and "started before [http] was enabled" in line, out
     assert "ctxd stop" in out
+
+
+# The daemon's socket(AF_NETLINK) refused, as the systemd unit's RestrictAddressFamilies=AF_UNIX
+# refuses it: the peer's owner is then read from /proc/net/tcp.
+NO_NETLINK = """
+import errno, socket
+_init = socket.socket.__init__
+def _refuse_netlink(self, family=-1, *args, **kwargs):
+    if family == socket.AF_NETLINK:
+        raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
+    _init(self, family, *args, **kwargs)
+socket.socket.__init__ = _refuse_netlink
+"""
+
+FLOOD = """
+import socket, sys, time
+port, seconds, most = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+end = time.monotonic() + seconds
+made = 0
+while made < most and time.monotonic() < end:
+    s = socket.socket()
+    try:
+        s.connect(("127.0.0.1", port))
+        made += 1
+    except OSError:
+        time.sleep(0.001)
+    s.close()
+print(made, flush=True)
+"""
+
+
+def _timed_hooks(http: Http, payload: dict[str, Any], seconds: float) -> list[float]:
+    took = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        begin = time.perf_counter()
+        http.hook("claude", payload)
+        took.append(time.perf_counter() - begin)
+        time.sleep(0.01)
+    return took
+
+
+def test_the_owners_hooks_stay_fast_while_another_uid_floods_the_port(
+    world: World, tmp_path: Path
+) -> None:
+    """Three processes of a second uid open and close connections to the port as fast as they
+    can; the owner's HTTP hooks, each on a new connection, are answered about as fast as on a
+    quiet port, where the daemon reads /proc/net/tcp to tell who is at the other end (as under
+    the systemd unit, which refuses it netlink)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to connect as a second real uid")
+    site = tmp_path / "no-netlink"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_NETLINK)
+    world.env["PYTHONPATH"] = str(site)
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
+    world.start()
+    http = Http(port)
+    t = world.claude()
+    t.assistant(400_000)
+    payload = t.payload("PostToolUse")
+    quiet = statistics.median(_timed_hooks(http, payload, 1.0))
+    flooders = [
+        subprocess.Popen(
+            [
+                *("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"),
+                *(sys.executable, "-I", "-c", FLOOD, str(port), "3", "50000"),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd="/",
+        )
+        for _ in range(3)
+    ]
+    try:
+        time.sleep(0.3)
+        flooded = _timed_hooks(http, payload, 2.0)
+        made = [int(f.communicate(timeout=30)[0]) for f in flooders]
+    finally:
+        for flooder in flooders:
+            if flooder.poll() is None:
+                flooder.kill()
+                flooder.wait()
+    assert sum(made) > 3000, made  # a flood indeed
+    # The median, not the maximum: on a loaded machine the kernel may drop a SYN once its
+    # accept queue is full while the daemon waits for a CPU, and the client retries in 1 s.
+    assert statistics.median(flooded) < quiet + 0.05, (quiet, sorted(flooded))
+    assert f"uid {NOBODY}" in world.log()
+    assert "sock_diag unavailable" in world.log()
+
+
+class OtherProgram:
+    """Another program of the user's, serving HTTP on a port of the test's own."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Hello(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "6")
+                self.end_headers()
+                self.wfile.write(b"hello\n")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_port_another_program_holds_is_said_everywhere(world: World) -> None:
+    """[http] on a port another program holds: the daemon serves on over its socket, and
+    status, doctor and `dashboard --print` say that ctxd does not listen there, instead of
+    handing out the other program's address."""
+    other = OtherProgram()
+    try:
+        world.write_config(f"[http]\nenabled = true\nport = {other.port}\n")
+        world.start()
+        daemon = world.status()["daemon"]
+        assert daemon["http"]["enabled"] is True and daemon["http"]["url"] is None
+        assert "Address already in use" in daemon["http"]["error"]
+        status = world.cli("status")
+        assert status.returncode == 0
+        assert "[http] is on but ctxd does not listen: cannot listen on" in status.stdout
+        doctor = world.cli("doctor", timeout=60)
+        line = next(x for x in doctor.stdout.splitlines() if "http listener" in x)
+        assert line.startswith("FAIL") and "could not listen" in line, doctor.stdout
+        assert f"free port {other.port}" in doctor.stdout and "ctxd stop" in doctor.stdout
+        assert doctor.returncode != 0
+        dashboard = world.cli("dashboard", "--print")
+        assert dashboard.returncode != 0 and dashboard.stdout == ""
+        assert len(dashboard.stderr.strip().splitlines()) == 1, dashboard.stderr
+        assert f"ctxd does not listen at http://127.0.0.1:{other.port}/" in dashboard.stderr
+        # With no daemon at all, the other program's answer is no dashboard either.
+        world.stop()
+        dashboard = world.cli("dashboard", "--print")
+        assert dashboard.returncode != 0 and dashboard.stdout == ""
+        assert "something answers at" in dashboard.stderr and "not ctxd" in dashboard.stderr
+    finally:
+        other.close()
+
+
+def test_doctor_says_a_changed_port_takes_a_restart(world: World, http: Http) -> None:
+    assert world.cli("doctor", timeout=60).stdout.count("ok   http listener") == 1
+    moved = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {moved}\n")
+    out = world.cli("doctor", timeout=60).stdout
+    line = next(x for x in out.splitlines() if "http listener" in x)
+    assert line.startswith("FAIL") and f"listens at {http.base}/" in line, out
+    assert "started before the port was changed" in line and "ctxd stop" in out
+    assert world.cli("dashboard", "--print").returncode != 0

@@ -301,3 +301,28 @@ def test_the_dashboard_shows_the_idle_compaction_time_and_the_token_limit_passed
     )
     errors = browser.console_errors()
     assert errors == [], errors
+
+
+def test_the_dashboard_marks_a_guessed_window_and_says_why(world: World, browser: Browser) -> None:
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
+    world.start()
+    guessed, known = world.claude(), world.claude()
+    for t, model in ((guessed, "acme-mystery-7"), (known, "claude-opus-5-5[1m]")):
+        t.model = model
+        t.assistant(30_000)
+        world.hook_out("claude", t.payload("PostToolUse"))
+    row = world.wait_for(lambda: world.row(guessed), 5, "the session")
+    assert (row["window"], row["window_source"]) == (1_000_000, "default")
+
+    browser.go(f"http://127.0.0.1:{port}/")
+    card = f"document.querySelector(\"[data-session='{guessed.session_id}']\")"
+    shown = browser.wait(f"{card}?.querySelector('.window.guessed')?.textContent", 10)
+    assert shown == "~1M (guessed)", shown
+    why = browser.evaluate(f"{card}.querySelector('.window.guessed').title")
+    assert why == "guessed: no source for model acme-mystery-7; [windows] in ctxd's config sets it"
+    other = f"document.querySelector(\"[data-session='{known.session_id}']\")"
+    assert browser.wait(f"{other}?.querySelector('.window')?.textContent", 10) == "1M"
+    assert browser.evaluate(f"{other}.querySelectorAll('.guessed').length") == 0
+    errors = browser.console_errors()
+    assert errors == [], errors

@@ -88,3 +88,27 @@ def test_a_new_journal_replaces_the_old_one_without_writing_through_a_link(
     assert victim.read_bytes() == b"precious\n"
     assert not (state_dir / "state.journal").is_symlink()
     assert oct(os.stat(state_dir / "state.journal").st_mode & 0o777) == "0o600"
+
+
+def test_what_a_session_proved_of_its_models_window_survives_a_restart(tmp_path: Path) -> None:
+    """A gpt-5.6-sol session held 371,606 of a 272,000 table row: after a restart another
+    session of that model is still judged on the window that figure proved, and the session
+    itself keeps it through its compaction."""
+    state_dir = _state_dir(tmp_path)
+    centre = Centre.open({"HOME": str(tmp_path)}, {})
+    held = replace(_session(1), agent="pi", model="gpt-5.6-sol", proved_tokens=371_606)
+    centre.sessions.store(held)
+    centre.sessions.learn(held)
+    centre.sessions.learn(replace(held, proved_tokens=50_000))  # a smaller figure proves less
+    assert centre.sessions.proved == {"gpt-5.6-sol": 371_606}
+    snapshot.save(centre.sessions, centre.transcripts, state_dir / "state.json")
+
+    restored = Centre.open({"HOME": str(tmp_path)}, {})
+    snapshot.restore(restored.sessions, restored.transcripts, state_dir / "state.json")
+    assert restored.sessions.proved == {"gpt-5.6-sol": 371_606}
+    assert restored.sessions[held.key].proved_tokens == 371_606
+    other = replace(new_session("pi", "s9", None, 2000.0), model="gpt-5.6-sol", tokens=30_000)
+    restored.sessions.store(other)
+    row = restored.status.document()["sessions"]
+    fresh = next(r for r in row if r["session_id"] == "s9")
+    assert (fresh["window"], fresh["window_source"]) == (400_000, "usage")

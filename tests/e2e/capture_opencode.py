@@ -17,7 +17,11 @@ Scenarios:
 
 --save writes tests/data/transcripts/opencode-<version>/opencode.<scenario>.db (the run
 directory replaced by `<WORK>` and the event log emptied, as in the first capture) and
-usage.<scenario>.json (what the mock reported, request by request).
+usage.<scenario>.json (what the mock reported, request by request), and what `opencode export`
+printed of each session of it: export.<scenario>.json (export.<scenario>.task.json, the
+subagent's), the run directory replaced by `<WORK>` there too. Run it outside any git checkout
+(OUT_DIR under no repository), so that OpenCode's project is "global" and the exports name no
+path of this machine but the run directory's.
 """
 
 from __future__ import annotations
@@ -73,6 +77,23 @@ SCENARIOS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def sessions(db: Path) -> list[tuple[str, str | None]]:
+    """The sessions of the database (id, parent id), oldest first: a subagent's after its
+    parent's."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT id, parent_id FROM session ORDER BY time_created")
+        return [(row[0], row[1]) for row in rows]
+    finally:
+        con.close()
+
+
+def export_name(name: str, parent: str | None) -> str:
+    """export.<scenario>.json for the main session, export.<scenario>.task.json for the one its
+    `task` call started."""
+    return f"export.{name}.json" if parent is None else f"export.{name}.task.json"
+
+
 def capture(out: Path, name: str, opencode: Path) -> tuple[Path, list[dict[str, Any]], str]:
     rd = RunDir.create(out / name)
     script = {"steps": SCENARIOS[name], "step_mode": "counter"}
@@ -87,6 +108,17 @@ def capture(out: Path, name: str, opencode: Path) -> tuple[Path, list[dict[str, 
         print(res.stdout)
     finally:
         mock.stop()
+    db = rd.home / ".local" / "share" / "opencode" / "opencode.db"
+    for session_id, parent in sessions(db):
+        # What `opencode export` prints of each session (its stdout: one JSON document).
+        exported = run(
+            [str(opencode), "export", session_id],
+            cwd=rd.work,
+            env=env(rd, mock, stand_in.env),
+            timeout=120,
+        )
+        assert exported.returncode == 0, exported.describe()
+        (rd.root / export_name(name, parent)).write_text(exported.stdout)
     answers = [r.get("answer") or {} for r in mock.requests()]
     sent = [
         {"kind": a["kind"], "step": a.get("step"), "usage": a.get("usage")}
@@ -116,6 +148,10 @@ def save(db: Path, sent: list[dict[str, Any]], work: str, name: str, version: st
     dst.execute("VACUUM")
     dst.close()
     (target / f"usage.{name}.json").write_text(json.dumps(sent, indent=1) + "\n")
+    for exported in db.parents[4].glob(f"export.{name}*.json"):
+        # `info.path` is the run directory again, relative to the root
+        text = exported.read_text().replace(work, "<WORK>").replace(work.lstrip("/"), "<WORK>")
+        (target / exported.name).write_text(text)
     print(f"saved {copy}")
 
 

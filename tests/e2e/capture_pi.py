@@ -12,8 +12,10 @@ additionalContext, and `AGENT-END-MSG` as agent_end's systemMessage.
 
 Scenarios:
   print     three bash calls and an answer (prompts 12,000 / 13,500 / 15,000 / 16,500)
-  compact   12,000, then an answer of 190,000 (window 200,000: pi compacts from 183,617 as the
-            loop ends); then `--continue -p "Say bye"` (one bash call at 30,000, an answer)
+  compact   nine bash calls, each printing 10,000 characters (12,000 to 28,000), then an
+            answer of 190,000 (window 200,000: pi compacts from 183,617 as the loop ends; 1.x
+            only with more history than the 20,000 tokens it keeps); then `--continue -p "Say
+            bye"` (one bash call at 30,000, an answer)
 
 --save writes, with the run directory replaced by `$RUN` and the session directory's name by
 `$SLUG`:
@@ -37,7 +39,7 @@ E2E = Path(__file__).resolve().parent
 sys.path.insert(0, str(E2E))
 
 from e2e_support import Mock, RunDir, base_env, cli_version, find_cli, run  # noqa: E402
-from test_pi_e2e import MODEL, pi_prepare, tool_steps  # noqa: E402
+from test_pi_e2e import BULKY, MODEL, pi_prepare, tool_steps  # noqa: E402
 
 REPO = E2E.parent.parent
 EXTENSION = REPO / "clients" / "pi" / "ctxd.ts"
@@ -45,7 +47,10 @@ EXTENSION = REPO / "clients" / "pi" / "ctxd.ts"
 SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[list[str]]]] = {
     "print": (tool_steps([12_000, 13_500, 15_000], 16_500), [["-p", "Run the steps"]]),
     "compact": (
-        [*tool_steps([12_000], 190_000), *tool_steps([30_000], 31_000, "Bye.")],
+        [
+            *tool_steps(list(range(12_000, 28_001, 2_000)), 190_000, command=BULKY),
+            *tool_steps([30_000], 31_000, "Bye."),
+        ],
         [["-p", "Run the steps"], ["--continue", "-p", "Say bye"]],
     ),
 }

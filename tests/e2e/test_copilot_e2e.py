@@ -133,10 +133,10 @@ def make_rig(copilot_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callabl
     its main requests: a compaction rewrites the history)."""
     with ExitStack() as cleanup:
 
-        def make(steps: list[Json], config: str = "") -> Rig:
+        def make(steps: list[Json], config: str = "", settings_doc: Json | None = None) -> Rig:
             rd = RunDir.create(tmp_path)
             settings = rd.home / ".copilot" / "settings.json"
-            write_json(settings, {})
+            write_json(settings, settings_doc or {})
             # as after a first session: the daemon watches the root from its start (a root
             # made later is watched from the next housekeeping tick, up to 5 s on; a session
             # ended by then is no longer swept, and Copilot CLI writes its last usage record
@@ -287,3 +287,39 @@ def test_the_ui_shows_ctxds_statusline(make_rig: Callable[..., Rig], tmp_path: P
         tmux.kill()
     row = rig.ctxd.session(rig.session_id())
     assert row["tokens"] == 33_300 and row["window"] == WINDOW
+
+
+def test_the_users_own_statusline_stays_and_feeds_ctxd(
+    make_rig: Callable[..., Rig], tmp_path: Path
+) -> None:
+    """A statusLine of the user's own: `ctxd install copilot` has ctxd's client run it, so the
+    UI still shows the user's line while the daemon gets each payload (the live figure of a
+    GitHub-hosted model, which writes no usage to its events file)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    own = "cat >/dev/null; echo my-own-line"
+    doc = {"statusLine": {"type": "command", "command": own}}
+    rig = make_rig(tool_steps([12_000, 13_500, 33_300]), settings_doc=doc)
+    command = json.loads(rig.settings.read_text())["statusLine"]["command"]
+    assert "ctxd_hook" in command and command.endswith(shlex.quote(own))
+    env = copilot_env(rig.rd, rig.mock, {**rig.ctxd.env, "COPILOT_ALLOW_ALL": "true"})
+    words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--allow-all-tools"]))
+    tmux = Tmux(tmp_path / "tmux.sock", "copilot")
+    tmux.start(f"cd {shlex.quote(str(rig.rd.work))} && env -i {words} {argv}; sleep 30")
+    try:
+        assert tmux.wait("my-own-line", 60), tmux.pane()
+        time.sleep(1.5)
+        tmux.send("Run the steps")
+        assert tmux.wait("Done.", 60), tmux.pane()
+        assert "my-own-line" in tmux.pane() and "33k/64k" not in tmux.pane()
+        tmux.send("/exit")
+        time.sleep(2)
+    finally:
+        tmux.kill()
+    row = rig.ctxd.session(rig.session_id())
+    assert row["tokens"] == 33_300 and row["window"] == WINDOW
+    # uninstalling gives the user's command back as it was
+    res = rig.ctxd.ctl("uninstall", "copilot", "--settings", str(rig.settings))
+    assert res.returncode == 0, res.describe()
+    assert json.loads(rig.settings.read_text())["statusLine"]["command"] == own

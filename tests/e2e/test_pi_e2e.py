@@ -26,6 +26,7 @@ from e2e_support import (
     Result,
     RunDir,
     base_env,
+    cli_version,
     marks,
     run,
     wait_for,
@@ -45,10 +46,20 @@ def usage(prompt: int) -> Json:
     return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
 
 
-def tool_steps(prompts: Sequence[int], final: int, text: str = "Done.") -> list[Json]:
-    """A bash call per figure in `prompts`, then a text answer reporting `final`."""
+#: A bash command whose output is about 2,500 tokens by pi's estimate (4 characters a token).
+BULKY = "echo step {i}; head -c 10000 /dev/zero | tr '\\0' x"
+
+
+def tool_steps(
+    prompts: Sequence[int], final: int, text: str = "Done.", command: str = "echo step {i}"
+) -> list[Json]:
+    """A bash call per figure in `prompts` (`command`, `{i}` its index), then a text answer
+    reporting `final`."""
     steps: list[Json] = [
-        {"tool": {"name": "bash", "arguments": {"command": f"echo step {i}"}}, "usage": usage(p)}
+        {
+            "tool": {"name": "bash", "arguments": {"command": command.format(i=i)}},
+            "usage": usage(p),
+        }
         for i, p in enumerate(prompts)
     ]
     steps.append({"text": text, "usage": usage(final)})
@@ -112,7 +123,7 @@ def pi_prepare(rd: RunDir, mock: Mock) -> Path:
 def make_rig(pi_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     with ExitStack() as cleanup:
 
-        def make(steps: list[Json], config: str = "") -> Rig:
+        def make(steps: list[Json], config: str = "", cli: Path = pi_bin) -> Rig:
             rd = RunDir.create(tmp_path)
             # counter: a compaction rewrites the history the step index is read from
             script: Json = {"steps": steps, "step_mode": "counter"}
@@ -123,7 +134,7 @@ def make_rig(pi_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[...
             ctxd.install("pi", pi_prepare(rd, mock))
             cleanup.callback(ctxd.stop)
             ctxd.start(mock.wrap)
-            return Rig(pi_bin, rd, ctxd, mock)
+            return Rig(cli, rd, ctxd, mock)
 
         yield make
 
@@ -136,7 +147,9 @@ def test_warnings_handoff_and_compaction(make_rig: Callable[..., Rig]) -> None:
     first = [50_000, 100_000, 120_000, 121_000, 122_000, 123_000, 124_000, 125_000]
     first += [140_000, 141_000]  # 8(C: escalation), 9
     second = [30_000, 120_000]  # 10, 11(W: CRITICAL at 8 would hold it back without a reset)
-    steps = [*tool_steps(first, 190_000), *tool_steps(second, 121_000)]
+    # pi 1.x compacts only when there is history to summarise: more than the 20,000 tokens it
+    # keeps (`keepRecentTokens`) by its own estimate of the messages, whatever the usage says
+    steps = [*tool_steps(first, 190_000, command=BULKY), *tool_steps(second, 121_000)]
     rig = make_rig(steps)
 
     res = rig.pi("Run the steps")
@@ -234,3 +247,21 @@ def test_a_block_handoff_starts_one_more_turn(make_rig: Callable[..., Rig]) -> N
     assert len(main) == 3, res.describe()
     assert marks(main, HANDOFF, last_turn_text) == [False, False, True]
     assert HANDOFF not in res.stderr, res.describe()
+
+
+def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
+    make_rig: Callable[..., Rig], pi0_bin: Path
+) -> None:
+    """A smoke test of the last `@mariozechner/pi-coding-agent` (0.73.1, Node 20): a warning
+    reaches the model and a block handoff starts one more turn, as on 1.x."""
+    steps = [
+        *tool_steps([120_000, 130_000], 131_000, "Paused."),
+        {"text": "Noted.", "usage": usage(132_000)},
+    ]
+    rig = make_rig(steps, '[handoff]\naction = "block"\n', cli=pi0_bin)
+    res = rig.pi("Run the steps")
+    assert "0.73.1" in cli_version(pi0_bin)
+    main = rig.main()
+    assert len(main) == 4, res.describe()
+    assert at_calls(main, WARNING) == [0]
+    assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True]

@@ -63,7 +63,7 @@ class StatusView:
     tokens: int | None
     window: int
     #: Where `window` came from ("statusline", "transcript", "table", "default", ...); a
-    #: "default" window is shown with a trailing "?".
+    #: "default" window (no source said anything: ctxd's guess) is shown as "~1M".
     window_source: str
     used_pct: float | None
     #: Tokens left before the agent compacts; 0 or less means compaction is due.
@@ -191,7 +191,7 @@ def render_statusline(view: StatusView, width: int = 10) -> bytes:
     width = max(1, width)
     parts: list[str] = []
     model = _one_line(view.model)
-    window = _human(view.window) + ("?" if view.window_source == "default" else "")
+    window = ("~" if view.window_source == "default" else "") + _human(view.window)
     if view.tokens is None:
         head = f"{model} " if model else ""
         parts.append(f"{head}{_EMPTY * width} no usage yet")

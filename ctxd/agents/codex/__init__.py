@@ -19,8 +19,9 @@ from ctxd.agents.codex.hooks import DIALECT
 from ctxd.agents.codex.models import MODELS
 from ctxd.agents.codex.transcript import CodexReader
 from ctxd.agents.reader import NO_FACTS, FactListener
-from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json
+from ctxd.agents.spec import AgentSpec, Check, Installer, InstallRequest, Json
 from ctxd.core.compaction import for_agent, share_of
+from ctxd.untrusted import MAX_SETTINGS_BYTES, read_untrusted
 
 __all__ = ["SPEC"]
 
@@ -39,11 +40,10 @@ def _open_reader(
 
 def _read_config(path: Path) -> Json | None:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(read_untrusted(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
 
@@ -69,6 +69,11 @@ def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]
     return new, notes
 
 
+def _trust_checks(doc: Json, path: Path) -> list[Check]:
+    config_path = path.parent / "config.toml"
+    return install.trust_checks(doc, path, _read_config(config_path), config_path)
+
+
 def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
     return install.uninstall(doc), ()
 
@@ -82,7 +87,10 @@ SPEC = AgentSpec(
     compaction=for_agent(NAME, compaction_point),
     config_keys=CONFIG_KEYS,
     installer=Installer(
-        settings_path=install.settings_path, install=_install, uninstall=_uninstall
+        settings_path=install.settings_path,
+        install=_install,
+        uninstall=_uninstall,
+        placed_checks=_trust_checks,
     ),
     # The compaction rule takes the window Codex reports: the table holds windows as reported.
     windows=MappingProxyType(

@@ -18,6 +18,7 @@ from typing import Any
 from ctxd.agents.codex.files import codex_home
 from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.hookmap import HookSpec, Json, add_hooks, positions, remove_hooks
+from ctxd.agents.spec import Check
 
 AGENT = "codex"
 #: Seconds (Codex's unit).
@@ -39,6 +40,7 @@ __all__ = [
     "install",
     "notes",
     "settings_path",
+    "trust_checks",
     "trust_instructions",
     "trust_keys",
     "uninstall",
@@ -118,6 +120,32 @@ def notes(
     else:
         out.append(trust_instructions(config_path))
     return tuple(out)
+
+
+def trust_checks(
+    doc: Json, hooks_path: Path, config: Mapping[str, Any] | None, config_path: Path
+) -> list[Check]:
+    """`ctxd doctor`'s line on whether Codex will run ctxd's hooks in `doc` at all: each has a
+    trust record in `config` (parsed `config.toml`, None if unreadable). Whether a record's
+    hash is still the hook's, only Codex can tell."""
+    keys = trust_keys(doc, hooks_path)
+    if not keys:
+        return []
+    name = "codex hook trust"
+    if config is None:
+        return [Check(name, False, f"{config_path} cannot be read: trust unknown", "fix the file")]
+    untrusted = [key for key in keys if not _trusted(config, key)]
+    if not untrusted:
+        return [Check(name, True, f"each of ctxd's {len(keys)} hooks is trusted in {config_path}")]
+    return [
+        Check(
+            name,
+            False,
+            f"{len(untrusted)} of ctxd's {len(keys)} hooks have no trust record in {config_path}: "
+            "Codex skips them without a word",
+            trust_instructions(config_path),
+        )
+    ]
 
 
 def install(doc: Json, command: str) -> Json:

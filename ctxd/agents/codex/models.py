@@ -12,15 +12,18 @@ __all__ = ["MODELS"]
 
 _CATALOG = "openai/codex codex-rs/core/models.json (context_window)"
 _INFO = "openai/codex codex-rs/core/src/openai_model_info.rs"
-_THIRD_PARTY = (
-    "Codex catalog context_window as quoted by third-party models_cache.json fixtures "
-    "(not in the stored openai/codex copy)"
+#: What OpenAI states for the gpt-5.6 family, in the catalog Codex ships (and runs it with by
+#: default); `max_context_window` is the most `model_context_window` may raise it to. The figure
+#: moved between releases, so a rollout's own report (which outranks this row) decides.
+_BUNDLED = (
+    "Codex 0.171.0's bundled model catalog: context_window 272,000, max_context_window 872,000 "
+    "(Codex 0.144.0's: 372,000 and 372,000)"
 )
 
 MODELS: tuple[ModelInfo, ...] = (
-    ModelInfo("gpt-5.6-sol", 272_000, 128_000, _THIRD_PARTY),
-    ModelInfo("gpt-5.6-terra", 272_000, 128_000, _THIRD_PARTY),
-    ModelInfo("gpt-5.6-luna", 272_000, 128_000, _THIRD_PARTY),
+    ModelInfo("gpt-5.6-sol", 272_000, 128_000, _BUNDLED),
+    ModelInfo("gpt-5.6-terra", 272_000, 128_000, _BUNDLED),
+    ModelInfo("gpt-5.6-luna", 272_000, 128_000, _BUNDLED),
     ModelInfo(
         "gpt-5.5",
         272_000,

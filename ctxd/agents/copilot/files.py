@@ -9,6 +9,7 @@ one event `{"type", "data", "id", "timestamp", "parentId"}`, `type` a dotted nam
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -80,9 +81,13 @@ def recognises(record: Mapping[str, Any]) -> bool:
     )
 
 
+#: The start of an event as Copilot CLI writes it (type, then data), with any JSON spacing: a
+#: file that went through another writer has `{"type": "...", "data": {`.
+_EVENT_START = re.compile(rb'\{\s*"type"\s*:\s*"[A-Za-z_]+\.[A-Za-z_.]+"\s*,\s*"data"\s*:\s*\{')
+
+
 def recognises_prefix(prefix: bytes) -> bool:
-    # Key order as Copilot CLI writes it.
-    return prefix.startswith(b'{"type":"') and b'","data":{' in prefix[:80]
+    return _EVENT_START.match(prefix[:200]) is not None
 
 
 def session_id_from_path(path: str) -> str | None:

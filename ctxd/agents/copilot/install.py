@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.copilot.files import copilot_home
-from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
 from ctxd.agents.spec import Check, Json
 from ctxd.errors import SettingsFileError
 
@@ -88,22 +88,38 @@ def install(
 
 
 def _statusline(out: Json, command: str, replace: bool) -> tuple[str, ...]:
+    """ctxd's statusLine where none is set (or `replace` asks); a user's own command is kept on
+    screen, run by ctxd's client so that the daemon sees the payload too (`wrap_command`):
+    the payload's `context_window` is the only live figure of a GitHub-hosted model."""
     current = out.get("statusLine")
     wanted = {"type": "command", "command": command}
+    own = current.get("command") if isinstance(current, dict) else None
+    foreign = unwrap_command(own)
     if current is None:
         out["statusLine"] = wanted
         return (
             "statusLine: none was set, so ctxd's line is now Copilot CLI's statusline "
             "(`ctxd uninstall copilot --statusline` removes it and keeps the hooks)",
         )
-    if isinstance(current, dict) and is_ctxd_command(current.get("command")):
-        out["statusLine"] = {**current, **wanted}
-        return ()
-    if replace:
+    if replace and (foreign is not None or not is_ctxd_command(own)):
         out["statusLine"] = wanted
         return (
             "statusLine replaced by ctxd's; uninstalling ctxd removes ctxd's line and does not "
             "bring the old one back (it is in the backup)",
+        )
+    if foreign is not None:  # ctxd already runs the user's line: refresh ctxd's part
+        out["statusLine"] = {**current, "command": wrap_command(command, foreign)}
+        return ()
+    if is_ctxd_command(own):
+        out["statusLine"] = {**current, **wanted}
+        return ()
+    if isinstance(own, str) and own:
+        out["statusLine"] = {**current, "command": wrap_command(command, own)}
+        return (
+            f"statusLine: your own `{own}` still draws the line, run by ctxd's client, which "
+            "also hands its payload to ctxd (the live figure of a GitHub-hosted model); its "
+            "output and exit code are unchanged, and `ctxd uninstall copilot` puts the command "
+            "back as it was. To show ctxd's line instead: `ctxd install copilot --statusline`",
         )
     return (
         "statusLine left as is; ctxd's hooks work without it; to show ctxd's line instead, "
@@ -131,7 +147,11 @@ def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
     if "hooks" in out and not hooks:
         del out["hooks"]
     current = out.get("statusLine")
-    if isinstance(current, dict) and is_ctxd_command(current.get("command")):
+    command = current.get("command") if isinstance(current, dict) else None
+    foreign = unwrap_command(command)
+    if isinstance(current, dict) and foreign is not None:
+        out["statusLine"] = {**current, "command": foreign}
+    elif is_ctxd_command(command):
         del out["statusLine"]
     return out, ()
 
@@ -153,13 +173,20 @@ def checks(doc: Json) -> list[Check]:
         found.append(Check("copilot hooks enabled", True, f"{_DISABLED} is not set"))
     line = doc.get("statusLine")
     command = line.get("command") if isinstance(line, dict) else None
+    foreign = unwrap_command(command)
     ours = is_ctxd_command(command)
+    if foreign is not None:
+        said = f"your own `{foreign}`, run by ctxd's client (ctxd sees its payload)"
+    elif ours:
+        said = "ctxd's line"
+    else:
+        said = f"your own: `{command}`" if command else "none set"
     found.append(
         Check(
             "copilot statusline",
             True,
-            "ctxd's line" if ours else f"your own: `{command}`" if command else "none set",
-            None if ours else "`ctxd install copilot --statusline` to show ctxd's line",
+            said,
+            None if ours else "`ctxd install copilot` to have ctxd's client run it",
         )
     )
     return found

@@ -12,8 +12,10 @@ is the session's directory, not its events file; `last_call_input_tokens` is the
 prompt as the provider reported it (what the events file records), `used_percentage` and
 `remaining_tokens` count it with the answer's output (`last_call_output_tokens`) against
 `context_window_size`, while `current_context_tokens` is Copilot's own local estimate of the
-context (12,734 where the provider reported 15,000), so it is not taken. Before the first
-answer every count is 0: no figure yet.
+context (12,734 where the provider reported 15,000), so it is not taken. A payload that names
+no last call (a GitHub-hosted model's) gives `context_window_size - remaining_tokens`, the
+figure `used_percentage` is (Copilot's own, the exact one there). Before the first answer
+every count is 0 and nothing remains used: no figure yet.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
     window = count(context.get("context_window_size")) or count(
         context.get("displayed_context_limit")
     )
-    tokens = count(context.get("last_call_input_tokens")) or None
+    tokens = count(context.get("last_call_input_tokens")) or _used(context, window)
     pct = context.get("used_percentage") if tokens is not None else None
     path = _text(data.get("transcript_path"))
     if path is not None and os.path.basename(path) != EVENTS_FILE:
@@ -55,6 +57,18 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
         tokens=tokens,
         agent_version=_text(data.get("version")),
     )
+
+
+def _used(context: dict[str, object], window: int | None) -> int | None:
+    """The context in use as `used_percentage` and `remaining_tokens` count it: what a
+    GitHub-hosted model's payload states when it names no last call."""
+    remaining = count(context.get("remaining_tokens"))
+    pct = context.get("used_percentage")
+    if not window or remaining is None or remaining >= window:
+        return None
+    if not isinstance(pct, int | float) or isinstance(pct, bool) or pct <= 0:
+        return None
+    return window - remaining
 
 
 def _object(value: object) -> dict[str, object]:

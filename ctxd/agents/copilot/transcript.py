@@ -1,20 +1,38 @@
 """Copilot CLI session files (`session-state/<id>/events.jsonl`) -> usage updates.
 
 Every line is one event `{"type", "data", "id", "timestamp", "parentId"}`, appended in order.
+Each line is decoded (orjson): the keys may come in any order and with any spacing (files that
+went through another JSON writer have `"type": "..."`). A raw NUL byte is never part of a JSON
+line, so a line holding one is a crash's hole: the record after the last NUL is read, what
+comes before it is dropped.
 
-- `session.usage_record` follows each model request; `data.usage` holds what the provider
-  reported: `inputTokens` is the request's whole prompt (the API's `prompt_tokens`, the cached
-  part included: 1.0.102 samples match the mock's usage field for field), `outputTokens` the
-  answer's, `maxPromptTokens` the prompt limit Copilot CLI runs the model with, which is the
-  `tokenLimit` its compaction compares against. Only the agent loop's requests count
-  (`interactionType: "conversation-agent"`); a compaction's own requests are not recorded here.
-  The figure is the prompt; the output is `pending` (the next request carries it: Copilot's
-  `currentTokens` at a compaction's start is prompt + output + the tool results since).
-- `session.compaction_complete` with `success: true` marks a compaction that was applied:
-  `postCompactionTokens` is Copilot's own local estimate of the context left
-  (`tokenAccountingBasis: "local_full_context_estimate"`), reported with `compaction=True` and
-  `estimated`; a cancelled or failed one (`success: false`) changes nothing.
-- Other events carry no usage and are not decoded (unless the listener wants records).
+Figures, by what each version writes:
+
+- `session.usage_record` (1.0.102 with a bring-your-own model) follows each model request;
+  `data.usage` holds what the provider reported: `inputTokens` is the request's whole prompt
+  (the cached part included), `outputTokens` the answer's, `maxPromptTokens` the prompt limit
+  Copilot CLI runs the model with, which is the `tokenLimit` its compaction compares against.
+  Only the agent loop's requests count (`interactionType: "conversation-agent"`). The figure is
+  the prompt; the output is `pending`.
+- Sessions on GitHub-hosted models (1.0.49 to 1.0.91 seen) write no per-request usage. Their
+  figures are Copilot's own: `session.compaction_start.currentTokens` (its count of the context
+  when a compaction starts) and `session.shutdown`, written at every process exit, with
+  `currentTokens` (its count of the context at exit) and `modelMetrics` per model (requests and
+  summed `usage.inputTokens`). A process that made one request in all states that request's
+  prompt as the API reported it: that is the figure (exact, with its output pending);
+  otherwise `currentTokens` is, marked `estimated`. A process that wrote usage records gets
+  nothing more from its shutdown.
+- `session.compaction_complete` with `success: true` is a compaction that was applied (counted,
+  its warnings reset). The figure after it is `postCompactionTokens` (Copilot's local estimate,
+  `tokenAccountingBasis: "local_full_context_estimate"`) or, where the record has none (1.0.74),
+  the sum of its `systemTokens`, `conversationTokens` and `toolDefinitionsTokens`, else the
+  compaction start's system and tool tokens plus the summary's length in tokens (4 characters
+  each): `estimated` always. `preCompactionTokens` is where it compacted. A cancelled or failed
+  one (`success: false`) changes nothing.
+- The window: `maxPromptTokens` of a usage record, `tokenLimit` of a compaction, or (1.0.91)
+  `modelInfo.capabilities.limits.max_prompt_tokens` of `model.turn_started` /
+  `model.model_call_started` (`max_context_window_tokens` where no prompt limit is given): the
+  limit Copilot compacts against, carried by every figure after it.
 
 Copilot CLI queues its writes to the file: a hook can run before the request it follows is on
 disk (seen with 1.0.102 for postToolUse and agentStop: the usage record lands some 10-300 ms
@@ -23,7 +41,8 @@ hook's own `hook.start` event is written before the hook runs, with the payload'
 its input: `saw_tool_use(id)` answers whether the `hook.start` of the postToolUse or
 postToolUseFailure whose timestamp is `id` is read (everything before it is then read too).
 `saw_answer` answers whether the last answer read made no tool calls (the turn's final answer,
-which agentStop follows).
+which agentStop follows); a subagent's events (with a top-level `agentId`, 1.0.55) count for
+neither.
 """
 
 from __future__ import annotations
@@ -37,17 +56,22 @@ from ctxd.core.events import UsageUpdate
 
 __all__ = ["CopilotReader"]
 
-_USAGE = b'{"type":"session.usage_record"'
-_COMPACTED = b'{"type":"session.compaction_complete"'
-_ANSWER = b'{"type":"assistant.message"'
-_HOOK_START = b'{"type":"hook.start"'
 #: postToolUse after a call that succeeded, postToolUseFailure after one that failed.
-_TOOL_HOOKS = (b'"hookType":"postToolUse"', b'"hookType":"postToolUseFailure"')
+_TOOL_HOOKS = frozenset({"postToolUse", "postToolUseFailure"})
 #: How many tool hooks' timestamps are remembered (parallel calls run theirs together).
 _KEEP_HOOKS = 64
 #: Events after which the turn's final answer is still to come.
-_TURN_STARTS = (b'{"type":"assistant.turn_start"', b'{"type":"user.message"')
+_TURN_STARTS = frozenset({"assistant.turn_start", "user.message"})
+#: A new process writes one of these first: its shutdown's metrics count from here.
+_PROCESS_STARTS = frozenset({"session.start", "session.resume"})
+_MODEL_CALLS = frozenset({"model.turn_started", "model.model_call_started"})
 _AGENT_LOOP = "conversation-agent"
+#: The bulk of a file (system prompts, tool results), in the form Copilot CLI writes them and
+#: with nothing the figures need: not decoded unless the listener wants every record. A line
+#: in another form is decoded (only the cost differs).
+_BULK = (b'{"type":"system.message"', b'{"type":"tool.execution_')
+#: Characters per token, for a compaction summary whose size no record states.
+_CHARS_PER_TOKEN = 4
 
 
 class CopilotReader:
@@ -59,6 +83,11 @@ class CopilotReader:
         self._reported = Changes()
         self._answered = False  # the last answer read made no tool calls
         self._tool_hooks: deque[str] = deque(maxlen=_KEEP_HOOKS)
+        self._usage_records = False  # this process wrote per-request usage
+        self._window: int | None = None
+        self._model: str | None = None
+        self._version: str | None = None
+        self._fixed_part: int | None = None  # system + tool tokens at the last compaction start
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         updates: list[UsageUpdate] = []
@@ -67,24 +96,19 @@ class CopilotReader:
         for line in self._lines.feed(data):
             if not line:
                 continue
-            if line.startswith(_ANSWER):
-                self._answered = not _made_calls(decode(line))
-            elif line.startswith(_TURN_STARTS):
-                self._answered = False
-            elif line.startswith(_HOOK_START) and any(hook in line for hook in _TOOL_HOOKS):
-                stamp = _hook_stamp(decode(line))
-                if stamp is not None:
-                    self._tool_hooks.append(stamp)
-            carries = line.startswith((_USAGE, _COMPACTED))
-            record = decode(line) if carries or wants_records else None
+            hole = line.rfind(b"\0")
+            if hole >= 0:
+                line = line[hole + 1 :]
+            if not wants_records and line.startswith(_BULK):
+                continue
+            record = decode(line)
             if record is None:
                 continue
-            if carries:
-                update = _update(record)
-                if update is not None and self._reported.is_new(
-                    (update.tokens, update.pending, update.turn_id), force=update.compaction
-                ):
-                    updates.append(update)
+            update = self._take(record)
+            if update is not None and self._reported.is_new(
+                (update.tokens, update.pending, update.turn_id), force=update.compaction
+            ):
+                updates.append(update)
             if wants_records:
                 facts.take(record)
         facts.flush()
@@ -95,6 +119,8 @@ class CopilotReader:
         self._reported.reset()
         self._answered = False
         self._tool_hooks.clear()
+        self._usage_records = False
+        self._window = self._model = self._version = self._fixed_part = None
         self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
@@ -105,52 +131,161 @@ class CopilotReader:
     def saw_answer(self) -> bool:
         return self._answered
 
+    # ------------------------------------------------------------------------ one record
 
-def _hook_stamp(record: dict[str, Any] | None) -> str | None:
-    data = record.get("data") if record is not None else None
-    hook_input = data.get("input") if isinstance(data, dict) else None
-    stamp = hook_input.get("timestamp") if isinstance(hook_input, dict) else None
-    return str(stamp) if type(stamp) is int else None
-
-
-def _made_calls(record: dict[str, Any] | None) -> bool:
-    data = record.get("data") if record is not None else None
-    return isinstance(data, dict) and bool(data.get("toolRequests"))
-
-
-def _update(record: dict[str, Any]) -> UsageUpdate | None:
-    data = record.get("data")
-    if not isinstance(data, dict):
+    def _take(self, record: dict[str, Any]) -> UsageUpdate | None:
+        kind = record.get("type")
+        data = record.get("data")
+        if not isinstance(kind, str) or not isinstance(data, dict):
+            return None
+        if kind == "session.usage_record":
+            return self._usage_record(record, data)
+        if kind == "session.compaction_start":
+            return self._compaction_start(record, data)
+        if kind == "session.compaction_complete":
+            return self._compaction_complete(record, data)
+        if kind == "session.shutdown":
+            return self._shutdown(record, data)
+        if record.get("agentId") is None:  # a subagent's events say nothing of the main turn
+            self._note(kind, data)
         return None
-    kind = record.get("type")
-    turn_id = record.get("id") if isinstance(record.get("id"), str) else None
-    at = epoch_seconds(record.get("timestamp"))
-    if kind == "session.usage_record":
+
+    def _note(self, kind: str, data: dict[str, Any]) -> None:
+        """What an event without a figure says about the turn, the model or the window."""
+        if kind == "assistant.message":
+            self._answered = not data.get("toolRequests")
+        elif kind in _TURN_STARTS:
+            self._answered = False
+        elif kind == "hook.start":
+            stamp = _tool_hook_stamp(data)
+            if stamp is not None:
+                self._tool_hooks.append(stamp)
+        elif kind in _PROCESS_STARTS:
+            self._usage_records = False
+            self._version = _text(data.get("copilotVersion")) or self._version
+            self._model = _text(data.get("selectedModel")) or self._model
+        elif kind == "session.model_change":
+            self._model = _text(data.get("newModel")) or self._model
+        elif kind in _MODEL_CALLS:
+            self._window = _limit(data) or self._window
+
+    def _update(self, record: dict[str, Any], tokens: int, **fields: Any) -> UsageUpdate:
+        turn_id = record.get("id")
+        fields.setdefault("model", self._model)
+        return UsageUpdate(
+            tokens=tokens,
+            at=epoch_seconds(record.get("timestamp")),
+            reported_window=self._window,
+            turn_id=turn_id if isinstance(turn_id, str) else None,
+            agent_version=self._version,
+            **fields,
+        )
+
+    def _usage_record(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
         usage = data.get("usage")
         if not isinstance(usage, dict) or usage.get("interactionType", _AGENT_LOOP) != _AGENT_LOOP:
             return None
         prompt = count(usage.get("inputTokens"))
         if prompt is None:
             return None
-        model = usage.get("model")
-        return UsageUpdate(
-            tokens=prompt,
-            at=at,
-            model=model if isinstance(model, str) else None,
-            reported_window=count(usage.get("maxPromptTokens")) or None,
-            turn_id=turn_id,
-            pending=count(usage.get("outputTokens")) or 0,
-        )
-    if kind == "session.compaction_complete" and data.get("success") is True:
+        self._usage_records = True
+        self._window = count(usage.get("maxPromptTokens")) or self._window
+        self._model = _text(usage.get("model")) or self._model
+        return self._update(record, prompt, pending=count(usage.get("outputTokens")) or 0)
+
+    def _compaction_start(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
+        self._window = count(data.get("tokenLimit")) or self._window
+        system, tools = count(data.get("systemTokens")), count(data.get("toolDefinitionsTokens"))
+        self._fixed_part = (system or 0) + (tools or 0) if system or tools else None
+        current = count(data.get("currentTokens"))
+        if current is None or self._usage_records:
+            return None  # the usage records' exact figures stand
+        return self._update(record, current, estimated=True)
+
+    def _compaction_complete(
+        self, record: dict[str, Any], data: dict[str, Any]
+    ) -> UsageUpdate | None:
+        if data.get("success") is not True:
+            return None
+        self._window = count(data.get("tokenLimit")) or self._window
         tokens = count(data.get("postCompactionTokens"))
         if tokens is None:
-            return None
-        return UsageUpdate(
-            tokens=tokens,
-            at=at,
+            tokens = _parts(data) or self._summary_estimate(data)
+        return self._update(
+            record,
+            tokens,
             compaction=True,
-            turn_id=turn_id,
             estimated=True,
-            reported_window=count(data.get("tokenLimit")) or None,
+            compacted_from=count(data.get("preCompactionTokens")),
         )
-    return None
+
+    def _summary_estimate(self, data: dict[str, Any]) -> int:
+        summary = data.get("summaryContent")
+        length = len(summary) if isinstance(summary, str) else 0
+        return (self._fixed_part or 0) + -(-length // _CHARS_PER_TOKEN)
+
+    def _shutdown(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
+        if self._usage_records:
+            return None
+        model = _text(data.get("currentModel")) or self._model
+        metrics = _model_metrics(data)
+        requests = {name: count(m["requests"].get("count")) or 0 for name, m in metrics.items()}
+        if sum(requests.values()) == 1:
+            # One request in the whole process: its summed usage is that request's own.
+            (name,) = (name for name, n in requests.items() if n == 1)
+            usage = metrics[name].get("usage")
+            prompt = count(usage.get("inputTokens")) if isinstance(usage, dict) else None
+            if prompt is not None and isinstance(usage, dict):
+                output = count(usage.get("outputTokens")) or 0
+                return self._update(record, prompt, model=name, pending=output)
+        current = count(data.get("currentTokens"))
+        if current is None:
+            return None
+        return self._update(record, current, model=model, estimated=True)
+
+
+def _tool_hook_stamp(data: dict[str, Any]) -> str | None:
+    """The payload timestamp of a postToolUse(Failure) hook's own record, as the hook's
+    `tool_use_id` spells it (milliseconds, a number or its digits)."""
+    if data.get("hookType") not in _TOOL_HOOKS:
+        return None
+    hook_input = data.get("input")
+    stamp = hook_input.get("timestamp") if isinstance(hook_input, dict) else None
+    if type(stamp) is int:
+        return str(stamp)
+    return stamp if isinstance(stamp, str) and stamp.isdigit() else None
+
+
+def _limit(data: dict[str, Any]) -> int | None:
+    info = data.get("modelInfo")
+    capabilities = info.get("capabilities") if isinstance(info, dict) else None
+    limits = capabilities.get("limits") if isinstance(capabilities, dict) else None
+    if not isinstance(limits, dict):
+        return None
+    return count(limits.get("max_prompt_tokens")) or count(limits.get("max_context_window_tokens"))
+
+
+def _parts(data: dict[str, Any]) -> int | None:
+    parts = [
+        count(data.get(k)) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
+    ]
+    return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
+
+
+def _model_metrics(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`modelMetrics` per model (top level; 1.0.102 also nests it in `accountingSnapshot`)."""
+    metrics = data.get("modelMetrics")
+    if not isinstance(metrics, dict):
+        snapshot = data.get("accountingSnapshot")
+        metrics = snapshot.get("modelMetrics") if isinstance(snapshot, dict) else None
+    if not isinstance(metrics, dict):
+        return {}
+    return {
+        k: v
+        for k, v in metrics.items()
+        if isinstance(v, dict) and isinstance(v.get("requests"), dict)
+    }
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

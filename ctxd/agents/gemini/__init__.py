@@ -18,6 +18,7 @@ from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer, InstallRequest, Json, Packaged
 from ctxd.core.compaction import for_agent
+from ctxd.untrusted import read_head
 
 __all__ = ["SPEC"]
 
@@ -34,8 +35,7 @@ def _is_legacy(path: str | None) -> bool:
     if path is None:
         return False
     try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD)
+        head = read_head(path, _HEAD)  # a hook's path: whatever is there, it must not block
     except OSError:
         head = b""
     if head.strip():

@@ -10,8 +10,8 @@ It merges its config files deeply, a later file's keys over an earlier one's, in
      `opencode.json`, `opencode.jsonc`;
   2. the file `OPENCODE_CONFIG` names;
   3. the project's `opencode.json`/`.jsonc` in the session's directory and every directory
-     above it up to the git worktree's root (the filesystem's root outside git), the root's
-     first and the session's own last; none above the worktree's root;
+     above it up to the top of the walk (`walk_top`), the top's first and the session's own
+     last; none above it;
   4. the `opencode.json`/`.jsonc` of each `.opencode/` directory on that same walk, the
      session's own FIRST, so that a `.opencode/` higher up overrides a nearer one;
   5. `~/.opencode/`'s (once: it may be one of 4's), then `OPENCODE_CONFIG_DIR`'s.
@@ -20,10 +20,23 @@ It merges its config files deeply, a later file's keys over an earlier one's, in
 remote `.well-known` config (under all these), and `OPENCODE_CONFIG_CONTENT` (a variable's
 text), an account's remote config and the managed directory (`/etc/opencode/`), over them.
 
-The worktree's root is the nearest directory holding a `.git` (OpenCode asks git, which agrees
-unless that `.git` is broken); it is looked for once, when the daemon first lists a session
-directory's files, and the files listed are then stat-checked as every agent's settings files
-are (`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
+Where the walk stops is ctxd's choice, not OpenCode's. OpenCode climbs to the git worktree's
+root, and outside git to the filesystem's root (its "global" project has the worktree `/`), so
+an OpenCode session in `/tmp/p` reads `/tmp/opencode.json`, which any local user can create. ctxd
+reads those files in its daemon for every session of every user's agent that it serves, and
+stops lower (`walk_top`): at the git worktree's root when the session's directory is in one (the
+nearest directory above it, the home directory at most when it is under it, holding a `.git`
+owned by this user: git itself refuses another user's repository as of "dubious ownership");
+else at the home directory when it is under it; else nowhere above the session's own directory.
+A config that OpenCode would read above those points (a `/tmp/opencode.json`, a
+`/opencode.json`) is not read by ctxd: its figures for such a session may then differ from
+OpenCode's; no one's files outside the user's home or repository can steer, stall or fill
+the daemon. Every file is read as an untrusted one (`ctxd.untrusted`: a regular file, 4 MiB
+at most).
+
+The top of the walk is looked for once, when the daemon first lists a session directory's
+files, and the files listed are then stat-checked as every agent's settings files are
+(`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
 
 The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelID`) and
 `compaction.<name>`, each value as JSON text.
@@ -48,6 +61,7 @@ __all__ = [
     "setting",
     "settings_config",
     "settings_files",
+    "walk_top",
     "worktree_root",
 ]
 
@@ -61,30 +75,55 @@ _DOT = ".opencode"
 
 def settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
     """OpenCode's config files for a session in `cwd`, lowest precedence first: `config_files`
-    with the worktree's root looked for on disk."""
-    return config_files(env, cwd, worktree_root(cwd) if cwd else None)
+    with the top of the walk looked for on disk."""
+    if not cwd or not os.path.isabs(cwd):
+        return config_files(env, None, None)
+    cwd = os.path.normpath(cwd)  # a `..` must not take the walk above where it may go
+    return config_files(env, cwd, walk_top(env, cwd))
 
 
-def worktree_root(cwd: str) -> str | None:
-    """The nearest of `cwd` and the directories above it that holds a `.git` (a directory, or
-    the file of a linked worktree or a submodule); None outside git."""
+def walk_top(env: Mapping[str, str], cwd: str) -> str:
+    """The highest directory whose config files are read for a session in `cwd` (absolute,
+    normalised): its git worktree's root, else the home directory when `cwd` is under it, else
+    `cwd` itself (see the module docstring)."""
+    start, home_dir = Path(cwd), home(env)
+    # A home of `/` (some service accounts) would make every folder one under it.
+    under_home = home_dir != Path(home_dir.anchor) and (
+        start == home_dir or home_dir in start.parents
+    )
+    root = worktree_root(cwd, str(home_dir) if under_home else None)
+    if root is not None:
+        return root
+    return str(home_dir) if under_home else cwd
+
+
+def worktree_root(cwd: str, top: str | None = None) -> str | None:
+    """The nearest of `cwd` and the directories above it, up to `top` (None: the root), that
+    holds a `.git` (a directory, or the file of a linked worktree or a submodule) owned by this
+    user; None outside git."""
     start = Path(cwd)
+    uid = os.geteuid()
     for folder in (start, *start.parents):
-        if os.path.exists(folder / ".git"):
-            return str(folder)
+        try:
+            if os.stat(folder / ".git").st_uid == uid:
+                return str(folder)
+        except (OSError, ValueError):
+            pass
+        if top is not None and str(folder) == top:
+            break
     return None
 
 
-def config_files(env: Mapping[str, str], cwd: str | None, worktree: str | None) -> tuple[Path, ...]:
-    """The files OpenCode reads for a session in `cwd` whose git worktree's root is `worktree`
-    (None: not in git), lowest precedence first, whether they exist or not (the order in the
-    module docstring). Pure."""
+def config_files(env: Mapping[str, str], cwd: str | None, top: str | None) -> tuple[Path, ...]:
+    """The files OpenCode reads for a session in `cwd` whose walk stops at `top` (`walk_top`;
+    None, or a directory not above `cwd`: the session's directory alone), lowest precedence
+    first, whether they exist or not (the order in the module docstring). Pure."""
     config = Path(env.get("XDG_CONFIG_HOME") or home(env) / ".config") / "opencode"
     files = [config / name for name in _GLOBAL_NAMES]
     if env.get("OPENCODE_CONFIG"):
         files.append(Path(env["OPENCODE_CONFIG"]))
     project = env.get("OPENCODE_DISABLE_PROJECT_CONFIG", "").lower() not in ("1", "true")
-    walk = _up(Path(cwd), Path(worktree) if worktree else None) if cwd and project else []
+    walk = _up(Path(cwd), Path(top) if top else None) if cwd and project else []
     for folder in reversed(walk):
         files += [folder / name for name in _NAMES]
     # As OpenCode lists its config directories: the global one (read above, not again unless
@@ -98,11 +137,14 @@ def config_files(env: Mapping[str, str], cwd: str | None, worktree: str | None) 
     return tuple(files)
 
 
-def _up(start: Path, stop: Path | None) -> list[Path]:
-    """`start` and the directories above it, nearest first, up to `stop` (or the root)."""
+def _up(start: Path, top: Path | None) -> list[Path]:
+    """`start` and the directories above it, nearest first, up to `top`; `start` alone when
+    `top` is None or not one of them."""
+    if top is None or (top != start and top not in start.parents):
+        return [start]
     walk = [start]
     for folder in start.parents:
-        if walk[-1] == stop:
+        if walk[-1] == top:
             break
         walk.append(folder)
     return walk

@@ -1,5 +1,6 @@
 """OpenCode writes no transcript files: its sessions are in one database (`store`). Its data
-directory is the root watched, for the changes to that database and its WAL."""
+directory is the root watched, for the changes to that database and its WAL. The one file of a
+session there is is the JSON `opencode export` prints (`export`), told by its content."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ctxd.agents.opencode import export
 from ctxd.agents.opencode.store import database_path
 
 __all__ = [
@@ -32,11 +34,11 @@ def has_layout(path: str) -> bool:
 
 
 def recognises(record: Mapping[str, Any]) -> bool:
-    return False
+    return export.recognises(record)
 
 
 def recognises_prefix(prefix: bytes) -> bool:
-    return False
+    return export.recognises_prefix(prefix)
 
 
 def session_id_from_path(path: str) -> str | None:

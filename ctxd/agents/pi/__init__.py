@@ -1,14 +1,18 @@
-"""pi (`@mariozechner/pi-coding-agent`): everything ctxd knows about it, as one `AgentSpec`."""
+"""pi (`@earendil-works/pi-coding-agent`, 1.x; `@mariozechner/pi-coding-agent` up to 0.73.1):
+everything ctxd knows about it, as one `AgentSpec`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
+from ctxd.agents.models import windows as model_windows
 from ctxd.agents.pi import files, install
 from ctxd.agents.pi.compaction import compaction_point, settings_config
 from ctxd.agents.pi.digest import PiFacts
 from ctxd.agents.pi.hooks import DIALECT
+from ctxd.agents.pi.models import MODELS
 from ctxd.agents.pi.transcript import PiReader
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
@@ -58,6 +62,7 @@ SPEC = AgentSpec(
         checks=install.checks,
         plugin=True,
     ),
+    windows=MappingProxyType(model_windows(MODELS)),
     config_env=("PI_CODING_AGENT_DIR",),
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),

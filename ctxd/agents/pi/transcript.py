@@ -1,17 +1,28 @@
 """pi sessions (`sessions/--<cwd>--/<time>_<id>.jsonl`) -> usage updates.
 
-Every line is an entry `{"type", "id", "parentId", "timestamp", ...}` (0.73.1), appended with
-`appendFileSync` as each message ends, so an answer is on disk before its tool calls run.
+Every line is an entry `{"type", "id", "parentId", "timestamp", ...}` (0.73.1 and 1.6.0, session
+version 3), appended with `appendFileSync` as each message ends, so an answer is on disk before
+its tool calls run.
 
 - A `message` entry whose `message.role` is `assistant` carries `usage {input, output,
   cacheRead, cacheWrite, totalTokens, cost}` (OpenAI-compatible providers: `input` is the prompt
-  less its cached part, `cacheRead` that part). The figure is the prompt, `input + cacheRead +
-  cacheWrite`; the rest of `totalTokens` (the output) is `pending`, since pi compares
-  `totalTokens` with its compaction point. Answers that stopped with `aborted` or `error` are
-  skipped, as pi skips them.
-- A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`) marks a compaction; pi
-  itself knows no size for the context until the next answer, so the summary's length stands in
-  (`estimated`).
+  less its cached part, `cacheRead` that part; with Anthropic's message threads, 1.x's default
+  against api.anthropic.com, a request sends only the new messages, yet pi reads the reply's
+  `usage` as before and compares it with its compaction point, taking it as the whole prompt:
+  pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
+  prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is
+  `pending`, since pi compares `totalTokens` with its compaction point. Answers that stopped
+  with `aborted` or `error` are skipped, as pi skips them.
+- A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`; 1.x adds `systemMessage`,
+  the prompt the compacted context starts with) marks a compaction. pi itself knows no size for
+  the context until the next answer; ctxd estimates it as pi does (`estimatedTokensAfter`, four
+  characters a token): the system message, the summary, and the entries kept from
+  `firstKeptEntryId` on, less the system messages among them (`estimated`).
+- A `context_edit` entry (1.x: `targetId`, `replacement` null or `{content}`) drops or replaces an
+  earlier entry's part of every later request: the figure moves by the difference, as an
+  estimate, until the next answer reports the context again.
+- A `usage` entry (1.x: `kind` "cache_warm" and others) is spending outside the conversation;
+  it "does not participate in LLM context" (docs/session-format.md) and moves no figure.
 - A `custom` entry of ctxd's extension (`customType: "ctxd"`, `data.contextWindow`) states the
   window pi runs the model with (`ctx.getContextUsage().contextWindow`): it is reported with
   every figure as `reported_window`.
@@ -22,8 +33,12 @@ answer appended, whichever branch it is on.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import replace
 from typing import Any
+
+import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
 from ctxd.agents.reader import NO_FACTS, FactListener
@@ -33,11 +48,26 @@ __all__ = ["CUSTOM_TYPE", "PiReader"]
 
 #: The `customType` of the entries ctxd's extension appends.
 CUSTOM_TYPE = "ctxd"
-_WANTED = (b'"role":"assistant"', b'"type":"compaction"', b'"customType":"ctxd"')
-#: The usual rough rate for English text and code: about four characters per token.
+_WANTED = (
+    b'"role":"assistant"',
+    b'"type":"compaction"',
+    b'"customType":"ctxd"',
+    b'"type":"context_edit"',
+)
+#: Entries that put something into the model's context: each is sized as it is read, so that a
+#: later edit or compaction can be estimated. pi writes `type` first.
+_SIZED = (b'{"type":"message"', b'{"type":"custom_message"', b'{"type":"branch_summary"')
+#: pi's own rate (`estimateTokens`): four characters a token; an image counts 4,800 characters.
 _CHARS_PER_TOKEN = 4
+_IMAGE_CHARS = 4_800
 #: Tool call ids remembered (the newest answers'); a hook asks about a call just made.
 _MAX_CALLS = 256
+#: Entries whose size is remembered (the newest): compactions keep the recent tail, and edits
+#: touch recent entries; an older one missing makes the estimate smaller, never wrong in kind.
+_MAX_SIZES = 8_192
+#: An entry's own id, read without decoding it: pi writes `{"type":…,"id":…` first.
+_ID = re.compile(rb'^\{"type":"[a-z_]{1,40}","id":"([^"\\]{1,64})"')
+_ID_WITHIN = 128
 
 
 class PiReader:
@@ -51,6 +81,8 @@ class PiReader:
         self._calls: dict[str, None] = {}
         self._answered = False
         self._reported = Changes()
+        #: Entry id -> (its estimated tokens in the context, whether it is a system message).
+        self._sizes: dict[str, tuple[int, bool]] = {}
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; return the usage updates they completed."""
@@ -60,9 +92,15 @@ class PiReader:
         for line in self._lines.feed(data):
             if not line:
                 continue
-            wanted = any(key in line for key in _WANTED)
-            if not wanted and not wants_records:
-                continue
+            wanted = line.startswith(_SIZED) or any(key in line for key in _WANTED)
+            if not wanted:
+                # Its place in the order (a compaction may keep from a model change on); it
+                # adds nothing to the context.
+                found = _ID.search(line, 0, _ID_WITHIN)
+                if found is not None:
+                    self._remember(found.group(1).decode(errors="replace"), 0, False)
+                if not wants_records:
+                    continue
             record = decode(line)
             if record is None:
                 continue
@@ -83,6 +121,7 @@ class PiReader:
         self._calls = {}
         self._answered = False
         self._reported.reset()
+        self._sizes = {}
         self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
@@ -96,10 +135,14 @@ class PiReader:
     def _on_record(self, record: dict[str, Any]) -> UsageUpdate | None:
         kind = record.get("type")
         own: UsageUpdate | None = None
+        if kind in ("message", "custom_message", "branch_summary"):
+            self._size(record)
         if kind == "message":
             own = self._answer(record)
         elif kind == "compaction":
-            own = _compaction(record)
+            own = self._compaction(record)
+        elif kind == "context_edit":
+            own = self._edit(record)
         elif kind == "custom" and record.get("customType") == CUSTOM_TYPE:
             data = record.get("data")
             window = count(data.get("contextWindow")) if isinstance(data, dict) else None
@@ -148,16 +191,114 @@ class PiReader:
             pending=max(0, total - prompt),
         )
 
+    def _size(self, record: dict[str, Any]) -> None:
+        entry_id = record.get("id")
+        if not isinstance(entry_id, str):
+            return
+        message = record.get("message")
+        system = isinstance(message, dict) and message.get("role") == "system"
+        self._remember(entry_id, _tokens(_entry_chars(record)), system)
 
-def _compaction(record: dict[str, Any]) -> UsageUpdate | None:
-    summary = record.get("summary")
-    if not isinstance(summary, str):
-        return None
-    entry_id = record.get("id")
-    return UsageUpdate(
-        tokens=len(summary) // _CHARS_PER_TOKEN,
-        at=epoch_seconds(record.get("timestamp")),
-        compaction=True,
-        turn_id=entry_id if isinstance(entry_id, str) else None,
-        estimated=True,
-    )
+    def _remember(self, entry_id: str, size: int, system: bool) -> None:
+        self._sizes.pop(entry_id, None)  # a repeated id counts where it was last written
+        self._sizes[entry_id] = (size, system)
+        while len(self._sizes) > _MAX_SIZES:
+            del self._sizes[next(iter(self._sizes))]
+
+    def _compaction(self, record: dict[str, Any]) -> UsageUpdate | None:
+        summary = record.get("summary")
+        if not isinstance(summary, str):
+            return None
+        tokens = _tokens(len(summary)) + _tokens(_message_chars(record.get("systemMessage")))
+        first = record.get("firstKeptEntryId")
+        if isinstance(first, str) and first in self._sizes:
+            kept = False
+            for kept_id, (size, system) in self._sizes.items():
+                kept = kept or kept_id == first
+                if kept and not system:  # the compaction's system message replaces those
+                    tokens += size
+        entry_id = record.get("id")
+        return UsageUpdate(
+            tokens=tokens,
+            at=epoch_seconds(record.get("timestamp")),
+            compaction=True,
+            turn_id=entry_id if isinstance(entry_id, str) else None,
+            estimated=True,
+        )
+
+    def _edit(self, record: dict[str, Any]) -> UsageUpdate | None:
+        target = record.get("targetId")
+        known = self._sizes.get(target) if isinstance(target, str) else None
+        current = self._current
+        if known is None or current is None or not isinstance(target, str):
+            return None
+        replacement = record.get("replacement")
+        chars = _content_chars(replacement.get("content")) if isinstance(replacement, dict) else 0
+        size = _tokens(chars)
+        self._sizes[target] = (size, known[1])
+        if size == known[0]:
+            return None
+        # The same turn: an edit is no answer of its own.
+        return replace(current, tokens=max(0, current.tokens + size - known[0]), estimated=True)
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / _CHARS_PER_TOKEN)
+
+
+def _entry_chars(record: dict[str, Any]) -> int:
+    """What an entry adds to the context, in characters, as pi's `estimateTokens` counts it."""
+    kind = record.get("type")
+    if kind == "custom_message":
+        return _content_chars(record.get("content"))
+    if kind == "branch_summary":
+        summary = record.get("summary")
+        return len(summary) if isinstance(summary, str) else 0
+    return _message_chars(record.get("message"))
+
+
+def _message_chars(message: object) -> int:
+    if not isinstance(message, dict):
+        return 0
+    role = message.get("role")
+    if role == "bashExecution":
+        return sum(
+            len(v) for v in (message.get("command"), message.get("output")) if isinstance(v, str)
+        )
+    if role in ("branchSummary", "compactionSummary"):
+        summary = message.get("summary")
+        return len(summary) if isinstance(summary, str) else 0
+    chars = _content_chars(message.get("content"))
+    if role == "system":
+        sections = message.get("sections")
+        if isinstance(sections, dict):
+            chars += sum(len(v) for v in sections.values() if isinstance(v, str))
+        tools = message.get("toolsAdded")
+        if tools:
+            chars += len(orjson.dumps(tools))
+    return chars
+
+
+def _content_chars(content: object) -> int:
+    """Text, thinking and tool calls by their length; an image as pi counts it."""
+    if isinstance(content, str):
+        return len(content)
+    if not isinstance(content, list):
+        return 0
+    chars = 0
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            chars += len(block["text"])
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            chars += len(block["thinking"])
+        elif kind == "toolCall":
+            name = block.get("name")
+            chars += (len(name) if isinstance(name, str) else 0) + len(
+                orjson.dumps(block.get("arguments"))
+            )
+        elif kind == "image":
+            chars += _IMAGE_CHARS
+    return chars

@@ -186,8 +186,12 @@ def test_percentage_from_tokens_when_claude_gave_none() -> None:
     assert "600k/1M" in line
 
 
-def test_a_guessed_window_is_marked() -> None:
-    assert "450k/1M? " in render_statusline(_view(window_source="default")).decode()
+def test_a_guessed_window_is_marked_as_approximate() -> None:
+    # No source gave the window: ctxd's default is a guess, "~" as an estimated figure is.
+    assert "450k/~1M " in render_statusline(_view(window_source="default")).decode()
+    idle = _view(tokens=None, used_pct=None, tokens_to_compaction=None, window_source="default")
+    assert render_statusline(idle).decode().endswith(" · window ~1M\n")
+    assert "450k/1M " in render_statusline(_view(window_source="table")).decode()
 
 
 def test_compaction_due() -> None:

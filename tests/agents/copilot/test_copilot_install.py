@@ -49,10 +49,28 @@ def test_install_is_idempotent_and_keeps_the_users_hooks() -> None:
     assert once == twice and doc == before
     assert once["hooks"]["postToolUse"][0] == mine and len(once["hooks"]["postToolUse"]) == 2
     assert once["hooks"]["preToolUse"] == [mine]
-    assert once["statusLine"] == {"command": "me"}  # a foreign statusline stays
-    assert any("left as is" in n for n in notes)
+    # the user's own line still draws, run by ctxd's client, which sees the payload too
+    assert once["statusLine"] == {"command": f"{LINE} --wrap me"}
+    assert any("your own `me` still draws the line" in n for n in notes)
     back, _ = install.uninstall(once)
     assert back == before
+
+
+def test_a_wrapped_statusline_keeps_its_other_settings_and_can_be_replaced() -> None:
+    doc = {"statusLine": {"type": "command", "command": "~/bin/line 'a b'", "padding": 1}}
+    out, _ = install.install(doc, command, LINE, statusline=False)
+    assert out["statusLine"]["padding"] == 1
+    again, notes = install.install(out, command, f"{HOOK} statusline2", statusline=False)
+    assert (
+        again["statusLine"]["command"]
+        == f"{HOOK} statusline2 --wrap '~/bin/line '\"'\"'a b'\"'\"''"
+    )
+    assert notes == tuple(n for n in notes if "still draws" not in n)
+    assert install.uninstall(again)[0] == doc
+    replaced, _ = install.install(out, command, LINE, statusline=True)
+    assert replaced["statusLine"]["command"] == LINE
+    check = next(c for c in install.checks(out) if c.name == "copilot statusline")
+    assert "your own `~/bin/line 'a b'`, run by ctxd's client" in check.detail
 
 
 def test_statusline_replaced_on_request_and_removed_on_uninstall() -> None:

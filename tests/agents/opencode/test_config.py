@@ -5,6 +5,7 @@ as OpenCode 1.18.33's `isOverflow` does."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from ctxd.agents import spec
 from ctxd.agents.opencode import config as opencode_config
-from ctxd.agents.opencode.config import config_files, limit, setting, worktree_root
+from ctxd.agents.opencode.config import config_files, limit, setting, walk_top, worktree_root
 from ctxd.core import session as core
 from ctxd.core.events import UsageUpdate
 from ctxd.core.settings import Settings
@@ -100,14 +101,12 @@ def test_the_files_global_then_opencode_config_then_the_projects_then_the_dot_di
     ]
 
 
-def test_outside_git_the_walk_goes_to_the_root_and_reads_home_once() -> None:
-    files = [str(f) for f in config_files({"XDG_CONFIG_HOME": "/c", "HOME": "/h"}, "/h/w", None)]
+def test_outside_git_under_home_the_walk_stops_at_home_and_reads_it_once() -> None:
+    files = [str(f) for f in config_files({"XDG_CONFIG_HOME": "/c", "HOME": "/h"}, "/h/w", "/h")]
     assert files == [
         "/c/opencode/config.json",
         "/c/opencode/opencode.json",
         "/c/opencode/opencode.jsonc",
-        "/opencode.json",
-        "/opencode.jsonc",
         "/h/opencode.json",
         "/h/opencode.jsonc",
         "/h/w/opencode.json",
@@ -116,9 +115,56 @@ def test_outside_git_the_walk_goes_to_the_root_and_reads_home_once() -> None:
         "/h/w/.opencode/opencode.jsonc",
         "/h/.opencode/opencode.json",  # ~/.opencode at its place on the walk, not again
         "/h/.opencode/opencode.jsonc",
-        "/.opencode/opencode.json",
-        "/.opencode/opencode.jsonc",
     ]
+
+
+def test_a_walk_with_no_top_above_the_session_reads_its_directory_alone() -> None:
+    env = {"XDG_CONFIG_HOME": "/c", "HOME": "/h"}
+    for top in (None, "/elsewhere", "/tmp/p/deeper"):
+        files = [str(f) for f in config_files(env, "/tmp/p", top)]
+        assert [f for f in files if not f.startswith(("/c/", "/h/"))] == [
+            "/tmp/p/opencode.json",
+            "/tmp/p/opencode.jsonc",
+            "/tmp/p/.opencode/opencode.json",
+            "/tmp/p/.opencode/opencode.jsonc",
+        ]
+
+
+def test_the_walk_stops_at_the_repository_root_or_home_never_at_the_root(tmp_path: Path) -> None:
+    """OpenCode climbs to `/` outside git; ctxd stops at the repository's root, the home
+    directory, or the session's own directory (any local user can write a `/tmp/opencode.json`)."""
+    home, outside = tmp_path / "home", tmp_path / "shared"
+    (home / "repo" / ".git").mkdir(parents=True)
+    (home / "repo" / "sub").mkdir()
+    (home / "plain" / "sub").mkdir(parents=True)
+    (outside / "repo" / ".git").mkdir(parents=True)
+    (outside / "repo" / "sub").mkdir()
+    (outside / "p").mkdir()
+    _outside_git(outside / "p")
+    env = {"HOME": str(home)}
+    assert walk_top(env, str(home / "repo" / "sub")) == str(home / "repo")
+    assert walk_top(env, str(home / "plain" / "sub")) == str(home)
+    assert walk_top(env, str(home)) == str(home)
+    assert walk_top(env, str(outside / "repo" / "sub")) == str(outside / "repo")
+    assert walk_top(env, str(outside / "p")) == str(outside / "p")
+    assert walk_top({"HOME": "/"}, str(outside / "p")) == str(outside / "p")
+    # through settings_files: nothing above the session's directory outside home and git,
+    # `..` or not
+    for cwd in (outside / "p", outside / "p" / ".." / "p"):
+        files = OPENCODE.settings_files(env, str(cwd))
+        assert not [f for f in files if f.name == "opencode.json" and f.parent == outside], files
+
+
+def test_a_git_of_another_user_is_no_repository_root(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    (tmp_path / "shared" / ".git").mkdir(parents=True)
+    (tmp_path / "shared" / "p").mkdir()
+    os.chown(tmp_path / "shared" / ".git", 65534, 65534)
+    _outside_git(tmp_path / "shared")
+    cwd = str(tmp_path / "shared" / "p")
+    assert worktree_root(cwd) is None
+    assert walk_top({"HOME": str(tmp_path / "home")}, cwd) == cwd
 
 
 def test_no_session_directory_or_no_project_config() -> None:
@@ -247,9 +293,16 @@ LAYOUTS: list[tuple[str, Layout, str, dict[str, str], Any]] = [
         (1, None, None),
     ),
     (
-        "outside git the walk goes up to the root",
-        {"top/opencode.json": reserved(3)},
+        "outside git and home the walk does not climb (OpenCode's would, to the root)",
+        {"top/opencode.json": NEVER, "top/a/b/opencode.json": reserved(3)},
         "top/a/b",
+        {},
+        (3, None, None),
+    ),
+    (
+        "outside git under home the walk goes up to home, not above it",
+        {"opencode.json": NEVER, "home/opencode.json": reserved(3)},
+        "home/a/b",
         {},
         (3, None, None),
     ),
@@ -344,9 +397,9 @@ def test_the_git_root_is_looked_for_once_and_a_config_written_later_is_read(
     (tmp_path / "repo" / "sub").mkdir()
     lookups: list[str] = []
 
-    def counted(cwd: str) -> str | None:
+    def counted(cwd: str, top: str | None = None) -> str | None:
         lookups.append(cwd)
-        return worktree_root(cwd)
+        return worktree_root(cwd, top)
 
     monkeypatch.setattr(opencode_config, "worktree_root", counted)
     now = [0.0]

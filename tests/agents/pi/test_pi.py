@@ -42,10 +42,13 @@ def test_the_figures_are_the_prompts_the_mock_reported(scenario: str) -> None:
 def test_a_compaction_entry_is_a_compaction_with_an_estimate() -> None:
     updates = PiReader().feed((SESSIONS / "session.compact.jsonl").read_bytes())
     marks = [(u.tokens, u.compaction, u.estimated) for u in updates]
+    # pi's own estimate after a compaction (four characters a token, rounded up per message):
+    # the summary, 3, and what it kept from `firstKeptEntryId` (the model change) on: the
+    # prompt (13 characters), the bash call (29), its result (29) and the answer (5), 22
     assert marks == [
         (12_000, False, False),
         (190_000, False, False),
-        (len("Mock summary") // 4, True, True),
+        (3 + 22, True, True),
         (30_000, False, False),
         (31_000, False, False),
     ]

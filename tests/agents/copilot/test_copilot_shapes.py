@@ -1,0 +1,226 @@
+"""What Copilot CLI writes on GitHub-hosted models (no per-request usage: 1.0.49 to 1.0.91),
+and what any other writer may do to its lines, read by the Copilot reader: shutdown figures,
+compaction starts, compactions without a post figure, the window from the model's limits, keys
+in any order with any spacing, a crash's NUL hole, a hook record's timestamp as a string."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxd.agents.copilot.transcript import CopilotReader
+from ctxd.cli.replay import Row, replay
+
+ROOT = Path(__file__).parents[3]
+DATA = ROOT / "tests" / "data" / "transcripts" / "copilot-1.0.102"
+
+
+def _line(kind: str, data: dict[str, Any], n: int, **extra: Any) -> bytes:
+    record = {"type": kind, "data": data, "id": f"e{n}", "parentId": None, **extra}
+    record.setdefault("timestamp", f"2026-07-01T10:{n // 60:02d}:{n % 60:02d}.000Z")
+    return orjson.dumps(record) + b"\n"
+
+
+def _shutdown(requests: dict[str, int], inputs: dict[str, int], current: int, n: int) -> bytes:
+    """A shutdown as 1.0.49-1.0.91 write it (fields as in real sessions)."""
+    metrics = {
+        model: {
+            "requests": {"count": count, "cost": 1},
+            "usage": {"inputTokens": inputs[model], "outputTokens": 414, "cacheReadTokens": 0},
+        }
+        for model, count in requests.items()
+    }
+    data = {
+        "shutdownType": "routine",
+        "totalPremiumRequests": 1,
+        "modelMetrics": metrics,
+        "currentModel": next(iter(requests)),
+        "currentTokens": current,
+        "systemTokens": 10_530,
+        "conversationTokens": 535,
+        "toolDefinitionsTokens": 13_097,
+    }
+    return _line("session.shutdown", data, n)
+
+
+def _start(version: str, n: int, model: str = "claude-sonnet-4.6") -> bytes:
+    data = {"sessionId": "s", "copilotVersion": version, "selectedModel": model}
+    return _line("session.start", data, n)
+
+
+def test_a_shutdown_after_one_request_states_that_requests_prompt() -> None:
+    updates = CopilotReader().feed(
+        _start("1.0.78", 0)
+        + _shutdown({"claude-sonnet-4.6": 1}, {"claude-sonnet-4.6": 24_243}, 24_166, 1)
+    )
+    (figure,) = updates
+    assert (figure.tokens, figure.pending, figure.estimated) == (24_243, 414, False)
+    assert (figure.model, figure.agent_version) == ("claude-sonnet-4.6", "1.0.78")
+
+
+def test_a_shutdown_after_several_requests_states_copilots_own_count() -> None:
+    models = {"claude-opus-4.8": 5, "claude-haiku-4.5": 2}
+    inputs = {"claude-opus-4.8": 600_000, "claude-haiku-4.5": 9_000}
+    (figure,) = CopilotReader().feed(_start("1.0.74", 0) + _shutdown(models, inputs, 81_234, 1))
+    assert (figure.tokens, figure.estimated, figure.model) == (81_234, True, "claude-opus-4.8")
+
+
+def test_every_process_exit_is_a_figure_and_usage_records_outrank_it() -> None:
+    resumed = _line("session.resume", {"resumeTime": "x"}, 2)
+    updates = CopilotReader().feed(
+        _start("1.0.64", 0)
+        + _shutdown({"gpt-5.3-codex-spark": 3}, {"gpt-5.3-codex-spark": 90_000}, 31_000, 1)
+        + resumed
+        + _shutdown({"gpt-5.3-codex-spark": 2}, {"gpt-5.3-codex-spark": 70_000}, 36_500, 3)
+    )
+    assert [u.tokens for u in updates] == [31_000, 36_500]
+    # a process that wrote per-request usage (1.0.102, bring-your-own model): they stand
+    capture = (DATA / "transcript.compact.jsonl").read_bytes()
+    assert not any(u.estimated and not u.compaction for u in CopilotReader().feed(capture))
+
+
+def test_a_compaction_without_a_post_figure_is_counted_and_estimated() -> None:
+    """1.0.74: `session.compaction_complete` with `preCompactionTokens` and no post figure."""
+    start = {
+        "systemTokens": 15_570,
+        "conversationTokens": 136_711,
+        "toolDefinitionsTokens": 9_551,
+        "currentTokens": 161_832,
+        "tokenLimit": 200_000,
+        "trigger": "threshold",
+    }
+    complete = {
+        "success": True,
+        "preCompactionTokens": 161_832,
+        "preCompactionMessagesLength": 197,
+        "summaryContent": "<overview>" + "x" * 3_990 + "</overview>",
+        "checkpointNumber": 1,
+    }
+    updates = CopilotReader().feed(
+        _start("1.0.74", 0)
+        + _line("session.compaction_start", start, 1)
+        + _line("session.compaction_complete", complete, 2)
+    )
+    before, after = updates
+    assert (before.tokens, before.estimated, before.compaction) == (161_832, True, False)
+    assert before.reported_window == 200_000
+    assert after.compaction and after.estimated and after.compacted_from == 161_832
+    # what stays: the system prompt, the tools and the summary (4,011 characters)
+    assert after.tokens == 15_570 + 9_551 + 1_003
+
+
+def test_a_compaction_is_counted_by_replay_and_resets_nothing_it_should_not(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        _start("1.0.74", 0)
+        + _line("session.compaction_start", {"currentTokens": 150_000, "tokenLimit": 168_000}, 1)
+        + _line("session.compaction_complete", {"success": True, "preCompactionTokens": 150_000}, 2)
+        + _shutdown({"claude-sonnet-4.6": 4}, {"claude-sonnet-4.6": 200_000}, 40_000, 3)
+    )
+    items = list(replay(str(path)))
+    rows = [item for item in items if isinstance(item, Row)]
+    assert [(r.figures.tokens, r.compaction) for r in rows][1:] == [(0, True), (40_000, False)]
+    assert items[-1].compactions == 1  # type: ignore[union-attr]
+    assert (rows[-1].figures.window.size, rows[-1].figures.window.source) == (168_000, "agent")
+
+
+def test_the_window_comes_from_the_models_limits() -> None:
+    """1.0.91: `model.turn_started` / `model.model_call_started` carry the model's limits."""
+    limits = {"max_prompt_tokens": 168_000, "max_context_window_tokens": 200_000}
+    info = {"modelInfo": {"id": "claude-fable-5", "capabilities": {"limits": limits}}}
+    other = {"modelInfo": {"capabilities": {"limits": {"max_context_window_tokens": 400_000}}}}
+    reader = CopilotReader()
+    (first,) = reader.feed(
+        _start("1.0.91", 0, "claude-fable-5")
+        + _line("model.turn_started", info, 1)
+        + _shutdown({"claude-fable-5": 2}, {"claude-fable-5": 50_000}, 26_000, 2)
+    )
+    assert (first.reported_window, first.model) == (168_000, "claude-fable-5")
+    (second,) = reader.feed(
+        _line("session.resume", {}, 3)
+        + _line("model.model_call_started", other, 4)
+        + _shutdown({"claude-fable-5": 2}, {"claude-fable-5": 60_000}, 29_000, 5)
+    )
+    assert second.reported_window == 400_000
+
+
+def test_a_usage_record_in_any_key_order_and_spacing_is_read() -> None:
+    usage = {
+        "model": "gpt-4.1",
+        "interactionType": "conversation-agent",
+        "outputTokens": 40,
+        "maxPromptTokens": 64_000,
+        "inputTokens": 20_000,
+    }
+    record = {"id": "u1", "timestamp": "2026-12-01T22:47:58.000Z", "data": {"usage": usage}}
+    record["type"] = "session.usage_record"  # last, not first
+    (figure,) = CopilotReader().feed(json.dumps(record, indent=None).encode() + b"\n")
+    assert (figure.tokens, figure.pending, figure.reported_window) == (20_000, 40, 64_000)
+
+
+def test_the_record_after_a_nul_hole_is_read() -> None:
+    """A crash leaves NUL bytes where a write was lost: the next record follows them on the
+    same line."""
+    capture = (DATA / "transcript.print.jsonl").read_bytes().splitlines(keepends=True)
+    usage = [n for n, line in enumerate(capture) if b'"session.usage_record"' in line]
+    lost = capture[usage[1] - 1]
+    hole = lost[:25] + b"\0" * 4096 + capture[usage[1]]
+    holed = [*capture[: usage[1] - 1], hole, *capture[usage[1] + 1 :]]
+    whole = [u.tokens for u in CopilotReader().feed(b"".join(capture))]
+    assert [u.tokens for u in CopilotReader().feed(b"".join(holed))] == whole
+    nuls_only = [*capture[: usage[1]], b"\0" * 512 + capture[usage[1]], *capture[usage[1] + 1 :]]
+    assert [u.tokens for u in CopilotReader().feed(b"".join(nuls_only))] == whole
+
+
+def test_a_hook_records_timestamp_as_a_string_names_its_call() -> None:
+    data = {"hookType": "postToolUse", "input": {"sessionId": "s", "timestamp": "1778979970177"}}
+    reader = CopilotReader()
+    reader.feed(_line("hook.start", data, 1))
+    assert reader.saw_tool_use("1778979970177")
+
+
+def test_replay_reads_a_session_with_no_usage_records(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        _start("1.0.78", 0)
+        + _line("user.message", {"content": "hi"}, 1)
+        + _line("assistant.message", {"content": "hello", "toolRequests": []}, 2)
+        + _shutdown({"claude-sonnet-4.6": 1}, {"claude-sonnet-4.6": 24_243}, 24_166, 3)
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    final = orjson.loads(result.stdout.splitlines()[-1])
+    assert (final["agent"], final["tokens"]) == ("copilot", 24_243)
+
+
+def test_a_subagents_final_answer_is_not_the_turns() -> None:
+    """1.0.55: a `task` subagent's events carry a top-level `agentId`; its answer without tool
+    calls comes while the main turn still runs."""
+    answer = {"content": "- Lines in hello.py: 6", "toolRequests": []}
+    reader = CopilotReader()
+    reader.feed(_line("assistant.turn_start", {"turnId": "1"}, 1))
+    reader.feed(_line("assistant.message", answer, 2, agentId="toolu_vrtx_01"))
+    assert not reader.saw_answer()
+    reader.feed(_line("assistant.message", answer, 3))
+    assert reader.saw_answer()
+
+
+def test_a_first_line_cut_short_is_told_by_its_start_in_any_spacing() -> None:
+    from ctxd.agents.copilot.files import recognises_prefix
+
+    assert recognises_prefix(b'{"type":"session.start","data":{"sessionId":"66957610-db49')
+    assert recognises_prefix(b'{"type": "session.start", "data": {"sessionId": "66957610-db')
+    assert not recognises_prefix(b'{"type": "user", "message": {"role": "user"')
