@@ -8,8 +8,9 @@
 # Claude Code is installed twice: the registry's last `@anthropic-ai/claude-code` (bin `claude`)
 # and a newer release that ships only as the `claude` binary of the Agent SDK's platform package
 # (`@anthropic-ai/claude-agent-sdk-linux-x64`, SDK 0.3.N carries Claude Code 2.1.N), in a prefix
-# of its own (npm-claude-sdk/) so that neither install prunes the other; the tests find it as
-# `claude-sdk` (`CTXD_E2E_CLAUDE_SDK=0.3.337` overrides its version, `none` skips it).
+# of its own (npm-claude-sdk/) so that neither install prunes the other, linked as
+# tests/e2e/.cache/bin/claude-sdk (`CTXD_E2E_CLAUDE_SDK=0.3.337` overrides its version, `none`
+# skips it).
 #
 # Idempotent: a CLI whose installed version already matches is not reinstalled, so a second run
 # takes a second or two. The CLIs go into ONE npm prefix (one node_modules, one lockfile), which
