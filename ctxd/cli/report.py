@@ -267,6 +267,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"window {window_from_text(s['window_source'], s.get('model'))}"
             if s["window_source"] == GUESSED
             else f"window: {s['window_source']}",
+            *_compact_window(s),
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
@@ -289,6 +290,13 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     return lines
 
 
+def _compact_window(row: dict[str, Any]) -> list[str]:
+    """The window the agent's auto-compaction counts against and who decided it, when the
+    agent has one: "compact window 400,000 (default)"."""
+    size, source = row.get("compact_window"), row.get("compact_window_source")
+    return [] if size is None else [f"compact window {size:,} ({source})"]
+
+
 def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     """One session in full (`ctxd status ID`): every field a person needs, one per line."""
     now = time.time() if now is None else now
@@ -306,6 +314,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
             f"{window_size_text(row['window'], row['window_source'])}",
         ),
         ("window from", window_from_text(row["window_source"], row.get("model"))),
+        ("compacts against", (_compact_window(row) or ["-"])[0]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
         ("severity", " · ".join([str(row["severity"]).upper(), *_limit(row)])),

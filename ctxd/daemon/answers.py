@@ -104,6 +104,8 @@ class Answers:
             utc_offset,
             spec.configured_window,
             self.sessions.proved,
+            spec.compact_window,
+            spec.resume_compaction,
         )
         self._grounds[state.agent] = grounds
         return grounds
@@ -122,10 +124,10 @@ class Answers:
         Raises InvalidInput for an unknown agent or a payload that is not a hook's.
         """
         spec = agents.spec(agent)
-        if event_hint == "statusline" and spec.statusline is not None:
-            return self._statusline(spec, payload)
-        event = agents.parse(agent, payload, event_hint)
         config = _agent_config(env, spec.config_env, agent) if isinstance(env, dict) else None
+        if event_hint == "statusline" and spec.statusline is not None:
+            return self._statusline(spec, payload, config)
+        event = agents.parse(agent, payload, event_hint)
         key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET), config or {})
         if config is not None:
             state = self.sessions[key]
@@ -277,7 +279,11 @@ class Answers:
         env = {**self._env, **agent_env} if agent_env else self._env
         return agents.spec(event.agent).implied_transcript(event.session_id, env)
 
-    def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
+    def _statusline(
+        self, spec: agents.AgentSpec, payload: bytes, config: Mapping[str, str] | None = None
+    ) -> bytes:
+        """The statusline's answer; `config` is the agent's environment as the statusline
+        command got it, taken like a hook's (the same process environment)."""
         assert spec.statusline is not None
         report = spec.statusline.parse(payload)
         path = self.transcripts.usable(report.transcript_path, spec.name, report.session_id)
@@ -291,6 +297,8 @@ class Answers:
             found = self.sessions.key_for(spec.name, report.session_id)
             key = found or self.sessions.open(spec.name, report.session_id, None).key
         state = core.apply_statusline(self.sessions[key], report, self.sessions.clock())
+        if config is not None:
+            state = core.with_agent_config(state, config)
         self.sessions.store(state)
         self.sessions.learn(state)
         return spec.statusline.render(state.model, core.figures(state, self.grounds(state)))

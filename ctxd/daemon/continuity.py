@@ -83,7 +83,8 @@ class Continuity:
         # Every hook asks how many compactions there were; the digest is built only when used.
         compactions = reader.compactions
         injected = self._injected.setdefault(after.key, compactions)
-        due = event.kind == "compaction" or compactions > injected
+        expected = after.expected_compactions > before.expected_compactions
+        due = event.kind == "compaction" or compactions > injected or expected
         if due and c.inject and event.name in agents.spec(after.agent).dialect.context_events:
             self._injected[after.key] = max(compactions, injected + 1)
             note = render_compact(reader.digest, c.compact_tokens)
