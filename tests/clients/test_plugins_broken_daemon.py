@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ctxd_wire as wire
 import pytest
-from standin_daemon import StandIn
-from test_plugin_spawn import JITI
+from plugin_support import JITI, StandIn
 
 from ctxd.agents.opencode.install import installed_plugin
 from ctxd.agents.pi.install import extension_path

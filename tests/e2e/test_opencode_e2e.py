@@ -40,7 +40,7 @@ from e2e_support import (
     wait_for,
     write_json,
 )
-from standin_daemon import StandIn
+from plugin_support import StandIn
 
 pytestmark = pytest.mark.e2e
 

@@ -1,10 +1,12 @@
-"""A broken daemon for the plugins' tests: it answers every hook with what the test says, on a
-Unix socket of the test's own, and records what it was asked (tests/clients/, tests/e2e/)."""
+"""What the tests of ctxd's OpenCode plugin and pi extension share (tests/clients/, tests/e2e/):
+where pi's extension loader is, and a broken daemon that answers every hook with what the test
+says, on a Unix socket of the test's own, recording what it was asked."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 from pathlib import Path
@@ -12,7 +14,22 @@ from typing import Any
 
 import ctxd_wire as wire
 
-__all__ = ["StandIn"]
+__all__ = ["JITI", "StandIn"]
+
+#: pi's extension loader (jiti, which pi itself loads extensions with), where
+#: tests/e2e/install-agents.sh installs pi 1.x, else pi 0.x.
+_CACHE = Path(os.environ.get("CTXD_E2E_CACHE") or Path(__file__).parent / "e2e" / ".cache")
+JITI = next(
+    (
+        path
+        for path in (
+            _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
+            _CACHE / "npm/node_modules/jiti/lib/jiti.mjs",
+        )
+        if path.exists()
+    ),
+    _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
+)
 
 
 class StandIn:
@@ -37,7 +54,8 @@ class StandIn:
                 conn, _ = self._sock.accept()
             except OSError:
                 return  # closed
-            with conn:
+            # A client that hangs up mid-request (an agent exiting) ends that exchange only.
+            with conn, contextlib.suppress(OSError, ValueError):
                 conn.settimeout(10)
                 body = wire.read_frame(conn, wire.MAX_REQUEST)
                 self.payloads.append(json.loads(body.partition(b"\n")[2]))
