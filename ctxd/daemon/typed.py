@@ -52,6 +52,9 @@ def _decoder(tp: Any) -> Decode:
         return _dataclass(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (types.UnionType, typing.Union):
+        present = tuple(a for a in args if a is not type(None))
+        if len(present) == 1 and len(args) == 2:  # `X | None`, most fields: one call, not three
+            return _optional(present[0])
         return _union(tuple(_decoder(a) for a in args), type(None) in args)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return _tuple_of(_decoder(args[0]))
@@ -86,6 +89,23 @@ _SCALARS: dict[Any, Decode] = {bool: _exactly(bool), int: _exactly(int), str: _e
 _SCALARS[float] = _float
 
 
+def _optional(tp: Any) -> Decode:
+    if tp in (bool, int, str):
+
+        def read_exactly(raw: Any) -> Any:
+            if raw is None or type(raw) is tp:
+                return raw
+            raise TypeError(f"expected {tp.__name__} or null, got {type(raw).__name__}")
+
+        return read_exactly
+    decode = _decoder(tp)
+
+    def read(raw: Any) -> Any:
+        return None if raw is None else decode(raw)
+
+    return read
+
+
 def _enum(cls: type[enum.Enum]) -> Decode:
     def read(raw: Any) -> Any:
         if isinstance(raw, bool) or not isinstance(raw, int | str | float):
@@ -102,7 +122,11 @@ def _dataclass(cls: type) -> Decode:
     def read(raw: Any) -> Any:
         if not isinstance(raw, dict):
             raise TypeError(f"expected an object for {cls.__name__}, got {type(raw).__name__}")
-        return cls(**{name: decode(raw[name]) for name, decode in fields if name in raw})
+        values = {}
+        for name, decode in fields:
+            if name in raw:
+                values[name] = decode(raw[name])
+        return cls(**values)
 
     return read
 
