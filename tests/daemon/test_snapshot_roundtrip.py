@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,3 +136,29 @@ def test_a_journal_line_gives_back_its_session_equal(
         snapshot.restore(after.sessions, after.transcripts, state_dir / "state.json", reopened)
     want = {s.key: s for s in first} | {s.key: s for s in later}
     assert {s.key: s for s in after.sessions} == want
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("prompt_cache", {"ttl": "1h", "warm": True}),  # a statusline's words, not a state's
+        ("tokens", "120000"),
+        ("agent_config", [["CLAUDE_CONFIG_DIR"]]),
+        ("estimated", 1),
+    ],
+)
+def test_a_saved_session_of_the_wrong_shape_is_skipped_and_the_others_come_back(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    """A snapshot written by other code (or damaged) never gives a session back broken, to fail
+    at its next hook: that one is skipped, with a warning, and every other one restored."""
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(mode=0o700)
+    good = SessionState(key="claude:good", agent="claude", session_id="good", tokens=5)
+    bad = {**orjson.loads(orjson.dumps(good)), "key": "claude:bad", "session_id": "bad"}
+    bad[field] = value
+    doc = {"format": snapshot.FORMAT, "sessions": [orjson.loads(orjson.dumps(good)), bad]}
+    (state_dir / "state.json").write_bytes(orjson.dumps(doc))
+    centre = open_centre(tmp_path)
+    assert snapshot.restore(centre.sessions, centre.transcripts, state_dir / "state.json") == 1
+    assert list(centre.sessions) == [good]
