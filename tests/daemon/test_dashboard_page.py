@@ -106,3 +106,5 @@ def test_a_row_that_cannot_be_computed_is_drawn_with_its_error_and_no_undefined(
     errors = [c["error"] for c in drawn["cards"] if c["error"]]
     assert errors == [["cannot compute this session's figures: AttributeError"]]
     assert sum("compactions 0" in text for text in cards) == 2
+    # What is not known is a dash, not a zero: the broken row has no window.
+    assert sum("context – / –" in text for text in cards) == 1
