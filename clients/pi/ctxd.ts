@@ -172,7 +172,9 @@ export default function (pi: any) {
         // pi 1.x is still running at agent_end (it may compact or retry next): the message
         // waits as a follow-up and starts the next run; pi 0.x, idle there, starts it at once.
         const sent = pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });
-        sent?.catch?.(() => {});
+        sent?.catch?.(() => {
+          blocked = false; // not sent: the next agent_end is a user's
+        });
       }
     } catch {
       blocked = false; // no turn of ours started: the next agent_end is a user's

@@ -270,8 +270,9 @@ def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
     assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True]
 
 
+@pytest.mark.parametrize("version", ["pi_bin", "pi0_bin"], ids=["pi-1.x", "pi-0.73"])
 def test_a_daemon_that_blocks_every_agent_end_gets_one_handoff_turn(
-    make_rig: Callable[..., Rig],
+    make_rig: Callable[..., Rig], version: str, request: pytest.FixtureRequest
 ) -> None:
     """A broken daemon (a stand-in on the extension's socket) answers every hook with a handoff
     block. pi, held open in RPC mode (`pi -p` exits after the handoff turn anyway), runs that
@@ -281,7 +282,7 @@ def test_a_daemon_that_blocks_every_agent_end_gets_one_handoff_turn(
         *tool_steps([130_000], 131_000, "Paused."),
         {"text": "Noted.", "usage": usage(132_000)},  # every turn after
     ]
-    rig = make_rig(steps)
+    rig = make_rig(steps, cli=request.getfixturevalue(version))
     block = {"decision": "block", "reason": f"{HANDOFF} write the handoff note"}
     standin = StandIn(rig.rd.root / "standin.sock", (json.dumps(block).encode(),))
     extra = {**rig.ctxd.env, "CTXD_SOCKET": str(standin.path), "CTXD_NO_SPAWN": "1"}
