@@ -70,7 +70,8 @@ def sessions(every_field_set: bool) -> st.SearchStrategy[list[SessionState]]:
     return st.lists(one, max_size=4, unique_by=lambda s: s.key)
 
 
-LEARNED = st.dictionaries(TEXT, st.integers(min_value=0, max_value=2**63 - 1), max_size=3)
+#: Model key -> a window (the windows learned, the contexts proved).
+WINDOWS = st.dictionaries(TEXT, st.integers(min_value=0, max_value=2**63 - 1), max_size=3)
 ENDED = st.dictionaries(
     TEXT,
     st.tuples(st.tuples(INTS, INTS), st.integers(min_value=0, max_value=2**63 - 1)),
@@ -85,18 +86,18 @@ def open_centre(home: Path) -> Centre:
 @pytest.mark.parametrize("every_field_set", [True, False], ids=["every-field-set", "any"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_a_restart_gives_back_every_session_learned_window_and_ended_file_equal(
+def test_a_restart_gives_back_every_session_window_and_ended_file_equal(
     every_field_set: bool, data: st.DataObject
 ) -> None:
     states = data.draw(sessions(every_field_set))
-    learned = data.draw(LEARNED)
+    learned, proved = data.draw(WINDOWS), data.draw(WINDOWS)
     ended = data.draw(ENDED)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         state_dir = root / "state"
         state_dir.mkdir(mode=0o700)
         before = open_centre(root)
-        before.sessions.restore(states, learned)
+        before.sessions.restore(states, learned, proved)
         for path, (identity, size) in ended.items():
             before.transcripts.ended.remember(path, identity, size)
         snapshot.save(before.sessions, before.transcripts, state_dir / "state.json")
@@ -106,6 +107,7 @@ def test_a_restart_gives_back_every_session_learned_window_and_ended_file_equal(
     assert count == len(states)
     assert {s.key: s for s in after.sessions} == {s.key: s for s in states}
     assert after.sessions.learned == learned
+    assert after.sessions.proved == proved
     assert after.transcripts.ended.export() == before.transcripts.ended.export()
     for state in after.sessions:
         hash(state)  # states are hashed (tuples, not lists, all the way down)
