@@ -12,10 +12,10 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from plugin_support import JITI
 
 from ctxd.agents.hookcmd import CTXD_COMMAND_FILE, client_dir
 from ctxd.agents.opencode.install import installed_plugin
@@ -26,21 +26,6 @@ if TYPE_CHECKING:
 
 #: The plugins' SPAWN_MS: at most one start of the daemon in that many milliseconds.
 SPAWN_MS = 10_000
-
-#: pi's extension loader (jiti, which pi itself loads extensions with), where
-#: tests/e2e/install-agents.sh installs pi 1.x, else pi 0.x.
-_CACHE = Path(os.environ.get("CTXD_E2E_CACHE") or Path(__file__).parents[1] / "e2e" / ".cache")
-JITI = next(
-    (
-        path
-        for path in (
-            _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
-            _CACHE / "npm/node_modules/jiti/lib/jiti.mjs",
-        )
-        if path.exists()
-    ),
-    _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
-)
 
 # Each script reads one line per call on stdin, the time (ms) to set the plugin's clock to,
 # makes one tool call and writes the text ctxd appended to its output as a JSON line.
