@@ -71,6 +71,17 @@ def asked_once(world: World) -> None:
     assert idle(world, LONG, active=True) is None
 
 
+def started_and_asked(world: World) -> Path:
+    """A daemon started on the built database, the long session's handoff asked once (as
+    `asked_once` checks); the database's path."""
+    world.write_config(CONFIG)
+    path = database_path(world.env)
+    build(path)
+    world.start()
+    asked_once(world)
+    return path
+
+
 def checkpointed(path: Path) -> None:
     db = sqlite3.connect(path)
     db.execute("pragma wal_checkpoint(truncate)")
@@ -110,11 +121,7 @@ def assert_counted_once(world: World) -> None:
 
 
 def test_a_backup_restored_under_a_new_inode_is_read_on_not_again(world: World) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     checkpointed(path)
     backup = path.parent / "backup.db"
     shutil.copy(path, backup)
@@ -135,11 +142,7 @@ def test_a_backup_restored_under_a_new_inode_is_read_on_not_again(world: World) 
 def test_another_database_copied_over_it_is_read_whole_without_counting_twice(
     world: World, tmp_path: Path
 ) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     new = replacement(path, tmp_path, extra=2)
     for name in (path.name + "-wal", path.name + "-shm"):
         (path.parent / name).unlink(missing_ok=True)
@@ -155,11 +158,7 @@ def test_another_database_copied_over_it_is_read_whole_without_counting_twice(
 def test_another_database_put_there_while_ctxd_was_down_is_read_whole(
     world: World, tmp_path: Path
 ) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     assert world.stop() == 0
     new = replacement(path, tmp_path, extra=2)
     for name in (path.name, path.name + "-wal", path.name + "-shm"):
