@@ -13,18 +13,13 @@ agent from it.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import ctxd_wire as wire
 import pytest
-from plugin_support import JITI, StandIn
-
-from ctxd.agents.opencode.install import installed_plugin
-from ctxd.agents.pi.install import extension_path
+from plugin_support import StandIn, install_plugin, node_script
 
 if TYPE_CHECKING:
     from conftest import World
@@ -95,47 +90,12 @@ def plugin_session(
 ) -> Iterator[tuple[Callable[[str], dict[str, Any]], StandIn]]:
     """The agent's plugin, installed and held by node, talking to a stand-in answering `results`;
     `step("stop" | "tool")` runs one event and returns what the plugin has done."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node not installed")
-    if agent == "pi" and not JITI.exists():
-        pytest.skip(f"no {JITI} to load pi's extension with: run tests/e2e/install-agents.sh")
-    assert world.cli("install", agent).returncode == 0
-    if agent == "opencode":
-        doc = json.loads((world.config_home / "opencode" / "opencode.json").read_text())
-        env, script = {"CTXD_PLUGIN_URL": str(installed_plugin(doc))}, OPENCODE
-    else:
-        env = {"CTXD_JITI_URL": JITI.as_uri(), "CTXD_EXTENSION": extension_path(world.env)}
-        script = PI
+    env = install_plugin(world, agent)
     standin = StandIn(world.root / "standin.sock", results)
     env["CTXD_SOCKET"] = str(standin.path)
     try:
-        with subprocess.Popen(
-            [node, "--input-type=module", "-e", script],
-            env={**world.env, **env},
-            cwd=world.work,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as proc:
-            stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-            assert stdin is not None and stdout is not None and stderr is not None
-
-            def step(command: str) -> dict[str, Any]:
-                stdin.write(f"{command}\n")
-                stdin.flush()
-                line = stdout.readline()
-                assert line, stderr.read()
-                done: dict[str, Any] = json.loads(line)
-                return done
-
-            try:
-                yield step, standin
-                stdin.close()
-                assert (proc.wait(10), stderr.read()) == (0, "")
-            finally:
-                proc.kill()
+        with node_script(world, OPENCODE if agent == "opencode" else PI, env) as step:
+            yield step, standin
     finally:
         standin.close()
 
