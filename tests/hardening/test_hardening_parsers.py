@@ -1,0 +1,54 @@
+"""Files that are regular and small but that a parser chokes on: JSON nested deeper than the
+parser's stack, an integer of thousands of digits, TOML nested as deep. A cloned repository can
+hold any of them as a project's settings file. A real daemon, the real hook client: every hook of
+the session is still answered as usual (the file counts as no settings, as the agent itself
+would not use it), `status` gives the session's figures, and nothing fails in the daemon."""
+
+from __future__ import annotations
+
+import pytest
+from daemon_proc import Home
+from test_hardening_untrusted import (
+    HOOK_BOUND,
+    PROJECT_SETTINGS,
+    _hook,
+    _probe_still_warned,
+    _shared,
+    _tool_call,
+)
+
+DEEP = 100_000
+CONTENTS = {
+    "deep-array": (b"[" * DEEP, b"a = " + b"[" * DEEP),
+    "deep-object": (b'{"a":' * DEEP, b"a = " + b"{b=" * DEEP),
+    "huge-integer": (b'{"a":' + b"9" * 5000 + b"}", b"a = " + b"9" * 5000),
+}
+
+
+@pytest.mark.parametrize("content", sorted(CONTENTS))
+def test_settings_a_parser_chokes_on_count_as_none(home: Home, content: str) -> None:
+    """Such a file raised out of the settings reader (RecursionError, ValueError): every hook of
+    the session failed inside the daemon (no warning, no handoff) and its status row said
+    `cannot compute this session's figures`."""
+    home.start()
+    probe = home.claude()
+    probe.assistant(650_000)
+    shared = _shared(home)
+    sessions = []
+    for n, (agent, relative, variables) in enumerate(PROJECT_SETTINGS):
+        project = shared / f"project-{n}"
+        planted = project / relative
+        planted.parent.mkdir(parents=True)
+        json_text, toml_text = CONTENTS[content]
+        planted.write_bytes(toml_text if relative.endswith(".toml") else json_text)
+        env = {name: str(project / value) for name, value in variables.items()}
+        payload, event = _tool_call(agent, f"ses-choke-{n}", project)
+        seconds, result = _hook(home, agent, payload, event, env)
+        assert result.returncode == 0, result
+        assert seconds < HOOK_BOUND, f"{agent} {relative}: {seconds:.2f} s"
+        sessions.append(f"ses-choke-{n}")
+    rows = {row["session_id"]: row for row in home.status()["sessions"]}
+    for sid in sessions:
+        assert sid in rows and "error" not in rows[sid], rows.get(sid)
+    _probe_still_warned(home, probe)
+    assert "hook failed" not in home.log(), home.log_tail(12)
