@@ -52,3 +52,19 @@ def test_settings_a_parser_chokes_on_count_as_none(home: Home, content: str) -> 
         assert sid in rows and "error" not in rows[sid], rows.get(sid)
     _probe_still_warned(home, probe)
     assert "hook failed" not in home.log(), home.log_tail(12)
+
+
+def test_a_megabyte_cwd_is_no_folder_to_walk(home: Home) -> None:
+    """An OpenCode payload's `cwd` of half a million folders (`/a/a/a/...`, a megabyte) was
+    walked up level by level looking for config files, building each parent's path: quadratic, on the
+    event loop, and every hook of every agent waited (minutes) behind it. No system call takes
+    a path past PATH_MAX: such a cwd is no folder at all."""
+    home.start()
+    probe = home.claude()
+    probe.assistant(650_000)
+    payload, event = _tool_call("opencode", "ses-deep-cwd", home.work)
+    payload["cwd"] = "/" + "a/" * 500_000
+    seconds, result = _hook(home, "opencode", payload, event)
+    assert result.returncode == 0, result
+    assert seconds < HOOK_BOUND, f"{seconds:.2f} s"
+    _probe_still_warned(home, probe)
