@@ -56,9 +56,9 @@ def test_settings_a_parser_chokes_on_count_as_none(home: Home, content: str) -> 
 
 def test_a_megabyte_cwd_is_no_folder_to_walk(home: Home) -> None:
     """An OpenCode payload's `cwd` of half a million folders (`/a/a/a/...`, a megabyte) was
-    walked up level by level looking for config files, building each parent's path: quadratic, on the
-    event loop, and every hook of every agent waited (minutes) behind it. No system call takes
-    a path past PATH_MAX: such a cwd is no folder at all."""
+    walked up level by level looking for config files, building each parent's path: quadratic,
+    on the event loop, and every hook of every agent waited (minutes) behind it. No system call
+    takes a path past PATH_MAX: such a cwd is no folder at all."""
     home.start()
     probe = home.claude()
     probe.assistant(650_000)
