@@ -192,8 +192,9 @@ def restore(
         doc = {}
     seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
     saved: dict[str, SessionState] = {}
-    files: dict[str, Any] = dict(doc.get("files", {}))
-    raws: list[tuple[Any, Any]] = [(raw, None) for raw in doc.get("sessions", [])]
+    files = {k: v for k, v in _section(doc, "files", dict).items() if isinstance(v, dict)}
+    rows = _section(doc, "sessions", list)
+    raws: list[tuple[Any, Any]] = [(raw, None) for raw in rows]
     if journal is not None:
         try:
             data = _read_private(journal.path, MAX_JOURNAL)
@@ -217,8 +218,8 @@ def restore(
             later = entry.get("file")
             if isinstance(later, dict):
                 files[state.key] = earlier if _same_position(earlier, later) else later
-    learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
-    proved = {str(k): int(v) for k, v in doc.get("proved", {}).items()}
+    learned = _windows(_section(doc, "learned", dict))
+    proved = _windows(_section(doc, "proved", dict))
     sessions.restore(list(saved.values()), learned, proved)
     transcripts.resume(files)
     ended = doc.get("ended")
@@ -226,5 +227,27 @@ def restore(
     stores = doc.get("stores")
     transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.
-    sessions.dirty = journal is not None and len(raws) > len(doc.get("sessions", []))
+    sessions.dirty = journal is not None and len(raws) > len(rows)
     return len(saved)
+
+
+def _section(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    """The snapshot's `key`, when it is of the `kind` (dict or list) ctxd writes; else an empty
+    one, said: a snapshot damaged on disk must cost what it holds, never the daemon's start
+    (each restart would meet it again)."""
+    value = doc.get(key)
+    if isinstance(value, kind):
+        return value
+    if value is not None:
+        logger.warning("ignoring the snapshot's %r: not a JSON %s", key, kind.__name__)
+    return kind()
+
+
+#: What the snapshot's writer (orjson, 64-bit integers) can write back.
+_MAX_INT = (1 << 63) - 1
+
+
+def _windows(raw: dict[str, Any]) -> dict[str, int]:
+    """The model -> tokens figures that are whole numbers the next snapshot can write (one it
+    cannot would fail every save after)."""
+    return {str(k): v for k, v in raw.items() if type(v) is int and 0 <= v <= _MAX_INT}

@@ -1,0 +1,53 @@
+"""A snapshot damaged on disk (a broken disk, an editor, another version's field of another type):
+a real daemon is stopped with a live session, one section of its snapshot is given the wrong JSON
+type, and a new daemon must start, keep what the other sections hold, and say what it ignored.
+A snapshot ctxd cannot start with is met again by every restart: the daemon would be gone for
+good, every hook unanswered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from daemon_proc import Home, wait_for
+
+DAMAGE: dict[str, Any] = {
+    "files": "not a mapping",
+    "learned": [1, 2],
+    "proved": {"claude-opus-4": "many"},
+    "sessions": 5,
+    "position": {"identity": 5, "offset": "x", "tail": "not hex"},  # each file's read position
+}
+
+
+@pytest.mark.parametrize("section", sorted(DAMAGE))
+def test_a_snapshot_section_of_the_wrong_type_costs_only_itself(home: Home, section: str) -> None:
+    """Each raised out of the restore on main (ValueError, TypeError, AttributeError), so no
+    daemon could start; and a session whose read position was lost was never read again."""
+    home.start()
+    session = home.claude()
+    session.assistant(650_000)
+    assert "CONTEXT WARNING" in json.dumps(home.hook_out(session.payload("PostToolUse")))
+    assert home.stop() == 0
+    doc = json.loads(home.state_file.read_bytes())
+    if section == "position":
+        doc["files"] = {key: DAMAGE[section] for key in doc["files"]}
+    else:
+        doc[section] = DAMAGE[section]
+    home.state_file.write_text(json.dumps(doc))
+
+    home.start()
+    row = home.row(session)
+    if section == "sessions":
+        assert "'sessions'" in home.log(), home.log_tail()
+    else:
+        assert row is not None and row["tokens"] == 650_000, row
+    # The session is followed on, whatever was lost.
+    session.assistant(660_000)
+    home.hook_out(session.payload("PostToolUse"))
+    wait_for(
+        lambda: (home.row(session) or {}).get("tokens") == 660_000,
+        5,
+        f"the new usage {home.row(session)} {home.log_tail(8)}",
+    )
