@@ -192,7 +192,9 @@ def restore(
         doc = {}
     seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
     saved: dict[str, SessionState] = {}
-    files = {k: v for k, v in _section(doc, "files", dict).items() if isinstance(v, dict)}
+    files: dict[str, dict[str, Any]] = {
+        k: v for k, v in _section(doc, "files", dict).items() if isinstance(v, dict)
+    }
     rows = _section(doc, "sessions", list)
     raws: list[tuple[Any, Any]] = [(raw, None) for raw in rows]
     if journal is not None:
@@ -217,7 +219,9 @@ def restore(
             earlier = files.pop(state.key, None)
             later = entry.get("file")
             if isinstance(later, dict):
-                files[state.key] = earlier if _same_position(earlier, later) else later
+                files[state.key] = (
+                    earlier if earlier is not None and _same_position(earlier, later) else later
+                )
     learned = _windows(_section(doc, "learned", dict))
     proved = _windows(_section(doc, "proved", dict))
     sessions.restore(list(saved.values()), learned, proved)
