@@ -51,3 +51,26 @@ def test_a_snapshot_section_of_the_wrong_type_costs_only_itself(home: Home, sect
         5,
         f"the new usage {home.row(session)} {home.log_tail(8)}",
     )
+
+
+def test_a_session_of_an_agent_from_a_newer_ctxd_is_said_once_not_every_status(
+    home: Home,
+) -> None:
+    """A snapshot written by a newer ctxd can hold a session of an agent this one does not know.
+    Its row says it cannot be computed; but the traceback went to the log on every status, and
+    the dashboard asks twice a second: the log grew by a traceback a second, for good."""
+    home.start()
+    session = home.claude()
+    session.assistant(650_000)
+    home.hook_out(session.payload("PostToolUse"))
+    assert home.stop() == 0
+    doc = json.loads(home.state_file.read_bytes())
+    newer = dict(doc["sessions"][0], agent="hologram", key="hologram:x", session_id="x")
+    doc["sessions"].append(dict(newer, transcript_path=None))
+    home.state_file.write_text(json.dumps(doc))
+
+    home.start()
+    for _ in range(20):
+        rows = {row["session_id"]: row for row in home.status()["sessions"]}
+    assert "error" in rows["x"] and rows[session.session_id]["tokens"] == 650_000, rows
+    assert home.log().count("Traceback") == 1, home.log_tail()
