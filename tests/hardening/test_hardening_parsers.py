@@ -6,8 +6,10 @@ would not use it), `status` gives the session's figures, and nothing fails in th
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from daemon_proc import Home
+from daemon_proc import DATA, Home
 from test_hardening_untrusted import (
     HOOK_BOUND,
     PROJECT_SETTINGS,
@@ -68,3 +70,25 @@ def test_a_megabyte_cwd_is_no_folder_to_walk(home: Home) -> None:
     assert result.returncode == 0, result
     assert seconds < HOOK_BOUND, f"{seconds:.2f} s"
     _probe_still_warned(home, probe)
+
+
+STATUSLINES = {
+    "claude": DATA / "payloads" / "statusline" / "claude-2.1.332.jsonl",
+    "copilot": DATA / "payloads" / "copilot" / "1.0.102" / "interactive" / "11-statusline.json",
+}
+
+
+@pytest.mark.parametrize("agent", sorted(STATUSLINES))
+def test_a_statusline_reporting_an_absurd_percentage_still_draws(home: Home, agent: str) -> None:
+    """`used_percentage: 1.7e308` (finite, so it passed) overflowed the bar's width: the
+    statusline hook failed inside the daemon (OverflowError) and the user's statusline went
+    blank; Copilot's drew a 309-digit percentage."""
+    home.start()
+    text = STATUSLINES[agent].read_text()  # a JSON document, or JSON lines: the last one
+    payload = json.loads(text if STATUSLINES[agent].suffix == ".json" else text.splitlines()[-1])
+    payload["context_window"]["used_percentage"] = 1.7e308
+    seconds, result = _hook(home, agent, payload, "statusline")
+    assert result.returncode == 0 and seconds < HOOK_BOUND, result
+    line = result.stdout.decode()
+    assert "%" in line and len(line) < 200, line
+    assert "hook failed" not in home.log(), home.log_tail()
