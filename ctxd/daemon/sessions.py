@@ -117,14 +117,15 @@ class Sessions:
         return state
 
     def _make_room(self) -> None:
-        """Forget a tenth of MAX_SESSIONS, the least worth keeping first."""
+        """Forget sessions down to nine tenths of MAX_SESSIONS, the least worth keeping first."""
         # Ended first, then those a hook named but no transcript backs (what a flood of ids
         # makes), then by when last heard of.
         ranked = sorted(
             self._by_key.values(),
             key=lambda s: (s.ended_at is None, s.transcript_path is not None, s.updated_at),
         )
-        victims = ranked[: max(1, MAX_SESSIONS // _EVICT_SHARE)]
+        # Down to nine tenths of the bound, whatever the count (a snapshot restores any number).
+        victims = ranked[: len(ranked) - MAX_SESSIONS + MAX_SESSIONS // _EVICT_SHARE]
         if not self._evicted:
             logger.warning(
                 "tracking %d sessions, the most kept: forgetting the %d least recently heard of "
