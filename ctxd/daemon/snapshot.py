@@ -185,10 +185,12 @@ def restore(
     try:
         data = _read_private(path, 1 << 30)
         doc = {} if data is None else orjson.loads(data)
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except OSError as exc:
         logger.warning("ignoring unreadable snapshot %s: %s", path, exc)
+    except orjson.JSONDecodeError as exc:  # damaged: kept for whoever looks into why
+        logger.warning("ignoring unreadable snapshot %s: %s%s", path, exc, _kept_aside(path))
     if not isinstance(doc, dict) or doc.get("format", FORMAT) != FORMAT:
-        logger.warning("ignoring snapshot %s: unknown format", path)
+        logger.warning("ignoring snapshot %s: unknown format%s", path, _kept_aside(path))
         doc = {}
     seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
     saved: dict[str, SessionState] = {}
@@ -233,6 +235,17 @@ def restore(
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.
     sessions.dirty = journal is not None and len(raws) > len(rows)
     return len(saved)
+
+
+def _kept_aside(path: Path) -> str:
+    """Move a snapshot this version cannot read (a newer ctxd's, before a downgrade; a damaged
+    one) out of the way of the next save, which would write over it; what the warning adds."""
+    aside = path.with_name(path.name + ".unknown")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        return f" (not kept aside: {exc.strerror or exc})"
+    return f"; kept as {aside}"
 
 
 def _section(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:

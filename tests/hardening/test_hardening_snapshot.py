@@ -74,3 +74,21 @@ def test_a_session_of_an_agent_from_a_newer_ctxd_is_said_once_not_every_status(
         rows = {row["session_id"]: row for row in home.status()["sessions"]}
     assert "error" in rows["x"] and rows[session.session_id]["tokens"] == 650_000, rows
     assert home.log().count("Traceback") == 1, home.log_tail()
+
+
+def test_a_snapshot_from_a_newer_ctxd_is_kept_aside_not_written_over(home: Home) -> None:
+    """A downgrade meets a snapshot of a format it does not know: it starts empty, as it must,
+    but its first save wrote over the newer ctxd's sessions, lost for the upgrade back."""
+    home.state_dir.mkdir(mode=0o700, parents=True)
+    newer = json.dumps({"format": 99, "sessions": [{"a future": "session"}]})
+    home.state_file.write_text(newer)
+    home.state_file.chmod(0o600)
+    home.start()
+    session = home.claude()
+    session.assistant(650_000)
+    home.hook_out(session.payload("PostToolUse"))
+    assert home.stop() == 0  # saves this version's snapshot
+    aside = home.state_file.with_name(home.state_file.name + ".unknown")
+    assert aside.read_text() == newer
+    assert str(aside) in home.log(), home.log_tail()
+    assert json.loads(home.state_file.read_text())["format"] != 99
