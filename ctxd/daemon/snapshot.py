@@ -163,9 +163,18 @@ def _journal_lines(data: bytes, after: int) -> list[dict[str, Any]]:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and entry["seq"] > after:
+        if isinstance(entry, dict) and _is_seq(entry.get("seq")) and entry["seq"] > after:
             entries.append(entry)
     return entries
+
+
+#: Past any count of answers, and far enough below 2**64 that the next numbers can be written
+#: (orjson writes 64-bit integers: a line numbered past it failed every journalled answer).
+_MAX_SEQ = 1 << 62
+
+
+def _is_seq(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_SEQ
 
 
 def _same_position(earlier: object, later: dict[str, Any]) -> bool:
@@ -192,7 +201,7 @@ def restore(
     if not isinstance(doc, dict) or doc.get("format", FORMAT) != FORMAT:
         logger.warning("ignoring snapshot %s: unknown format%s", path, _kept_aside(path))
         doc = {}
-    seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
+    seq = doc.get("journal", 0) if _is_seq(doc.get("journal")) else 0
     saved: dict[str, SessionState] = {}
     files: dict[str, dict[str, Any]] = {
         k: v for k, v in _section(doc, "files", dict).items() if isinstance(v, dict)

@@ -14,6 +14,7 @@ from daemon_proc import Home, wait_for
 
 DAMAGE: dict[str, Any] = {
     "files": "not a mapping",
+    "journal": 2**64 - 1,  # the last journal line's number: the next one could not be written
     "learned": [1, 2],
     "proved": {"claude-opus-4": "many"},
     "sessions": 5,
@@ -24,7 +25,8 @@ DAMAGE: dict[str, Any] = {
 @pytest.mark.parametrize("section", sorted(DAMAGE))
 def test_a_snapshot_section_of_the_wrong_type_costs_only_itself(home: Home, section: str) -> None:
     """Each raised out of the restore on main (ValueError, TypeError, AttributeError), so no
-    daemon could start; and a session whose read position was lost was never read again."""
+    daemon could start; a session whose read position was lost was never read again; and a
+    journal number at 2**64 - 1 failed every journalled answer (no warning, no handoff)."""
     home.start()
     session = home.claude()
     session.assistant(650_000)
@@ -46,11 +48,12 @@ def test_a_snapshot_section_of_the_wrong_type_costs_only_itself(home: Home, sect
     # The session is followed on, whatever was lost.
     session.assistant(660_000)
     home.hook_out(session.payload("PostToolUse"))
-    wait_for(
-        lambda: (home.row(session) or {}).get("tokens") == 660_000,
-        5,
-        f"the new usage {home.row(session)} {home.log_tail(8)}",
-    )
+    wait_for(lambda: (home.row(session) or {}).get("tokens") == 660_000, 5, "the new usage")
+    # And a new session is warned: its answer is journalled first.
+    fresh = home.claude()
+    fresh.assistant(650_000)
+    assert "CONTEXT WARNING" in json.dumps(home.hook_out(fresh.payload("PostToolUse")))
+    assert "hook failed" not in home.log(), home.log_tail()
 
 
 def test_a_session_of_an_agent_from_a_newer_ctxd_is_said_once_not_every_status(
