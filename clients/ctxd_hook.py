@@ -24,7 +24,7 @@ would pull in anyio and orjson.
 # the client's imports in docs/benchmarks.md): the hot path uses the built-in `posix` module,
 # and `os` is imported only on the rare paths that need it.
 # Likewise no `from __future__ import annotations` (a real import): annotations are strings.
-import _signal
+import _signal  # type: ignore[import-not-found]  # built in and loaded; `signal` costs start-up
 import _socket
 import posix
 import sys
@@ -240,8 +240,6 @@ def start_wrapped(command: str) -> "tuple[int, int] | None":
     with this process's environment, stdout and stderr, and signals ignored here (SIGPIPE,
     SIGXFSZ: Python ignores them) back to their defaults; its stdin a pipe. Returns (pid,
     the pipe's write end), or None when no shell could be started."""
-    import _signal  # type: ignore[import-not-found]  # built in; `signal` costs start-up
-
     read_end, write_end = posix.pipe()
     try:
         env = _uncoerced(posix.environ)
