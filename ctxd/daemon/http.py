@@ -425,8 +425,8 @@ class HttpServer:
             # The status document's bytes go out as the daemon encoded them: decoding 10,000
             # rows to encode them again cost more than building them.
             status = await resolve(self.status(_STATUS_REQUEST))
-            history = orjson.dumps(self.history.export())
-            body = b'{"status":' + status + b',"history":' + history + b"}"
+            history = self.history.encoded()
+            body = (b'{"status":', status, b',"history":', history, b"}")
             return response(200, body, keep_alive=keep)
         return response(404, b"not found\n", "text/plain", keep_alive=keep)
 

@@ -9,7 +9,7 @@ the answer's status and a one-line reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -138,20 +138,22 @@ def cookie(header: str, name: str) -> str | None:
 
 def response(
     status: int,
-    body: bytes = b"",
+    body: bytes | Sequence[bytes] = b"",
     content_type: str = "application/json",
     *,
     keep_alive: bool = True,
     extra: Iterable[tuple[str, str]] = (),
 ) -> bytes:
-    """A whole answer: status line, headers (never cached, never sniffed; `extra` too), body."""
+    """A whole answer: status line, headers (never cached, never sniffed; `extra` too), body
+    (given in parts, it is copied once, with the head)."""
+    parts = (body,) if isinstance(body, bytes) else body
     lines = [
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
         f"Content-Type: {content_type}",
-        f"Content-Length: {len(body)}",
+        f"Content-Length: {sum(len(part) for part in parts)}",
         "Cache-Control: no-store",
         "X-Content-Type-Options: nosniff",
         "Connection: keep-alive" if keep_alive else "Connection: close",
         *(f"{name}: {value}" for name, value in extra),
     ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    return b"".join((("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), *parts))
