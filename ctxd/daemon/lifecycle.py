@@ -122,14 +122,14 @@ class Daemon:
             return _after(reading, lambda: self._answer_status(request))
         return self._answer_status(request)
 
-    def _answer_status(self, request: Request) -> bytes:
+    async def _answer_status(self, request: Request) -> bytes:
         if self._watcher.quiet:
             # A quiet watcher reports a first change up to two of its slow steps late; a stat per
             # recent transcript costs less than a status that lags (and is nothing when it does
             # not: a busy watcher reports within tens of milliseconds).
             self.centre.transcripts.sweep(everything=False)
         session = request.header.get("session")
-        return self.centre.status.encoded(
+        return await self.centre.status.encoded_in_slices(
             str(session) if session else None, self.statistics().as_json()
         )
 

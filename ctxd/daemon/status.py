@@ -17,11 +17,13 @@ event loop for most of a second.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import anyio.lowlevel
 import orjson
 
 from ctxd.core import session as core
@@ -40,6 +42,8 @@ logger = logging.getLogger(__name__)
 #: files may have changed), and how many such rows one document builds again at most.
 ROW_REFRESH = 10.0
 REFRESH_PER_DOCUMENT = 200
+#: Seconds of work after which `encoded_in_slices` gives the event loop back.
+SLICE = 0.002
 
 
 @dataclass(slots=True)
@@ -112,28 +116,42 @@ class Status:
         return doc
 
     def encoded(self, session: str | None = None, daemon: dict[str, object] | None = None) -> bytes:
-        """`document` as JSON bytes, with `daemon` (the daemon's statistics) last when given.
+        """`document` as JSON bytes, with `daemon` (the daemon's statistics) last when given."""
+        steps = self._assemble(session, daemon)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: bytes = done.value
+                return result
 
-        Each kept row holds its bytes, so that an unchanged session costs its bytes copied and
-        the few that move with the clock written after them, not its row encoded again."""
+    async def encoded_in_slices(
+        self, session: str | None = None, daemon: dict[str, object] | None = None
+    ) -> bytes:
+        """`encoded`, giving the event loop back every SLICE seconds: rows to build again
+        (200 old ones, or all 10,000 after a change of settings) and 10,000 rows put together
+        would otherwise hold every hook behind them. The document stands as of its start."""
+        steps = self._assemble(session, daemon)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: bytes = done.value
+                return result
+            await anyio.lowlevel.checkpoint()
+
+    def _assemble(
+        self, session: str | None, daemon: dict[str, object] | None
+    ) -> Generator[None, None, bytes]:
+        """The steps of `encoded`: each `yield` is a point where the event loop may take over
+        (about every SLICE seconds); the states are frozen values taken at the start."""
+        slices = _Slices()
         now = self.sessions.clock()
         self._forget_rows_built_on_other_grounds()
         states = sorted(self.sessions, key=lambda s: -s.updated_at)
         if session is not None:
             states = [s for s in states if session in (s.session_id, s.key)]
-        kept_rows: list[_KeptRow] = []
-        stale = []
-        for state in states:
-            kept = self._kept.get(state.key)
-            if kept is None or kept.state is not state:
-                kept = self._build(state, now)
-            elif now - kept.built_at >= ROW_REFRESH:
-                stale.append(len(kept_rows))
-            kept_rows.append(kept)
-        # The rows built longest ago first, so that every row's turn comes.
-        stale.sort(key=lambda i: kept_rows[i].built_at)
-        for i in stale[:REFRESH_PER_DOCUMENT]:
-            kept_rows[i] = self._build(states[i], now)
+        kept_rows = yield from self._kept_rows(states, now, slices)
         if session is None and len(self._kept) > len(states):
             live = {state.key for state in states}
             self._kept = {key: kept for key, kept in self._kept.items() if key in live}
@@ -148,11 +166,53 @@ class Status:
         }
         if daemon is not None:
             rest["daemon"] = daemon
+        parts = [b'{"sessions":[']
+        yield from self._row_parts(states, kept_rows, now, slices, parts)
+        if len(parts) > 1:
+            parts[-1] = parts[-1][:-1]  # the last row's comma
+        # `rest` encoded is `{...}`: its opening brace gives way to the rows before it.
+        parts.append(b"],")
+        parts.append(_encode(rest)[1:])
         # One join of every part: 8 MB copied once, not once per concatenation.
+        return b"".join(parts)
+
+    def _kept_rows(
+        self, states: list[SessionState], now: float, slices: _Slices
+    ) -> Generator[None, None, list[_KeptRow]]:
+        """Each state's row: kept, or built again when its state changed, or (a few) when it
+        is old."""
+        kept_rows: list[_KeptRow] = []
+        stale = []
+        for state in states:
+            kept = self._kept.get(state.key)
+            if kept is None or kept.state is not state:
+                kept = self._build(state, now)
+                yield from slices.pause()
+            elif now - kept.built_at >= ROW_REFRESH:
+                stale.append(len(kept_rows))
+            kept_rows.append(kept)
+        # The rows built longest ago first, so that every row's turn comes.
+        stale.sort(key=lambda i: kept_rows[i].built_at)
+        for i in stale[:REFRESH_PER_DOCUMENT]:
+            kept_rows[i] = self._build(states[i], now)
+            yield from slices.pause()
+        return kept_rows
+
+    def _row_parts(
+        self,
+        states: list[SessionState],
+        kept_rows: list[_KeptRow],
+        now: float,
+        slices: _Slices,
+        parts: list[bytes],
+    ) -> Generator[None, None, None]:
+        """Each row's kept bytes and what moves with the clock, appended to `parts`.
+
+        Each kept row holds its bytes, so that an unchanged session costs its bytes copied and
+        the few that move with the clock written after them, not its row encoded again."""
         catching_up = self.transcripts.catching_up
         refused = bool(len(self._refused))
-        parts = [b'{"sessions":[']
-        for state, kept in zip(states, kept_rows, strict=True):
+        for n, (state, kept) in enumerate(zip(states, kept_rows, strict=True)):
             parts.append(kept.head)
             parts.append(
                 _tail(
@@ -161,12 +221,8 @@ class Status:
                     self._refused_for(state) if refused else None,
                 )
             )
-        if len(parts) > 1:
-            parts[-1] = parts[-1][:-1]  # the last row's comma
-        # `rest` encoded is `{...}`: its opening brace gives way to the rows before it.
-        parts.append(b"],")
-        parts.append(_encode(rest)[1:])
-        return b"".join(parts)
+            if n % 256 == 255:
+                yield from slices.pause()
 
     def _forget_rows_built_on_other_grounds(self) -> None:
         """Drop every kept row when ctxd's settings, the windows learned or the contexts proved
@@ -244,6 +300,19 @@ class Status:
         found = self.answers.agent_settings.refused_for(state)
         found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
         return [refusal.as_json() for refusal in dict.fromkeys(found)]
+
+
+class _Slices:
+    """When the work of one document has held the event loop for SLICE seconds."""
+
+    def __init__(self) -> None:
+        self.due = time.perf_counter() + SLICE
+
+    def pause(self) -> Generator[None, None, None]:
+        """A point where the event loop may take over, when this slice is used up."""
+        if time.perf_counter() > self.due:
+            yield
+            self.due = time.perf_counter() + SLICE
 
 
 def _encode(value: object) -> bytes:

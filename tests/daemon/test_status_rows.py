@@ -4,9 +4,12 @@ document) once it is old enough for its agent's settings files to have changed."
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.lowlevel
 import orjson
 import pytest
 
@@ -15,7 +18,7 @@ from ctxd.daemon import status
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
 from ctxd.daemon.lifecycle import Daemon
-from ctxd.protocol import Request
+from ctxd.protocol import Request, resolve
 
 if TYPE_CHECKING:
     from conftest import World
@@ -119,8 +122,7 @@ def test_an_unchanged_document_goes_out_without_its_rows_encoded_again(
     daemon = Daemon(world.env, clock)
     fill(daemon.centre)
     ask = Request("status", {}, b"")
-    first = daemon._answer_status(ask)
-    assert isinstance(first, bytes)
+    anyio.run(resolve, daemon._status(ask))
     encoded = 0
     dumps = orjson.dumps
 
@@ -132,8 +134,7 @@ def test_an_unchanged_document_goes_out_without_its_rows_encoded_again(
 
     monkeypatch.setattr(orjson, "dumps", counted)
     clock.now += 2.0
-    second = daemon._answer_status(ask)
-    assert isinstance(second, bytes)
+    second = anyio.run(resolve, daemon._status(ask))
     assert encoded < len(second) / 20, f"{encoded:,} of {len(second):,} bytes encoded again"
     rows = orjson.loads(second)["sessions"]
     assert len(rows) == SESSIONS
@@ -192,6 +193,41 @@ def test_the_document_is_what_encoding_it_whole_gives(
     assert [f["path"] for f in rows["s1"]["refused_files"]] == ["/x/fifo"]
     assert rows["s0"]["refused_files"] == []
     assert centre.status.document() == {k: v for k, v in doc.items() if k != "daemon"}
+
+
+def test_rows_built_again_by_the_thousand_give_the_event_loop_back(world: World) -> None:
+    """New settings judge all 10,000 sessions again, for a second and more: the status that
+    does it lets hooks in meanwhile instead of holding them all that time."""
+    clock = FakeClock()
+    daemon = Daemon(world.env, clock)
+    fill(daemon.centre)
+    ask = Request("status", {}, b"")
+    anyio.run(resolve, daemon._status(ask))
+    daemon.centre.settings.apply(parse_settings('[thresholds]\nbasis = "window"\n'))
+    gaps: list[float] = []
+
+    async def ask_while_ticking() -> bytes:
+        done = False
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while not done:
+                await anyio.lowlevel.checkpoint()
+                gaps.append(time.perf_counter() - last)
+                last = time.perf_counter()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            await anyio.sleep(0.01)
+            answer = await resolve(daemon._status(ask))
+            done = True
+        return answer
+
+    built = daemon.centre.status.rows_built
+    answer = anyio.run(ask_while_ticking)
+    assert daemon.centre.status.rows_built == built + SESSIONS
+    assert {r["basis"] for r in orjson.loads(answer)["sessions"]} == {"window"}
+    assert max(gaps) < 0.1, f"the event loop was held {max(gaps):.2f} s"
 
 
 def fill(centre: Centre) -> None:
