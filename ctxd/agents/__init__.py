@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxd.agents.hooks import parse_hook, render_reply
+from ctxd.agents.hooks import goes_as_block, parse_hook, render_reply
 from ctxd.agents.lines import decode, leading_members
 from ctxd.agents.spec import AgentSpec
 from ctxd.core.events import HookEvent, Reply
@@ -24,6 +24,7 @@ from ctxd.errors import InvalidInput
 __all__ = [
     "AGENTS",
     "AgentSpec",
+    "blocks",
     "builtin_windows",
     "detect_agent",
     "detect_agent_from_path",
@@ -85,6 +86,11 @@ def _detection() -> tuple[AgentSpec, ...]:
 def parse(agent: str, payload: bytes, event_hint: str | None = None) -> HookEvent:
     """A hook payload of `agent` as a `HookEvent` (InvalidInput with a one-line reason)."""
     return parse_hook(agent, spec(agent).dialect, payload, event_hint)
+
+
+def blocks(event: HookEvent, reply: Reply) -> bool:
+    """Whether `render(event, reply)` is a block (see `hooks.goes_as_block`)."""
+    return goes_as_block(spec(event.agent).dialect, event, reply)
 
 
 def render(event: HookEvent, reply: Reply) -> bytes:

@@ -72,6 +72,16 @@ def _count(value: object) -> int | None:
     return value
 
 
+def goes_as_block(dialect: Dialect, event: HookEvent, reply: Reply) -> bool:
+    """Whether `render_reply` answers `event` with a block (its reason, or the user message
+    made one), which the agent, once it honoured it, echoes at its next stop."""
+    if event.stop_hook_active or event.name not in dialect.block_events:
+        return False
+    if _said(reply.block_reason):
+        return True
+    return bool(_said(reply.user_message)) and event.name not in dialect.user_message_events
+
+
 def render_reply(dialect: Dialect, event: HookEvent, reply: Reply) -> bytes:
     """The exact stdout bytes for `event`'s agent, or b"" when nothing is due.
 

@@ -17,7 +17,13 @@ from ctxd.agents.dialect import Dialect
 from ctxd.agents.digest import Facts
 from ctxd.agents.reader import OpenReader
 from ctxd.agents.store import SessionStore
-from ctxd.core.compaction import CompactionRule, ConfigKey, IdleCompactionRule
+from ctxd.core.compaction import (
+    CompactionRule,
+    CompactWindowRule,
+    ConfigKey,
+    IdleCompactionRule,
+    ResumeCompactionRule,
+)
 from ctxd.core.events import StatuslineReport
 
 if TYPE_CHECKING:  # the figures come from the core; only their type is needed here
@@ -65,6 +71,8 @@ class InstallRequest:
     http_url: str | None = None
     #: Where the hook client's copy is (and the plugins beside it: `hookcmd.CLIENT_FILES`).
     client_dir: Path | None = None
+    #: The installed agent's version, as its `version_command` printed it (None: unknown).
+    agent_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,3 +241,12 @@ class AgentSpec:
     #: (model, its configuration as `read_settings` gave it) -> the window the agent's own
     #: settings give that model, over the built-in and configured tables (None: they give none).
     configured_window: Callable[[str | None, Mapping[str, str]], int | None] = _no_configured_window
+    #: The window the agent's automatic compaction counts against and who decided it
+    #: (`ctxd.core.compaction.CompactWindowRule`); None: the agent has no such notion.
+    compact_window: CompactWindowRule | None = None
+    #: The command that prints the installed agent's version (`InstallRequest.agent_version`:
+    #: the hooks registered follow it); empty: the install does not depend on it.
+    version_command: tuple[str, ...] = ()
+    #: Whether the agent compacts a session resumed after its prompt cache expired
+    #: (`ctxd.core.compaction.ResumeCompactionRule`); None: it never does.
+    resume_compaction: ResumeCompactionRule | None = None

@@ -6,9 +6,16 @@ Most agents write one transcript file per session, which ctxd follows by appende
 its write-ahead log), and a reader that returns, per poll, the usage of the rows written since
 the last poll, each with the session it belongs to. A reader opens the database read-only and
 never makes the agent wait; its read position is plain data (`position`), kept in the daemon's
-snapshot, so a restart reads on from there. `ctxd replay` and `ctxd handoff` take a copy of the
-database as they take a transcript file (`recognises`), and a session's digest is read from it
-whole (`digest`).
+snapshot, so a restart reads on from there; it is tied to the database it was read from (a
+store replaced or restored under the reader is checked, and read again where it differs, its
+updates `replayed`). The reader keeps each session's digest as the rows arrive (`digest` on the
+reader: a hook never reads a session whole). `ctxd replay` and `ctxd handoff` take a copy of
+the database as they take a transcript file (`recognises`), and a session's digest is read from
+it whole (`SessionStore.digest`).
+
+A store that cannot be read as the agent's (not a database, a schema ctxd does not know) raises
+`StoreProblem`, which the daemon says at WARNING and in `status` and `doctor`; any other OSError
+(locked, gone) is a moment's, retried at the next change.
 """
 
 from __future__ import annotations
@@ -22,7 +29,12 @@ from typing import Any, Protocol
 from ctxd.core.digest import Digest
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["OpenStoreReader", "SessionStore", "StoreReader", "StoreUpdate"]
+__all__ = ["OpenStoreReader", "SessionStore", "StoreProblem", "StoreReader", "StoreUpdate"]
+
+
+class StoreProblem(OSError):
+    """The store cannot be read as the agent's until someone changes it (not a database, a
+    table or column missing): figures stay frozen until then."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +46,9 @@ class StoreUpdate:
     #: The session that started this one (a subagent's parent), if any.
     parent_id: str | None = None
     cwd: str | None = None
+    #: Read again after the store was found replaced: the daemon folds it only when it is
+    #: newer than the session's last update it knows (its time, then its `turn_id`).
+    replayed: bool = False
 
 
 class StoreReader(Protocol):
@@ -52,6 +67,14 @@ class StoreReader(Protocol):
 
     def position(self) -> dict[str, Any]:
         """Where reading stands, as plain values (what `open` takes back)."""
+        ...
+
+    def digest(self, session_id: str) -> Digest | None:
+        """Session `session_id`'s digest as of the rows read (None: no rows of it kept)."""
+        ...
+
+    def forget(self, session_id: str) -> None:
+        """Drop what is kept of session `session_id`."""
         ...
 
 
@@ -79,3 +102,6 @@ class SessionStore:
     #: (database, session id) -> that session's digest, read whole; None: no digest is kept.
     #: Raises OSError when the database cannot be read.
     digest: Callable[[str, str], Digest] | None = None
+    #: The database at a path -> why it cannot be read as the agent's (None: it can, or there
+    #: is none): what `ctxd doctor` says when no daemon answers.
+    problem: Callable[[str], str | None] | None = None

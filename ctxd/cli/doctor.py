@@ -491,6 +491,35 @@ def _watches(env: Mapping[str, str], running: bool) -> Check:
     )
 
 
+def _stores(env: Mapping[str, str], running: bool) -> Iterator[Check]:
+    """Whether each agent's session database can be read as that agent's: as the daemon found
+    it when one answers, else as this process finds it."""
+    reported: dict[str, str] = {}
+    if running:
+        from ctxd.cli.client import request_json
+
+        try:
+            problems = request_json("ping", env=env).get("store_problems")
+        except CtxdError:
+            problems = None
+        for p in problems if isinstance(problems, list) else []:
+            if isinstance(p, dict) and isinstance(p.get("agent"), str):
+                reported[p["agent"]] = str(p.get("problem"))
+    for agent, path in agents.store_paths(env).items():
+        store = agents.spec(agent).store
+        name = f"{_title(agent)} database"
+        problem = reported.get(agent)
+        if not running and store is not None and store.problem is not None:
+            problem = store.problem(str(path))
+        if problem is not None:
+            fix = "move it aside, or update ctxd if the agent was updated"
+            yield Check(name, False, f"cannot read {path}: {problem}", fix)
+        elif not os.path.lexists(path):
+            yield Check(name, True, f"none at {path} yet", skipped=True)
+        else:
+            yield Check(name, True, f"{path} is read")
+
+
 def _refused(env: Mapping[str, str], running: bool) -> Check:
     """The agents' files the running daemon did not read (a settings file that is a FIFO, a
     transcript that links to a device, one too big): their settings are not in its figures."""
@@ -530,6 +559,7 @@ def run_checks(env: Mapping[str, str] = os.environ) -> list[Check]:
     checks += [*hooks, *_client(env, installed), _config(env), _roots(env)]
     checks.append(_watches(env, running))
     checks += http_listener_checks(env)
+    checks += _stores(env, running)
     checks.append(_refused(env, running))
     checks += http_hook_checks(env)
     return checks

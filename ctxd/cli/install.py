@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,6 +102,35 @@ def _settings_path(agent: str, settings: Path | None, env: Mapping[str, str]) ->
     return settings
 
 
+#: How long the agent may take to print its version (a native binary's first start is slow).
+VERSION_TIMEOUT = 20.0
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
+def installed_version(argv: tuple[str, ...], env: Mapping[str, str]) -> str | None:
+    """The version the agent's `argv` prints ("2.1.337"), found on `env`'s PATH; None when it
+    is not installed, fails, or prints none within VERSION_TIMEOUT."""
+    if not argv:
+        return None
+    program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
+    if program is None:
+        return None
+    try:
+        done = subprocess.run(
+            [program, *argv[1:]],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = _VERSION.search(done.stdout or "") if done.returncode == 0 else None
+    return found.group(0) if found else None
+
+
 def plan_install(
     agent: str,
     *,
@@ -131,6 +162,7 @@ def plan_install(
         statusline=statusline,
         http_url=http_url,
         client_dir=client_dir(env),
+        agent_version=installed_version(spec.version_command, env),
     )
     new, notes = spec.installer.install(doc, request)
     if http_url is not None:

@@ -134,7 +134,11 @@ def replay(
         state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
         config = AgentSettings(environ).config(state)
     grounds = core.Grounds(
-        settings, rule, config, configured_window=agents.spec(agent).configured_window
+        settings,
+        rule,
+        config,
+        configured_window=agents.spec(agent).configured_window,
+        compact_window=agents.spec(agent).compact_window,
     )
     yield from _timeline(state, _updates(path, agent), grounds, override)
 
@@ -270,6 +274,10 @@ def replay_store(
             state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
             config = AgentSettings(environ).config(state)
         grounds = core.Grounds(
-            settings, spec.compaction, config, configured_window=spec.configured_window
+            settings,
+            spec.compaction,
+            config,
+            configured_window=spec.configured_window,
+            compact_window=spec.compact_window,
         )
         yield info, _timeline(state, updates, grounds, override)

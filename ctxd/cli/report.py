@@ -197,6 +197,18 @@ def http_lines(http: object) -> list[str]:
     ]
 
 
+def store_problem_lines(problems: object) -> list[str]:
+    """The agents' databases the daemon cannot read, one line each (nothing when none)."""
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"cannot read {p.get('title')}'s database {p.get('path')} ({p.get('problem')}): its "
+        "sessions' figures are frozen until it can be read"
+        for p in problems
+        if isinstance(p, dict)
+    ]
+
+
 def refused_lines(refused: object) -> list[str]:
     """A line per file ctxd did not read (an agent's settings file that is a FIFO, a transcript
     that is a link to a device, ...): what it was read as, where, and why."""
@@ -223,6 +235,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
         )
     lines += watching_lines(daemon.get("watching"))
     lines += http_lines(daemon.get("http"))
+    lines += store_problem_lines(daemon.get("store_problems"))
     if doc.get("config_error"):
         lines.append(
             f"config error: {doc['config_error']} (in force: the last config that loaded, or the "
@@ -254,6 +267,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
             f"window {window_from_text(s['window_source'], s.get('model'))}"
             if s["window_source"] == GUESSED
             else f"window: {s['window_source']}",
+            *_compact_window(s),
             _short_path(s.get("cwd")),
             f"updated {_ago(now - s['updated_at'])}",
             plural(s.get("compactions", 0), "compaction"),
@@ -276,6 +290,13 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
     return lines
 
 
+def _compact_window(row: dict[str, Any]) -> list[str]:
+    """The window the agent's auto-compaction counts against and who decided it, when the
+    agent has one: "compact window 400,000 (default)"."""
+    size, source = row.get("compact_window"), row.get("compact_window_source")
+    return [] if size is None else [f"compact window {size:,} ({source})"]
+
+
 def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     """One session in full (`ctxd status ID`): every field a person needs, one per line."""
     now = time.time() if now is None else now
@@ -293,6 +314,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
             f"{window_size_text(row['window'], row['window_source'])}",
         ),
         ("window from", window_from_text(row["window_source"], row.get("model"))),
+        ("compacts against", (_compact_window(row) or ["-"])[0]),
         ("compaction at", tokens_text(row.get("compaction_at"))),
         ("to compaction", tokens_text(row.get("tokens_to_compaction"))),
         ("severity", " · ".join([str(row["severity"]).upper(), *_limit(row)])),

@@ -19,12 +19,17 @@ from ctxd.errors import InvalidInput
 
 __all__ = [
     "AGENT_VERSION",
+    "COMPACTED_FROM",
+    "REPORTED_COMPACT_WINDOW",
     "AgentOverrides",
     "AgentRule",
+    "CompactWindow",
+    "CompactWindowRule",
     "CompactionOverrides",
     "CompactionRule",
     "ConfigKey",
     "IdleCompactionRule",
+    "ResumeCompactionRule",
     "at_least_one",
     "check_window",
     "for_agent",
@@ -95,6 +100,14 @@ CompactionRule = Callable[[int, str | None, CompactionOverrides, Mapping[str, st
 #: the agent reported it, the agent's configuration) -> when the agent compacts the session if
 #: it stays idle (epoch seconds), or None when it will not.
 IdleCompactionRule = Callable[[int, PromptCache, Mapping[str, str]], float | None]
+#: A third kind, when an idle session is resumed: (context tokens, the prompt cache as the agent
+#: last reported it, the agent's configuration, now) -> whether the agent compacts the session
+#: before its first message (its cache expired while it was closed).
+ResumeCompactionRule = Callable[[int, PromptCache, Mapping[str, str], float], bool]
+#: (window, model, the agent's configuration) -> the window the agent's automatic compaction
+#: counts against (its "auto-compact window", at most the model's window) and the source that
+#: decided it; None when the agent has no such notion.
+CompactWindowRule = Callable[[int, str | None, Mapping[str, str]], "CompactWindow | None"]
 #: The same, given only that agent's own overrides (see `for_agent`).
 AgentRule = Callable[[int, str | None, AgentOverrides, Mapping[str, str]], int | None]
 
@@ -115,6 +128,21 @@ def for_agent(agent: str, rule: AgentRule) -> CompactionRule:
 #: The key under which a rule finds the agent's version in that configuration, when the
 #: session's transcript or statusline said it (`SessionState.agent_version`).
 AGENT_VERSION = "version"
+#: The key under which a rule finds the auto-compact window the agent itself reported for the
+#: session (`StatuslineReport.compact_window`), as decimal text.
+REPORTED_COMPACT_WINDOW = "reported_compact_window"
+#: The key under which a rule finds the size the session's last automatic compaction happened
+#: at (`SessionState.compacted_from`), as decimal text.
+COMPACTED_FROM = "compacted_from"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactWindow:
+    """The window an agent's automatic compaction counts against (`size`, > 0) and which source
+    decided it (the agent's own names: "statusline", "env", "settings", "default", ...)."""
+
+    size: int
+    source: str
 
 
 def check_window(window: int) -> None:

@@ -144,3 +144,6 @@ class StatuslineReport:
     agent_version: str | None = None
     #: The prompt cache, when the payload says (after the first request).
     prompt_cache: PromptCache | None = None
+    #: The window the agent's automatic compaction counts against, when its report reveals it
+    #: (Claude Code 2.1.336+: its percentage is of that window, not of `window`).
+    compact_window: int | None = None

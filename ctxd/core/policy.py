@@ -91,6 +91,9 @@ class PolicyState:
     recent: tuple[int, ...] = ()
     #: `now` of the last warning given.
     warned_at: float | None = None
+    #: The handoff was asked for with a block, and no stop since said the agent went on with it
+    #: (`on_stop`).
+    handoff_unconfirmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +227,31 @@ def on_stop(
     before the size point), at most once until the next compaction; never when disabled, and
     never while `stop_hook_active` (the agent is already continuing because a Stop hook
     blocked: asking again would loop).
+
+    A request is recorded as delivered only when the next stop says so (`handoff_unconfirmed`
+    until then): an agent that honoured a block runs one more turn and stops with
+    `stop_hook_active` (every agent ctxd blocks: its own hooks, or ctxd's plugin and extension
+    when they sent the request on). A next stop without it means the block never reached the
+    agent (its client gave up waiting for the answer, or lost it), so the request is made again
+    there, once: an agent that never honours a block is not asked at every stop. This echo asks
+    nothing new of the clients (each already says `stop_hook_active` when its own block made
+    the agent go on), where an acknowledgement would be one more request that can be lost the
+    same way; and it is honest, since a request a client did receive makes that stop say so.
+    A message to the user has no echo to wait for. Whether a request goes as a block is in the
+    end the agent's dialect's to say (one that shows no message makes it one): the daemon sets
+    `handoff_unconfirmed` by what it sent.
     """
+    if state.handoff_unconfirmed:
+        if stop_hook_active or not h.enabled:
+            return replace(state, handoff_unconfirmed=False), None
+        return replace(state, handoff_unconfirmed=False), handoff_text(usage, basis)
     if not h.enabled or stop_hook_active or state.handoff_asked:
         return state, None
     if used_pct(usage, basis) < h.at and not idle_compaction:
         return state, None
 
-    return replace(state, handoff_asked=True), handoff_text(usage, basis)
+    asked = replace(state, handoff_asked=True, handoff_unconfirmed=h.action == "block")
+    return asked, handoff_text(usage, basis)
 
 
 def handoff_reply(text: str | None, h: HandoffSettings) -> Reply:

@@ -16,8 +16,13 @@ from typing import Any
 from ctxd.core import messages, policy
 from ctxd.core.compaction import (
     AGENT_VERSION,
+    COMPACTED_FROM,
+    REPORTED_COMPACT_WINDOW,
     CompactionRule,
+    CompactWindow,
+    CompactWindowRule,
     IdleCompactionRule,
+    ResumeCompactionRule,
     tokens_to_compaction,
 )
 from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
@@ -32,6 +37,7 @@ __all__ = [
     "SessionState",
     "apply_statusline",
     "apply_usage",
+    "compacts_at_resume",
     "figures",
     "figures_row",
     "learned_window",
@@ -61,7 +67,12 @@ class SessionState:
     agent_window: int | None = None  # the window the transcript itself reports (Codex)
     statusline_window: int | None = None
     statusline_used_pct: float | None = None  # cleared by newer transcript usage
+    #: The window the agent's auto-compaction counts against, as its statusline revealed it.
+    statusline_compact_window: int | None = None
     compactions: int = 0
+    #: Compactions ctxd expects the agent to make before its next message, counted when they
+    #: became due (a resume after the prompt cache expired): the continuity note goes with it.
+    expected_compactions: int = 0
     #: Counted towards compaction on top of `tokens` (`UsageUpdate.pending`).
     pending: int = 0
     #: `tokens` is ctxd's estimate (`UsageUpdate.estimated`), until the next real figure.
@@ -107,6 +118,12 @@ class Grounds:
     configured_window: Callable[[str | None, Mapping[str, str]], int | None] | None = None
     #: Model key -> the most context its sessions were seen to hold (`proved_window`).
     proved: Mapping[str, int] = field(default_factory=lambda: NO_LEARNED)
+    #: The window the agent's automatic compaction counts against, and who decided it
+    #: (`AgentSpec.compact_window`); None: the agent has no such notion.
+    compact_window: CompactWindowRule | None = None
+    #: Whether the agent compacts a session resumed after its prompt cache expired
+    #: (`AgentSpec.resume_compaction`); None: it never does.
+    resume_rule: ResumeCompactionRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +150,9 @@ class Figures:
     #: Which of the user's limits sets `severity` (`policy.limit_passed`): its `[thresholds]`
     #: key and value; None at OK.
     limit_passed: tuple[str, float] | None = None
+    #: The window the agent's automatic compaction counts against and its source, when the
+    #: agent has such a window (Claude Code's auto-compact window).
+    compact_window: CompactWindow | None = None
 
 
 def session_key(agent: str, session_id: str, transcript_path: str | None) -> str:
@@ -211,6 +231,7 @@ def apply_statusline(state: SessionState, report: StatuslineReport, now: float) 
         estimated=state.estimated and report.tokens is None,
         statusline_window=report.window or state.statusline_window,
         statusline_used_pct=report.used_pct,
+        statusline_compact_window=report.compact_window or state.statusline_compact_window,
         cwd=report.cwd or state.cwd,
         agent_version=report.agent_version or state.agent_version,
         prompt_cache=report.prompt_cache or state.prompt_cache,
@@ -227,12 +248,19 @@ def with_agent_config(state: SessionState, config: Mapping[str, str]) -> Session
 def _config(state: SessionState, files: Mapping[str, str]) -> Mapping[str, str]:
     # The hook's environment over the agent's settings files: the names never collide (variables
     # are upper-case, settings keys JSON paths), so the order only matters for a user's oddity.
-    # The agent's version, when known, under its own key.
-    if not state.agent_config and state.agent_version is None:
+    # The agent's version, what its statusline revealed of its compaction and the size of its
+    # last automatic compaction, when known, each under its own key.
+    known = (
+        (AGENT_VERSION, state.agent_version),
+        (REPORTED_COMPACT_WINDOW, state.statusline_compact_window),
+        (COMPACTED_FROM, state.compacted_from),
+    )
+    if not state.agent_config and all(value is None for _, value in known):
         return files
     config = {**files, **dict(state.agent_config)}
-    if state.agent_version is not None:
-        config[AGENT_VERSION] = state.agent_version
+    for key, value in known:
+        if value is not None:
+            config[key] = str(value)
     return config
 
 
@@ -267,8 +295,15 @@ def figures(
     auto = point is not None
     # Without auto-compaction the window is the only limit: the basis falls back to it.
     point = window.size if point is None else point
+    compact = (
+        None
+        if grounds.compact_window is None
+        else grounds.compact_window(window.size, state.model, agent_config)
+    )
     if tokens is None:
-        return Figures(None, window, point, None, None, None, Severity.OK, None, auto)
+        return Figures(
+            None, window, point, None, None, None, Severity.OK, None, auto, compact_window=compact
+        )
     usage = _usage(state, window, point)
     basis = settings.thresholds.basis
     idle_at = idle_compaction_at(state, grounds, agent_config)
@@ -287,6 +322,7 @@ def figures(
         over_window=tokens > window.size,
         idle_compaction_at=idle_at,
         limit_passed=policy.limit_passed(usage, settings.thresholds),
+        compact_window=compact,
     )
 
 
@@ -304,7 +340,14 @@ def _window_and_point(
         return rule(size, model, overrides, agent_config)
 
     def inferred() -> int | None:
-        return None if compacted_from is None else infer_window(compacted_from, point_for)
+        # Which window's own rule explains the compaction: the rule is asked without being
+        # told of that compaction (with it, every window would explain it).
+        blind = {k: v for k, v in agent_config.items() if k != COMPACTED_FROM}
+        return (
+            None
+            if compacted_from is None
+            else infer_window(compacted_from, lambda size: rule(size, model, overrides, blind))
+        )
 
     proved = max(state.proved_tokens or 0, grounds.proved.get(model_key(model), 0) if model else 0)
     window = window_override or resolve_window(
@@ -334,6 +377,15 @@ def idle_compaction_at(
     return grounds.idle_rule(state.tokens, state.prompt_cache, config)
 
 
+def compacts_at_resume(state: SessionState, grounds: Grounds, now: float) -> bool:
+    """Whether the agent compacts the session, resumed at `now`, before its first message (by
+    its resume rule and the prompt cache it last reported)."""
+    if grounds.resume_rule is None or state.prompt_cache is None or state.tokens is None:
+        return False
+    config = _config(state, grounds.config)
+    return grounds.resume_rule(state.tokens, state.prompt_cache, config, now)
+
+
 def figures_row(fig: Figures) -> dict[str, Any]:
     """The figures as the plain values `status` and `replay` report."""
     return {
@@ -351,6 +403,8 @@ def figures_row(fig: Figures) -> dict[str, Any]:
         "idle_compaction_at": fig.idle_compaction_at,
         "limit_passed": None if fig.limit_passed is None else fig.limit_passed[0],
         "limit_value": None if fig.limit_passed is None else fig.limit_passed[1],
+        "compact_window": None if fig.compact_window is None else fig.compact_window.size,
+        "compact_window_source": None if fig.compact_window is None else fig.compact_window.source,
     }
 
 
@@ -376,7 +430,12 @@ def on_hook(
     if event.kind == "session_start":
         if event.context_tokens is not None:  # a resume or a fork states its size at once
             state = replace(state, tokens=event.context_tokens, estimated=False)
-        return _answered(state, event, now, state.policy, ended=(None, None)), Reply()
+        policy_state = state.policy
+        if event.source == "resume" and compacts_at_resume(state, grounds, now):
+            # The warnings given on the old context say nothing of the compacted one.
+            policy_state = policy.on_compaction(policy_state)
+            state = replace(state, expected_compactions=state.expected_compactions + 1)
+        return _answered(state, event, now, policy_state, ended=(None, None)), Reply()
     if event.kind == "model_switch":
         return _answered(state, event, now, state.policy), _switch_reply(state, event, grounds)
     if event.kind == "model_switched":
@@ -426,6 +485,7 @@ def _switched(state: SessionState, event: HookEvent) -> SessionState:
         estimated=state.estimated and event.context_tokens is None,
         statusline_window=None,
         statusline_used_pct=None,
+        statusline_compact_window=None,
         agent_window=None,
         compacted_from=None,
         proved_tokens=None,

@@ -167,22 +167,35 @@ def infer_window(compacted_at: int, point_for: Callable[[int], int | None]) -> i
     """The window an automatic compaction at `compacted_at` tokens points to, else None.
 
     An agent compacts on the first request whose count reaches its point, so the count it
-    compacted at lies at or just above the point of its real window. Of the common windows that
+    compacted at lies at or just above the point of its real window (its record may state a
+    few tokens less than the count it compared: `INFER_SLACK`). Of the common windows that
     hold `compacted_at` and whose point (`point_for(window)`, the agent's rule) it reached, the
     one whose point lies closest below it is taken: 170,251 -> 200,000 under Claude Code's rule
-    (point 167,000), 490,000 -> 1,000,000 when a 50 % override put the point there.
+    (point 167,000), 490,000 -> 1,000,000 when a 50 % override put the point there. When two
+    windows explain it equally (a compaction capped below both, so the point does not depend on
+    the window), it says nothing about the window: None.
     """
     best: tuple[int, int] | None = None  # (distance above the point, window)
+    tied = False
     for size in COMMON_WINDOWS:
         if size < compacted_at:
             continue
         point = point_for(size)
-        if point is None or point > compacted_at:
+        if point is None or point > compacted_at + INFER_SLACK:
             continue
-        gap = compacted_at - point
-        if best is None or gap < best[0]:
-            best = (gap, size)
-    return best[1] if best is not None else None
+        gap = abs(compacted_at - point)
+        if best is not None and gap == best[0]:
+            tied = True
+        elif best is None or gap < best[0]:
+            best, tied = (gap, size), False
+    return None if best is None or tied else best[1]
+
+
+#: How far below an agent's point the size its compaction record states may lie: Claude Code
+#: compares its count plus a few tokens it estimates for what was appended since the last
+#: response, and records the count without them (a point of 367,000 reached at 366,998 + 2,
+#: recorded as 366,999).
+INFER_SLACK = 100
 
 
 def resolve_window(

@@ -104,6 +104,8 @@ class Answers:
             utc_offset,
             spec.configured_window,
             self.sessions.proved,
+            spec.compact_window,
+            spec.resume_compaction,
         )
         self._grounds[state.agent] = grounds
         return grounds
@@ -122,10 +124,10 @@ class Answers:
         Raises InvalidInput for an unknown agent or a payload that is not a hook's.
         """
         spec = agents.spec(agent)
-        if event_hint == "statusline" and spec.statusline is not None:
-            return self._statusline(spec, payload)
-        event = agents.parse(agent, payload, event_hint)
         config = _agent_config(env, spec.config_env, agent) if isinstance(env, dict) else None
+        if event_hint == "statusline" and spec.statusline is not None:
+            return self._statusline(spec, payload, config)
+        event = agents.parse(agent, payload, event_hint)
         key = self._session_for(event, self.transcripts.deadline(HOOK_BUDGET), config or {})
         if config is not None:
             state = self.sessions[key]
@@ -144,6 +146,11 @@ class Answers:
         self._announced.discard(key)
         state = self.sessions[key]
         new_state, reply = core.on_hook(state, event, self.grounds(state), self.sessions.clock())
+        if new_state.policy.handoff_asked and not state.policy.handoff_asked:
+            # Delivered once the agent's next stop echoes it, if it went as a block (the agent's
+            # dialect may make the user's message one); anything else has no echo to wait for.
+            policy = replace(new_state.policy, handoff_unconfirmed=agents.blocks(event, reply))
+            new_state = replace(new_state, policy=policy)
         self.sessions.store(new_state)
         self.hooks_answered += 1
         self._count(event, state.policy, new_state.policy, reply)  # the policy's own reply
@@ -272,7 +279,11 @@ class Answers:
         env = {**self._env, **agent_env} if agent_env else self._env
         return agents.spec(event.agent).implied_transcript(event.session_id, env)
 
-    def _statusline(self, spec: agents.AgentSpec, payload: bytes) -> bytes:
+    def _statusline(
+        self, spec: agents.AgentSpec, payload: bytes, config: Mapping[str, str] | None = None
+    ) -> bytes:
+        """The statusline's answer; `config` is the agent's environment as the statusline
+        command got it, taken like a hook's (the same process environment)."""
         assert spec.statusline is not None
         report = spec.statusline.parse(payload)
         path = self.transcripts.usable(report.transcript_path, spec.name, report.session_id)
@@ -286,6 +297,8 @@ class Answers:
             found = self.sessions.key_for(spec.name, report.session_id)
             key = found or self.sessions.open(spec.name, report.session_id, None).key
         state = core.apply_statusline(self.sessions[key], report, self.sessions.clock())
+        if config is not None:
+            state = core.with_agent_config(state, config)
         self.sessions.store(state)
         self.sessions.learn(state)
         return spec.statusline.render(state.model, core.figures(state, self.grounds(state)))
@@ -352,6 +365,7 @@ def _must_persist(before: PolicyState, after: PolicyState, reply: Reply) -> bool
         reply != _SILENT
         or after.warned != before.warned
         or after.handoff_asked != before.handoff_asked
+        or after.handoff_unconfirmed != before.handoff_unconfirmed
     )
 
 

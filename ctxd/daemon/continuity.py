@@ -73,7 +73,9 @@ class Continuity:
         if reader is None:
             return reply
         c = settings.continuity
-        asked = after.policy.handoff_asked and not before.policy.handoff_asked
+        # Asked, or asked again because the first ask never reached the agent (`on_stop`).
+        again = before.policy.handoff_unconfirmed and not after.policy.handoff_unconfirmed
+        asked = after.policy.handoff_asked and (not before.policy.handoff_asked or again)
         if asked and c.handoff_file and (reply.block_reason or reply.user_message):
             path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:
@@ -81,7 +83,8 @@ class Continuity:
         # Every hook asks how many compactions there were; the digest is built only when used.
         compactions = reader.compactions
         injected = self._injected.setdefault(after.key, compactions)
-        due = event.kind == "compaction" or compactions > injected
+        expected = after.expected_compactions > before.expected_compactions
+        due = event.kind == "compaction" or compactions > injected or expected
         if due and c.inject and event.name in agents.spec(after.agent).dialect.context_events:
             self._injected[after.key] = max(compactions, injected + 1)
             note = render_compact(reader.digest, c.compact_tokens)

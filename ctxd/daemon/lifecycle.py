@@ -157,6 +157,7 @@ class Daemon:
             catching_up=self.centre.transcripts.backlog_size(),
             watching=self.poller.statistics(),
             http=self.http.as_json(),
+            store_problems=tuple(self.centre.transcripts.store_problems()),
             refused_files=tuple(self.centre.refused.as_json()),
         )
 

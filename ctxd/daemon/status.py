@@ -79,6 +79,9 @@ class DaemonStatistics:
     #: What came of `[http]` at start: enabled, the listener's URL, or why there is none
     #: (`http.HttpListening`).
     http: dict[str, object] | None = None
+    #: The agents' session stores that cannot be read as theirs (`Transcripts.store_problems`):
+    #: those sessions' figures are frozen until they can be.
+    store_problems: tuple[dict[str, str], ...] = ()
     #: The agents' files ctxd did not read, and why (`RefusedFiles.as_json`).
     refused_files: tuple[dict[str, object], ...] = ()
 

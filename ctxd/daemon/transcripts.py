@@ -8,7 +8,11 @@ An agent that keeps all its sessions in one database (`AgentSpec.store`) has it 
 too, by its reader's position instead of a byte offset: a change to the database or its WAL, a
 hook of that agent and every sweep poll it for the rows written since, and each row's usage goes
 to the session it names (keyed by agent and session id, as a session with no transcript is);
-such a session's digest is read from the database when it is used (`stored_digest`).
+such a session's digest is the one its store's reader keeps as the rows arrive (`stored_digest`:
+nothing is read inside a hook's answer but the rows written since the last poll). An update the
+reader read again (its database replaced) is folded only when it is newer than what the session
+knows, so that a compaction is never counted twice. A store that cannot be read as its agent's
+(`StoreProblem`) is said once at WARNING and kept in `store_problems` until it reads again.
 
 No call holds the event loop for long: every catch-up has a deadline (HOOK_BUDGET inside a hook,
 STEP_BUDGET elsewhere), and what it leaves unread goes to the backlog, which `drain_backlog`
@@ -34,7 +38,7 @@ import orjson
 
 from ctxd import agents
 from ctxd.agents.digest import DigestSource
-from ctxd.agents.store import StoreReader
+from ctxd.agents.store import StoreProblem, StoreReader, StoreUpdate
 from ctxd.core import session as core
 from ctxd.core.digest import Digest, DigestBook
 from ctxd.core.session import SessionState
@@ -93,6 +97,8 @@ class Transcripts:
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
+        #: Database path -> why it cannot be read as its agent's (said once at WARNING).
+        self._store_problems: dict[str, str] = {}
         #: The transcripts of sessions that ended and were dropped: followed again only once
         #: they grow, so that a session that ended stays ended through discovery passes.
         self.ended = EndedFiles()
@@ -108,16 +114,29 @@ class Transcripts:
 
     def stored_digest(self, key: str) -> DigestSource | None:
         """The digest of session `key` when its agent keeps it in a session store (no
-        transcript file): read from the database only when it is used (`digest`), its
-        compactions those the store's rows reported. None for any other session."""
+        transcript file): the one its reader kept as the rows arrived (nothing is read for
+        it), its compactions those the store's rows reported. None for any other session."""
         state = self.sessions.get(key)
         if state is None or state.transcript_path is not None:
             return None
-        for path, (agent, _) in self._stores.items():
-            store = agents.spec(agent).store
-            if agent == state.agent and store is not None and store.digest is not None:
-                return _StoredDigest(path, state.session_id, state.compactions, store.digest)
+        for agent, reader in self._stores.values():
+            if agent == state.agent:
+                return _StoredDigest(reader.digest(state.session_id), state.compactions)
         return None
+
+    def store_problems(self) -> list[dict[str, str]]:
+        """The session stores that cannot be read as their agent's: agent, its title, the
+        database's path, why."""
+        return [
+            {
+                "agent": self._stores[path][0],
+                "title": agents.spec(self._stores[path][0]).title,
+                "path": path,
+                "problem": problem,
+            }
+            for path, problem in self._store_problems.items()
+            if path in self._stores
+        ]
 
     def usable(self, path: str | None, agent: str, session_id: str) -> str | None:
         """A hook's transcript path, if it names a regular file to follow (or one followed
@@ -363,16 +382,16 @@ class Transcripts:
         try:
             found = reader.read(until, self.monotonic)
         except OSError as exc:
-            if isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
-                what = f"{agents.spec(agent).title} database"
-                self.refused.note(path, _stamp(path), exc.reason, what)
-            elif not isinstance(exc, FileNotFoundError):
-                logger.debug("cannot read %s now: %s", path, exc)
+            self._store_unread(path, agent, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries
             return True
+        if self._store_problems.pop(path, None) is not None:
+            logger.info("%s can be read again", path)
         now = self.sessions.clock()
         for row in found:
             key = self.sessions.key_for(agent, row.session_id)
+            if key is not None and row.replayed and _known(self.sessions[key], row):
+                continue
             if key is None:
                 parent = None
                 if row.parent_id is not None:
@@ -392,6 +411,23 @@ class Transcripts:
             return False
         self._backlog.pop(path, None)
         return True
+
+    def _store_unread(self, path: str, agent: str, exc: OSError) -> None:
+        """Say why the store at `path` could not be read, once for as long as it lasts."""
+        what = f"{agents.spec(agent).title} database"
+        if isinstance(exc, StoreProblem):  # not the agent's (a schema ctxd does not know)
+            if self._store_problems.get(path) != str(exc):
+                logger.warning(
+                    "cannot read %s as %s, its figures are frozen until it can be: %s",
+                    path,
+                    what,
+                    exc,
+                )
+                self._store_problems[path] = str(exc)
+        elif isinstance(exc, RefusedFile):  # not a database at all: said once, in status too
+            self.refused.note(path, _stamp(path), exc.reason, what)
+        elif not isinstance(exc, FileNotFoundError):
+            logger.debug("cannot read %s now: %s", path, exc)
 
     def _track_found(self, path: str, until: float | None = None) -> bool:
         agent = agents.transcript_owner(path, self.roots)
@@ -430,6 +466,9 @@ class Transcripts:
             self._backlog_added.set()
 
     def _forget(self, key: str) -> None:
+        for agent, reader in self._stores.values():
+            if key.startswith(f"{agent}:"):
+                reader.forget(key[len(agent) + 1 :])
         tracked = self._files.pop(key, None)
         if tracked is not None and tracked.identity is not None:
             self.ended.remember(key, tracked.identity, int(tracked.position()["offset"]))
@@ -498,23 +537,20 @@ def _stamp(path: str) -> object:
     return (info.st_dev, info.st_ino, info.st_mode)
 
 
+def _known(state: SessionState, row: StoreUpdate) -> bool:
+    """Whether a row read again is one `state` has folded already: not newer than its last
+    update, by the row's time, then its id (OpenCode's ids grow with time)."""
+    update = row.update
+    if state.usage_at is None or update.at is None:
+        return False
+    if update.at != state.usage_at:
+        return update.at < state.usage_at
+    return (update.turn_id or "") <= (state.last_turn_id or "")
+
+
 class _StoredDigest:
-    """A store session's digest, read from the database the first time it is asked for (once
-    per compaction, for the note after it): one query over that session's parts."""
+    """A store session's digest as its reader kept it (an empty one when it kept none)."""
 
-    def __init__(
-        self, path: str, session_id: str, compactions: int, read: Callable[[str, str], Digest]
-    ) -> None:
-        self.path, self.session_id, self.compactions = path, session_id, compactions
-        self._read = read
-        self._digest: Digest | None = None
-
-    @property
-    def digest(self) -> Digest:
-        if self._digest is None:
-            try:
-                self._digest = self._read(self.path, self.session_id)
-            except OSError as exc:  # locked or gone: the answer goes out with what is known
-                logger.warning("cannot read the digest of %s: %s", self.session_id, exc)
-                self._digest = DigestBook().digest
-        return self._digest
+    def __init__(self, digest: Digest | None, compactions: int) -> None:
+        self.compactions = compactions
+        self.digest = DigestBook().digest if digest is None else digest

@@ -15,6 +15,7 @@ from ctxd.errors import InvalidInput
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 _DIRS: dict[str, str] = {
     "claude-code-2.1.332": "claude",
+    "claude-code-2.1.337": "claude",
     "claude-code-2.1.197": "claude",
     "gemini-cli-0.61.0": "gemini",
     "codex-cli-0.171.0": "codex",

@@ -39,6 +39,8 @@ EXPECTED_KIND: dict[tuple[str, str], EventKind] = {
     ("claude", "Notification"): "other",
     ("claude", "PreModelSwitch"): "model_switch",
     ("claude", "PostModelSwitch"): "model_switched",
+    # 2.1.335: a turn stopped without Stop; its output is ignored, it is recorded as activity.
+    ("claude", "Interrupt"): "other",
     ("gemini", "AfterTool"): "tool_call",
     ("gemini", "BeforeTool"): "other",
     ("gemini", "BeforeAgent"): "prompt",
@@ -58,6 +60,7 @@ EXPECTED_KIND: dict[tuple[str, str], EventKind] = {
 }
 # Events whose file-name variant is the source / trigger / reason.
 SOURCE_EVENTS = {
+    "Interrupt",  # its `source`: user, session or system
     "SessionStart",
     "SessionEnd",
     "PreCompact",

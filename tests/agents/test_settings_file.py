@@ -34,7 +34,8 @@ CASES = [
     ("codex", "codex-foreign.hooks.json"),
 ]
 EVENTS = {
-    "claude": dict(claude_mod.EVENTS),
+    # The install's pure transformation, without Claude Code's version: what every release knows.
+    "claude": dict(claude_mod.events_for(None)),
     "gemini": dict(gemini_mod.EVENTS),
     "codex": dict(codex_mod.EVENTS),
 }

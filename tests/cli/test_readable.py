@@ -310,3 +310,16 @@ def test_status_names_the_token_limit_passed_and_the_idle_compaction_that_comes_
     assert f"~134 calls to compaction, first: compacted if idle at {hhmm}" in text
     by_percent = _row(limit_passed="warning", limit_value=35.0)
     assert "past warning" not in "\n".join(status_lines({"sessions": [by_percent]}))
+
+
+def test_the_window_claude_code_compacts_against_is_named_with_its_source() -> None:
+    """Claude Code 2.1.334+ compacts a 1M model against 400,000 unless something decides
+    otherwise: `ctxd status` says which window and who decided, beside the window's source."""
+    row = _row(compact_window=400_000, compact_window_source="default")
+    doc = {"daemon": {"version": "0.1.0", "pid": 7, "requests": 1}, "sessions": [row]}
+    text = "\n".join(status_lines(doc))
+    assert "compact window 400,000 (default)" in text
+    (line,) = [ln for ln in session_lines(row) if ln.startswith("compacts against")]
+    assert line.split(":", 1)[1].strip() == "compact window 400,000 (default)"
+    # An agent without such a window: nothing said.
+    assert "compact window" not in "\n".join(status_lines({**doc, "sessions": [_row()]}))

@@ -59,11 +59,11 @@ def test_the_config_sample_names_every_section_and_key() -> None:
         assert shown_keys == keys, section
 
 
-
 def test_the_older_compaction_keys_are_named() -> None:
     aliases = [key.alias for agent in AGENTS for key in spec(agent).config_keys if key.alias]
     assert aliases
     assert all(f"`{alias}`" in README for alias in aliases), aliases
+
 
 def _body(sample: str, section: str) -> str:
     """The lines of `[section]` in the sample ("" when it is not shown)."""

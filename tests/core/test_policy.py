@@ -299,6 +299,7 @@ def test_handoff_once_then_rearmed_by_compaction() -> None:
     h = HandoffSettings()
     state, first = on_stop(PolicyState(), HIGH, h, "window", stop_hook_active=False)
     assert first is not None
+    state, _ = on_stop(state, HIGH, h, "window", stop_hook_active=True)  # the agent went on
     state, again = on_stop(state, HIGH, h, "window", stop_hook_active=False)
     assert again is None
     state = on_compaction(state)
@@ -565,3 +566,30 @@ def test_the_forecast_names_the_compaction_that_comes_first(
 ) -> None:
     fc = Forecast(5_000.0, None, calls_to_compaction, idle_compaction_at=idle_at)
     assert fc.first_compaction == first
+
+
+# A handoff asked, by the next stops (stop_hook_active of each): whether each asks.
+@pytest.mark.parametrize(
+    ("action", "stops", "asked"),
+    [
+        # the agent went on with it (its next stop says so): asked once
+        ("block", [False, True, False], [True, False, False]),
+        # its client never got it (the next stop is a plain one): asked again there, once only
+        ("block", [False, False, True, False], [True, True, False, False]),
+        ("block", [False, False, False, False], [True, True, False, False]),
+        # a message to the user has no echo: asked once
+        ("message", [False, False, False], [True, False, False]),
+    ],
+)
+def test_a_handoff_block_is_asked_again_once_when_the_next_stop_shows_it_was_not_delivered(
+    action: str, stops: list[bool], asked: list[bool]
+) -> None:
+    h = HandoffSettings(action=action)  # type: ignore[arg-type]
+    usage = Usage(tokens=150_000, window=200_000, compaction_at=200_000)
+    state = PolicyState()
+    said = []
+    for active in stops:
+        state, text = on_stop(state, usage, h, "window", active)
+        said.append(text is not None)
+    assert said == asked
+    assert state.handoff_asked

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ctxd.core.compaction import reserve_rule
-from ctxd.core.events import HookEvent, StatuslineReport, UsageUpdate
+from ctxd.core.events import HookEvent, PromptCache, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Severity
 from ctxd.core.session import (
     Grounds,
@@ -245,6 +245,33 @@ def test_an_automatic_compaction_teaches_the_window() -> None:
     # 1M's (483,500), past 272k's (119,500): the closest point below it names the window.
     halved = with_agent_config(state, {"PCT": "50"})
     assert figures(halved, Grounds(settings, _point_rule)).window == Window(272_000, "compaction")
+
+
+def _resumed_after_expiry(tokens: int, cache: PromptCache, config: object, now: float) -> bool:
+    """A resume rule: the agent compacts a session resumed once its cache expired."""
+    return cache.expires_at is not None and now >= cache.expires_at
+
+
+def test_a_resume_after_the_cache_expired_counts_as_a_compaction_to_come() -> None:
+    cache = PromptCache(ttl=3600, expires_at=100.0, warm=True)
+    state = replace(_session(tokens=700_000), prompt_cache=cache)
+    grounds = Grounds(WINDOW_BASIS, RULE, resume_rule=_resumed_after_expiry)
+    state, reply = on_hook(state, _event("tool_call"), grounds, 2.0)
+    assert reply.context and reply.context.startswith("CONTEXT WARNING:")
+    resume = _event("session_start", "SessionStart", source="resume")
+    # Before the cache expired: nothing to expect.
+    early, _ = on_hook(state, resume, grounds, 50.0)
+    assert early.expected_compactions == 0 and early.policy.warned is Severity.WARNING
+    # After: the warnings given on the old context are reset, one compaction is expected.
+    late, _ = on_hook(state, resume, grounds, 150.0)
+    assert late.expected_compactions == 1 and late.policy.warned is Severity.OK
+    # A new session, or an agent without such a rule: nothing either.
+    started, _ = on_hook(
+        state, _event("session_start", "SessionStart", source="startup"), grounds, 150.0
+    )
+    assert started.expected_compactions == 0
+    plain, _ = on_hook(state, resume, Grounds(WINDOW_BASIS, RULE), 150.0)
+    assert plain.expected_compactions == 0
 
 
 # ------------------------------------------------------- what a session proved of its window

@@ -258,6 +258,22 @@ def test_infer_window_takes_the_closest_point_below() -> None:
     assert infer_window(170_000, lambda w: None) is None
 
 
+def test_infer_window_allows_a_record_a_few_tokens_short_of_the_point() -> None:
+    # Claude Code 2.1.337 compared 366,998 + 2 estimated tokens with its point 367,000 and
+    # recorded preTokens 366,999.
+    assert infer_window(366_999, lambda w: min(w, 400_000) - 33_000) is None  # see below
+    assert infer_window(366_999, lambda w: w - 33_000) == 400_000
+    assert infer_window(366_800, lambda w: w - 33_000) is None  # 200 short: not that point
+
+
+def test_a_compaction_every_window_explains_says_nothing_of_the_window() -> None:
+    # A compact window of 400,000 caps every window from 400k up at the same point: the
+    # compaction at 367,100 fits 400k, 1M and 2M alike, so the window is left to other sources.
+    assert infer_window(367_100, lambda w: min(w, 400_000) - 33_000) is None
+    # Below the cap the windows still differ: 200k explains 170,251 best.
+    assert infer_window(170_251, lambda w: min(w, 400_000) - 33_000) == 200_000
+
+
 def test_resolve_window_ranks_an_inferred_window_below_learned_above_table() -> None:
     kwargs: dict[str, Any] = {"statusline": None, "agent_reported": None, "model": "m", "tokens": 0}
     table = {"m": 1_000_000}

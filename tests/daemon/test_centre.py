@@ -294,6 +294,66 @@ def test_idle_compaction_from_statusline_payloads(
         assert "left idle" not in said
 
 
+def test_the_statusline_env_is_taken_like_a_hooks(world: World, clock: FakeClock) -> None:
+    """A session known only from its statusline: the variables in the statusline command's
+    environment count as a hook's do (CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS lowers the floor of
+    idle compaction to 100,000, so 150,000 tokens are compacted when idle)."""
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(150_000)
+    expires = int(clock.now) + 3600
+    payload = statusline_payload(world, t, 150_000, "1h", expires)
+    env = {"CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS": "100000"}
+    centre.answers.handle_hook("claude", "statusline", payload, env)
+    (row,) = centre.status.document()["sessions"]
+    assert row["idle_compaction_at"] == expires - 360
+
+
+STATUSLINE_2_1_337 = "tests/data/payloads/statusline/claude-2.1.337.jsonl"
+
+
+def test_a_2_1_337_statusline_reveals_the_auto_compact_window(
+    world: World, clock: FakeClock
+) -> None:
+    """The real 2.1.337 payload at 103,000 tokens says 26 %: of its 400,000 auto-compact window,
+    not of the 1,000,000 window it names. ctxd keeps the window, compacts at 367,000 and says
+    the statusline decided."""
+    centre = open_centre(world, clock)
+    t = world.claude()
+    t.assistant(103_000)
+    doc = json.loads((world.repo / STATUSLINE_2_1_337).read_text().splitlines()[1])
+    assert doc["context_window"]["used_percentage"] == 26
+    doc.update(session_id=t.session_id, transcript_path=str(t.path), cwd=str(world.work))
+    centre.answers.handle_hook("claude", "statusline", json.dumps(doc).encode())
+    (row,) = centre.status.document()["sessions"]
+    assert (row["window"], row["window_source"]) == (1_000_000, "statusline")
+    assert (row["compact_window"], row["compact_window_source"]) == (400_000, "statusline")
+    assert row["compaction_at"] == 367_000
+    assert row["used_pct"] == pytest.approx(10.3)
+
+
+def test_a_resume_after_the_cache_expired_expects_claude_codes_compaction(
+    world: World, clock: FakeClock
+) -> None:
+    """Claude Code 2.1.335+ compacts a session resumed after its 1-hour cache expired before its
+    first message: at that SessionStart ctxd forgets the warnings given on the old context."""
+    centre = open_centre(world, clock, WINDOW_BASIS)
+    t = world.claude()
+    t.assistant(700_000, version="2.1.337")
+    expires = int(clock.now) + 3600
+    doc = json.loads(statusline_payload(world, t, 700_000, "1h", expires))
+    doc["version"] = "2.1.337"
+    doc["context_window"].update(used_percentage=None, remaining_percentage=None)
+    centre.answers.handle_hook("claude", "statusline", json.dumps(doc).encode())
+    assert level(answer_of(centre, t.payload("PostToolUse"))) == "WARNING"
+    clock.advance(3601.0)
+    resume = t.payload("SessionStart", source="resume")
+    centre.answers.handle_hook("claude", None, json.dumps(resume).encode())
+    (state,) = [s for s in centre.sessions if s.session_id == t.session_id]
+    assert state.expected_compactions == 1
+    assert state.policy.warned.label == "ok"
+
+
 def test_settings_applied_between_two_hooks_judge_the_second(
     world: World, clock: FakeClock
 ) -> None:

@@ -4,6 +4,7 @@ point, the note once per compaction, each session with its own digest; and `[con
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,24 @@ def test_cli_handoff_json_for_a_transcript(tmp_path: Path) -> None:
     assert doc["agent"] == "claude"
     assert doc["digest"]["failed"][0]["exit_code"] == 2
     assert doc["markdown"].startswith("# Handoff: Claude Code session")
+
+
+def test_the_note_goes_with_a_compaction_expected_at_resume(tmp_path: Path) -> None:
+    """A resume after the prompt cache expired: the agent compacts before its first message, so
+    the note goes with the SessionStart that says so, once (the compaction's record, when the
+    transcript shows it, is the same compaction)."""
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    transcript, reader = _opened("/t/s1.jsonl")
+    lines = CONTINUITY.read_bytes().splitlines(keepends=True)
+    boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
+    transcript.feed(b"".join(lines[:boundary]))
+    s = _state("s1")
+    tool = _event("PostToolUse", "tool_call", "s1")
+    assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
+    resume = _event("SessionStart", "session_start", "s1", source="resume")
+    assert c.amend(resume, s, s, Reply(), reader, ON) == Reply()  # nothing expected
+    expecting = replace(s, expected_compactions=1)
+    note = c.amend(resume, s, expecting, Reply(), reader, ON).context
+    assert note is not None and note.startswith("[ctxd continuity]")
+    transcript.feed(b"".join(lines[boundary:]))
+    assert c.amend(tool, expecting, expecting, Reply(), reader, ON) == Reply()

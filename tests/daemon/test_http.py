@@ -373,8 +373,10 @@ def test_install_transport_http(world: World, tmp_path: Path) -> None:
     # back to commands: the HTTP hooks are replaced, not doubled; uninstall removes them all
     assert world.cli("install", "claude", "--settings", str(settings)).returncode == 0
     text = settings.read_text()
-    # one command per event ctxd registers, and the statusLine's
-    assert '"type": "http"' not in text and text.count("ctxd_hook") == len(claude.EVENTS) + 1
+    # one command per event ctxd registers (no `claude` on PATH: those every release knows),
+    # and the statusLine's
+    registered = len(claude.events_for(None))
+    assert '"type": "http"' not in text and text.count("ctxd_hook") == registered + 1
     assert (
         world.cli(
             "install", "claude", "--settings", str(settings), "--transport", "http"
@@ -629,8 +631,11 @@ def test_the_owners_hooks_stay_fast_while_another_uid_floods_the_port(
     # The median, not the maximum: on a loaded machine the kernel may drop a SYN once its
     # accept queue is full while the daemon waits for a CPU, and the client retries in 1 s.
     assert statistics.median(flooded) < quiet + 0.05, (quiet, sorted(flooded))
-    assert f"uid {NOBODY}" in world.log()
-    assert "sock_diag unavailable" in world.log()
+    # A flooder's connection is often closed before the daemon looks it up: its owner is then
+    # unknown, and it is refused all the same.
+    log = world.log()
+    assert f"uid {NOBODY}" in log or "(unknown owner): not the owner" in log
+    assert "sock_diag unavailable" in log
 
 
 class OtherProgram:

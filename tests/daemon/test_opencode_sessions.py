@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -87,3 +88,96 @@ def test_the_real_subagent_capture_read_at_once(world: World) -> None:
     parent, child = sorted(centre.status.document()["sessions"], key=lambda r: r["parent"] or "")
     assert (parent["tokens"], parent["parent"]) == (12_000, None)
     assert (child["tokens"], child["parent"]) == (31_000, f"opencode:{parent['session_id']}")
+
+
+def _idle(centre: Centre, session_id: str, active: bool = False) -> dict[str, object] | None:
+    """What ctxd's plugin gets when the session goes idle (None: nothing)."""
+    payload = {
+        "hook_event_name": "session_idle",
+        "session_id": session_id,
+        "cwd": "/w",
+        "stop_hook_active": active,
+    }
+    answer = centre.answers.handle_hook("opencode", None, json.dumps(payload).encode())
+    assert isinstance(answer, bytes)
+    return json.loads(answer) if answer else None
+
+
+def _long_session(world: World) -> tuple[Centre, Path]:
+    """The capture's session, then a long history of its own, past the handoff point; the
+    daemon's centre under a clock of the test's, caught up with all of it."""
+    world.write_config('[windows]\n"mock-model" = 200000\n')
+    path = database_path(world.env)
+    path.parent.mkdir(parents=True)
+    copy_capture(path.parent)
+    w = Writer(path)
+    for i in range(200):
+        ask = w.message(CAPTURED, "user")
+        w.part(CAPTURED, ask, type="text", text=f"request {i}: " + "x" * 5000)
+        msg = w.message(CAPTURED, "assistant")
+        w.part(CAPTURED, msg, type="step-start")
+        state = {"status": "completed", "input": {"command": f"make step-{i}"}, "output": ""}
+        w.part(CAPTURED, msg, type="tool", tool="bash", callID=f"c{i}", state=state)
+        tokens = {"input": 100_000 + i * 100, "output": 40, "cache": {"read": 0, "write": 0}}
+        w.part(CAPTURED, msg, type="step-finish", tokens=tokens)
+    w.close()
+    settings = parse_settings('[windows]\n"mock-model" = 200000\n')
+    monotonic = [0.0]
+    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: monotonic[0], settings)
+    while not centre.transcripts.catch_up(str(path)):
+        monotonic[0] += 1.0
+    return centre, path
+
+
+def test_the_handoff_draft_is_the_digest_kept_as_rows_came_not_a_read_at_the_answer(
+    world: World,
+) -> None:
+    centre, path = _long_session(world)
+    # From here the database cannot be read: an answer that read the session would have
+    # nothing to draft from (or wait on a slow disk, as it would on a long session).
+    for name in (path.name, path.name + "-wal", path.name + "-shm"):
+        (path.parent / name).unlink(missing_ok=True)
+    path.write_bytes(b"gone\n")
+    answer = _idle(centre, CAPTURED)
+    assert answer is not None and answer["decision"] == "block"
+    draft = (centre.answers.continuity.dir / f"{CAPTURED}.md").read_text()
+    assert "request 199" in draft and "make step-199" in draft, draft
+
+
+def test_a_handoff_the_plugin_never_received_is_asked_again_at_the_next_idle(
+    world: World,
+) -> None:
+    centre, _ = _long_session(world)
+    first = _idle(centre, CAPTURED)
+    assert first is not None and first["decision"] == "block"
+    # the plugin gave up waiting: it never sent the request on, and its next idle says so
+    again = _idle(centre, CAPTURED)
+    assert again is not None and again["decision"] == "block"
+    assert "CONTEXT HANDOFF:" in str(again["reason"])
+    assert _idle(centre, CAPTURED, active=True) is None  # sent on this time
+    assert _idle(centre, CAPTURED) is None
+
+
+def test_a_hook_reads_what_is_new_only_until_its_deadline_and_answers(world: World) -> None:
+    """Under a clock that passes every deadline at once, the idle hook reads none of the parts
+    written since the last poll (it has no time for them), leaves them to the background and
+    answers with the digest kept so far: its answer waits on neither the history nor what is
+    new (an answer that read the session whole would hold the later requests)."""
+    centre, path = _long_session(world)
+    w = Writer(path)
+    for i in range(50):  # a long tool output's worth of parts, not read yet
+        ask = w.message(CAPTURED, "user")
+        w.part(CAPTURED, ask, type="text", text=f"later request {i}: " + "y" * 50_000)
+    w.close()
+    clock = [100.0]
+
+    def passing() -> float:
+        clock[0] += 1.0  # every look at the clock finds the deadline passed
+        return clock[0]
+
+    centre.transcripts.monotonic = passing
+    answer = _idle(centre, CAPTURED)
+    assert answer is not None and answer["decision"] == "block"
+    assert centre.transcripts.backlog_size() == 1  # the rest is read in the background
+    draft = (centre.answers.continuity.dir / f"{CAPTURED}.md").read_text()
+    assert "request 199" in draft and "later request" not in draft

@@ -4,6 +4,7 @@ there would clash with tests/conftest.py; pyproject's [tool.mypy] leaves this fi
 
 from e2e_fixtures import (
     claude_bin,
+    claude_release,
     codex_bin,
     copilot_bin,
     gemini_bin,
@@ -17,6 +18,7 @@ from e2e_fixtures import (
 
 __all__ = [
     "claude_bin",
+    "claude_release",
     "codex_bin",
     "copilot_bin",
     "gemini_bin",

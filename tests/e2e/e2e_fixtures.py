@@ -24,6 +24,24 @@ def claude_bin() -> Path:
     return _cli("claude")
 
 
+#: The Claude Code releases the suite verifies: the registry's last `@anthropic-ai/claude-code`
+#: and the newer one shipped in the Agent SDK's platform package (install-agents.sh).
+CLAUDE_RELEASES = {"2.1.332": "claude", "2.1.337": "claude-sdk"}
+
+
+@pytest.fixture(scope="session", params=sorted(CLAUDE_RELEASES))
+def claude_release(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """Each verified Claude Code release in turn: (its version, its CLI). The tests whose
+    behaviour differs between releases take this one; the others run on `claude_bin`."""
+    version = str(request.param)
+    cli = _cli(CLAUDE_RELEASES[version])
+    says = cli_version(cli)
+    if not says.startswith(f"{version} "):
+        # CTXD_E2E_LATEST=1 or an override installed another release: its cases are not these.
+        pytest.skip(f"{cli} is {says!r}; these cases are for Claude Code {version}")
+    return version, cli
+
+
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
     return _cli("gemini")
@@ -72,7 +90,7 @@ def netns() -> bool:
 
 def pytest_report_header() -> list[str]:
     lines = []
-    for name in (*AGENTS, "pi0"):
+    for name in (*AGENTS, "pi0", "claude-sdk"):
         path = find_cli(name)
         lines.append(f"e2e {name}: {cli_version(path) if path else 'not installed'}")
     return lines

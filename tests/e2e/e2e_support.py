@@ -35,9 +35,10 @@ Json = dict[str, Any]
 
 # ------------------------------------------------------------------------------------ the CLIs
 def find_cli(name: str) -> Path | None:
-    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`, or `pi0`: pi 0.x, the shared
-    prefix's `pi`), or None when not installed."""
-    override = os.environ.get(f"CTXD_E2E_{name.upper()}_BIN")
+    """The installed CLI `name` (an agent of `ctxd.agents.AGENTS`; `pi0`: pi 0.x, the shared
+    prefix's `pi`; `claude-sdk`: the newer Claude Code, the Agent SDK's binary), or None when
+    not installed."""
+    override = os.environ.get(f"CTXD_E2E_{name.upper().replace('-', '_')}_BIN")
     if override:
         path = Path(override)
     elif name == "pi0":

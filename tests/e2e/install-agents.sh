@@ -5,6 +5,13 @@
 #   CTXD_E2E_LATEST=1 tests/e2e/install-agents.sh   # the registry's newest releases instead
 #   CTXD_E2E_CLAUDE=2.1.197 tests/e2e/install-agents.sh   # one version overridden
 #
+# Claude Code is installed twice: the registry's last `@anthropic-ai/claude-code` (bin `claude`)
+# and a newer release that ships only as the `claude` binary of the Agent SDK's platform package
+# (`@anthropic-ai/claude-agent-sdk-linux-x64`, SDK 0.3.N carries Claude Code 2.1.N), in a prefix
+# of its own (npm-claude-sdk/) so that neither install prunes the other, linked as
+# tests/e2e/.cache/bin/claude-sdk (`CTXD_E2E_CLAUDE_SDK=0.3.337` overrides its version, `none`
+# skips it).
+#
 # Idempotent: a CLI whose installed version already matches is not reinstalled, so a second run
 # takes a second or two. The CLIs go into ONE npm prefix (one node_modules, one lockfile), which
 # the tests find through tests/e2e/.cache/npm/node_modules/.bin. pi 1.x is the exception: it needs
@@ -29,6 +36,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
+  CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
@@ -39,7 +47,11 @@ else
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22.23.5}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
+  CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
+SDK_DIR="$CACHE/npm-claude-sdk"
+SDK_PKG=@anthropic-ai/claude-agent-sdk-linux-x64
+SDK_CLAUDE="$SDK_DIR/node_modules/$SDK_PKG/claude"
 
 log() { echo "[install-agents] $*" >&2; }
 command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first"; exit 1; }
@@ -125,8 +137,28 @@ if [ ${#pi_want[@]} -gt 0 ]; then
   fi
 fi
 
+# The newer Claude Code, from the SDK's platform package (Linux x64 only, as the package is).
+if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
+  have_sdk="$(node -p "require('$SDK_DIR/node_modules/$SDK_PKG/package.json').version" 2>/dev/null || true)"
+  if [ "$CLAUDE_SDK_V" = latest ] || [ "$have_sdk" != "$CLAUDE_SDK_V" ]; then
+    log "npm install $SDK_PKG@$CLAUDE_SDK_V into $SDK_DIR"
+    mkdir -p "$SDK_DIR"
+    [ -f "$SDK_DIR/package.json" ] || echo '{"name": "ctxd-e2e-claude-sdk", "private": true}' >"$SDK_DIR/package.json"
+    if ! (cd "$SDK_DIR" && npm install --no-audit --no-fund --save-exact "$SDK_PKG@$CLAUDE_SDK_V" >"$SDK_DIR/npm-install.log" 2>&1); then
+      log "npm install failed, see $SDK_DIR/npm-install.log"
+      tail -20 "$SDK_DIR/npm-install.log" >&2
+      exit 1
+    fi
+  else
+    log "$SDK_PKG $have_sdk already installed"
+  fi
+  mkdir -p "$CACHE/bin"
+  ln -sf "$SDK_CLAUDE" "$CACHE/bin/claude-sdk"
+fi
+
 {
   echo "claude $(installed_version "$BIN/claude")"
+  if [ -x "$CACHE/bin/claude-sdk" ]; then echo "claude-sdk $(installed_version "$CACHE/bin/claude-sdk")"; fi
   echo "gemini $(installed_version "$BIN/gemini")"
   echo "codex $(installed_version "$BIN/codex")"
   echo "qwen $(installed_version "$BIN/qwen")"

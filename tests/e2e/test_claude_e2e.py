@@ -10,14 +10,16 @@ cache_read + 5,000 (see `claude_usage`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ from e2e_support import (
     Result,
     RunDir,
     Tmux,
+    capture_hook_command,
     claude_capture_hooks,
     claude_env,
     claude_prepare,
@@ -47,14 +50,21 @@ WINDOW_BASIS = '[thresholds]\nbasis = "window"\n'
 #: finishes within ~100 ms of the model's reply runs its PostToolUse hook before the reply is on
 #: disk (see test_instant_tools_are_warned_at_their_own_call).
 TOOL_SECONDS = 0.5
+_PCT = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"
+_ENV_ACW = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
+_ACW = "autoCompactWindow"
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 
 
-def test_smoke_scripted_tool_calls_with_hooks(claude_bin: Path, tmp_path: Path) -> None:
-    """The harness itself: a -p session of three Bash tool calls completes, every hook fires,
-    and a PostToolUse hook's additionalContext reaches the model right after its own call."""
+def test_smoke_scripted_tool_calls_with_hooks(
+    claude_release: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The harness itself, on each Claude Code release: a -p session of three Bash tool calls
+    completes, every hook fires, and a PostToolUse hook's additionalContext reaches the model
+    right after its own call."""
+    _, claude_bin = claude_release
     rd = RunDir.create(tmp_path)
     claude_prepare(rd, {"hooks": claude_capture_hooks()})
     mock = Mock("mock_anthropic", rd.root, {"steps": claude_tool_steps(3)}).start()
@@ -126,7 +136,12 @@ def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     def make(steps: list[Json], config: str = WINDOW_BASIS, *, counter: bool = False) -> Rig:
         rd = RunDir.create(tmp_path)
         settings = claude_prepare(rd)
-        ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config)})
+        # `ctxd install claude` asks the `claude` on PATH which hooks it knows: this one.
+        on_path = rd.root / "bin"
+        on_path.mkdir(exist_ok=True)
+        (on_path / "claude").symlink_to(claude_bin)
+        path = f"{on_path}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+        ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config), "PATH": path})
         ctxd.install("claude", settings)
         cleanup.callback(ctxd.stop)
         ctxd.start()
@@ -142,6 +157,22 @@ def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
 
     with cleanup:
         yield make
+
+
+@pytest.fixture
+def make_release_rig(
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path]
+) -> Callable[..., Rig]:
+    """`make_rig` for a test that names the Claude Code release it runs on (parametrized over
+    the releases): a case for another release than the fixture's is skipped."""
+
+    def make(version: str, *args: object, **kwargs: object) -> Rig:
+        running, cli = claude_release
+        if version != running:
+            pytest.skip(f"a case for Claude Code {version}")
+        return replace(make_rig(*args, **kwargs), bin=cli)
+
+    return make
 
 
 def tokens(cache_read: Sequence[int]) -> list[int]:
@@ -405,16 +436,26 @@ def assert_window_from_the_statusline(rig: Rig, tmux: Tmux, tokens: int, window:
 
 
 # ------------------------------------------------------------------------------------ tmux
+#: What each release's statusline tells of where it compacts claude-opus-5-5: 2.1.332 nothing
+#: (the whole window), 2.1.337 its 400,000 auto-compact window (75 % at 300,000 tokens).
+STATUSLINE_COMPACTION = {
+    "2.1.332": (1_000_000, "window", 967_000),
+    "2.1.337": (400_000, "statusline", 367_000),
+}
+
+
 def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
-    make_rig: Callable[..., Rig], tmp_path: Path
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path], tmp_path: Path
 ) -> None:
-    """Claude Code's interactive UI under tmux with ctxd's statusLine: the line is ctxd's, and
-    the daemon takes the window from it (ctxd's own default here is 200k, Claude's is 1M)."""
+    """Claude Code's interactive UI under tmux with ctxd's statusLine, on each release: the line
+    is ctxd's, and the daemon takes the window from it (ctxd's own default here is 200k,
+    Claude's is 1M) and, from 2.1.336, the auto-compact window its percentage counts against."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux not installed (apt-get install tmux)")
+    release, cli = claude_release
     config = WINDOW_BASIS + "[window]\ndefault = 200000\n"
     steps = claude_tool_steps(1, [95_000, 295_000], TOOL_SECONDS)
-    rig = make_rig(steps, config)
+    rig = replace(make_rig(steps, config), bin=cli)
     # let the scripted Bash call run without a permission dialog
     doc = json.loads(rig.settings.read_text())
     doc["permissions"] = {"allow": ["Bash"]}
@@ -432,6 +473,9 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
         assert_window_from_the_statusline(rig, tmux, 300_000, 1_000_000)
         # ...and after it: 300k of that 1M window (no "?": not a guessed default)
         assert tmux.wait("30% · 300k/1M", 20), tmux.pane()
+        (row,) = rig.ctxd.status()["sessions"]
+        found = (row["compact_window"], row["compact_window_source"], row["compaction_at"])
+        assert found == STATUSLINE_COMPACTION[release], row
         tmux.send("/exit")
         tmux.wait("CLAUDE-EXITED", 30)
     finally:
@@ -491,15 +535,21 @@ def test_interactive_foreign_statusline_unchanged_and_ctxd_learns_the_window(
 
 
 # ------------------------------------------------------------------- the real compaction point
-#: (model, window, CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, settings.json keys, the point the measured
-#: rule gives)
+#: (Claude Code's version, model, window, its environment, settings.json keys, the point the
+#: measured rule gives, the source of the auto-compact window ctxd reports)
 COMPACTION_CASES = [
-    ("claude-sonnet-4-6", 200_000, None, {}, 167_000),  # 200k - min(64k, 20k) - 13k
-    ("claude-opus-5-5", 1_000_000, None, {}, 967_000),  # 1M - 20k - 13k
-    ("claude-sonnet-4-6", 200_000, "50", {}, 90_000),  # min(floor(180,000 * 0.5), 167,000)
-    ("claude-opus-5-5", 1_000_000, "50", {}, 490_000),  # min(floor(980,000 * 0.5), 967,000)
+    ("2.1.332", "claude-sonnet-4-6", 200_000, {}, {}, 167_000, "window"),  # 200k - 20k - 13k
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {}, {}, 967_000, "window"),  # 1M - 20k - 13k
+    # min(floor(180,000 * 0.5), 167,000)
+    ("2.1.332", "claude-sonnet-4-6", 200_000, {_PCT: "50"}, {}, 90_000, "window"),
+    # min(floor(980,000 * 0.5), 967,000)
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {_PCT: "50"}, {}, 490_000, "window"),
     # The compact window from Claude Code's settings file, read by the daemon: W = 500,000.
-    ("claude-opus-5-5", 1_000_000, None, {"autoCompactWindow": 500_000}, 467_000),
+    ("2.1.332", "claude-opus-5-5", 1_000_000, {}, {_ACW: 500_000}, 467_000, "settings"),
+    # From 2.1.334 a native 1M model compacts against 400,000: 400k - 20k - 13k.
+    ("2.1.337", "claude-opus-5-5", 1_000_000, {}, {}, 367_000, "default"),
+    ("2.1.337", "claude-opus-5-5", 1_000_000, {_ENV_ACW: "1000000"}, {}, 967_000, "env"),
+    ("2.1.337", "claude-sonnet-4-6", 200_000, {}, {}, 167_000, "window"),
 ]
 #: The count Claude Code compares with its point: input + cache + output of the last reply.
 #: claude_usage(c) reports input 1,000 + cache creation 4,000 + cache_read c + output 50.
@@ -508,8 +558,9 @@ OUTPUT = 50
 
 def _counts(point: int) -> list[int]:
     """The count after each tool call: through ctxd's default thresholds on the compaction basis
-    (WARNING at 35 % of the room left, CRITICAL at 25 %), then 1,000 short of the point, then
-    just past it (Claude Code also counts a few tokens it estimates for what came since)."""
+    (WARNING at 35 % of the room left, CRITICAL at 25 %), then 17,000 and 1,000 short of the
+    point, then just past it (Claude Code also counts a few tokens it estimates for what came
+    since)."""
     warning, critical = round(point * 0.65), round(point * 0.75)
     return [
         point // 3,  # 0: ok
@@ -517,20 +568,27 @@ def _counts(point: int) -> list[int]:
         warning + 600,  # 2: WARNING
         critical - 600,  # 3: still WARNING (debounced: nothing said)
         critical + 600,  # 4: CRITICAL (escalation: said at once)
-        point - 1_000,  # 5: CRITICAL, 1,000 tokens before the point: no compaction
-        point + 100,  # 6: past the point: Claude Code compacts before its next request
+        point - 17_000,  # 5: CRITICAL (350,000 when the point is 367,000)
+        point - 1_000,  # 6: CRITICAL, 1,000 tokens before the point: no compaction
+        point + 100,  # 7: past the point: Claude Code compacts before its next request
     ]
 
 
-@pytest.mark.parametrize(("model", "window", "pct", "settings", "point"), COMPACTION_CASES)
+@pytest.mark.parametrize(
+    ("version", "model", "window", "env", "settings", "point", "source"),
+    COMPACTION_CASES,
+    ids=[f"{c[0]}-{c[1]}-{c[5]}" for c in COMPACTION_CASES],
+)
 def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
-    make_rig: Callable[..., Rig],
+    make_release_rig: Callable[..., Rig],
     tmp_path: Path,
+    version: str,
     model: str,
     window: int,
-    pct: str | None,
+    env: dict[str, str],
     settings: Json,
     point: int,
+    source: str,
 ) -> None:
     """The real CLI's auto-compaction, against ctxd's figures at every tool call: each tool
     asks `ctxd status` (after the reply is on disk) what ctxd thinks at that very turn."""
@@ -554,14 +612,13 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     # After the compaction: one more call, small again, then the answer.
     steps.append({**claude_tool_steps(1, [20_000], TOOL_SECONDS)[0]})
     steps.append({"text": "Done.", "usage": claude_usage(21_000)})
-    rig = make_rig(steps, "", counter=True)  # ctxd's default config: the compaction basis
+    rig = make_release_rig(version, steps, "", counter=True)  # the default config
     if settings:
         rig.settings.write_text(json.dumps({**json.loads(rig.settings.read_text()), **settings}))
 
-    env = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": pct} if pct else {}
     res = rig.claude("Run the steps", "--model", model, **env)
 
-    # Claude Code compacted once, right after the reply of call 6 (before its 8th main request).
+    # Claude Code compacted once, right after the reply of the last call before the point.
     kinds = [(r.get("answer") or {}).get("kind") for r in rig.mock.requests()]
     loop = [k for k in kinds if k in ("main", "compact")]
     assert loop.count("compact") == 1, loop
@@ -579,12 +636,15 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     assert [r["tokens"] for r in rows] == [c - OUTPUT for c in counts]
     assert {(r["window"], r["window_source"]) for r in rows} == {(window, "table")}
     assert {r["compaction_at"] for r in rows} == {point}
+    assert {r["compact_window_source"] for r in rows} == {source}
     assert [r["tokens_to_compaction"] for r in rows] == [max(0, point - c) for c in counts]
+    assert rows[-3]["tokens_to_compaction"] == 17_000
     assert rows[-2]["tokens_to_compaction"] == 1_000 and rows[-1]["tokens_to_compaction"] == 0
     assert [r["severity"] for r in rows] == [
         "ok",
         "warning",
         "warning",
+        "critical",
         "critical",
         "critical",
         "critical",
@@ -728,3 +788,55 @@ def test_a_model_switch_past_the_new_models_window_is_said_or_refused(
         assert models == ["claude-opus-4-8", "claude-sonnet-4-6"], (switched, models)
     rows = rig.ctxd.rows(str(events[-1]["session_id"]))
     assert [r["model"] for r in rows if r.get("transcript_path")] == [models[-1]]
+
+
+def test_an_interrupted_turn_reaches_ctxd_on_a_release_that_has_the_hook(
+    make_rig: Callable[..., Rig], claude_release: tuple[str, Path], tmp_path: Path
+) -> None:
+    """`ctxd install claude` asks the `claude` on PATH for its version and registers 2.1.335's
+    Interrupt hook only for a release that knows it (2.1.332 would stop its UI at a settings
+    warning). On 2.1.337, Esc during a tool call fires it, and the daemon records it."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    release, cli = claude_release
+    # A tool call that takes half a minute (2.1.337 refuses a long leading `sleep` at once).
+    steps = claude_tool_steps(1, [95_000, 100_000])
+    slow = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(30)'"
+    steps[0]["tool_use"]["input"] = {"command": slow, "description": "Wait half a minute"}
+    rig = replace(make_rig(steps), bin=cli)
+    claude_on_path = rig.rd.root / "bin" / "claude"
+    claude_on_path.unlink()
+    claude_on_path.symlink_to(cli)
+    rig.ctxd.install("claude", rig.settings)
+    doc = json.loads(rig.settings.read_text())
+    assert ("Interrupt" in doc["hooks"]) is (release != "2.1.332"), doc["hooks"].keys()
+    if release == "2.1.332":
+        return
+    doc["permissions"] = {"allow": ["Bash"]}
+    # beside ctxd's, a hook that keeps what Claude Code sends
+    capture = {"type": "command", "command": capture_hook_command("Interrupt")}
+    doc["hooks"]["Interrupt"].append({"hooks": [capture]})
+    rig.settings.write_text(json.dumps(doc))
+
+    tmux = start_interactive(rig, tmp_path)
+    try:
+        assert tmux.wait("no usage yet", 40), tmux.pane()  # ctxd's line: the UI is up
+        tmux.send("Run the step")
+        assert wait_for(lambda: len(rig.main()) >= 1, 60), tmux.pane()
+        assert tmux.wait("esc to interrupt", 20), tmux.pane()  # the tool call is running
+        time.sleep(1.0)
+        tmux("send-keys", "-t", "cc", "Escape")
+
+        def interrupts() -> int:
+            hooks = rig.ctxd.status()["counters"].get("hooks", [])
+            return sum(n for agent, name, n in hooks if (agent, name) == ("claude", "Interrupt"))
+
+        assert wait_for(lambda: interrupts() == 1, 20), (tmux.pane(), rig.ctxd.status())
+        tmux.send("/exit")
+        tmux.wait("CLAUDE-EXITED", 30)
+    finally:
+        tmux.kill()
+    assert "Settings Warning" not in tmux.pane()
+    (fired,) = [h["payload"] for h in rig.rd.hooks() if h["label"] == "Interrupt"]
+    assert fired["hook_event_name"] == "Interrupt"
+    assert (fired["source"], fired["reason"]) == ("user", "stop"), fired

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -329,3 +330,101 @@ def test_the_ui_asks_the_handoff_once_and_quits_during_its_turn(rig: Rig, tmp_pa
     finally:
         tmux.kill()
     assert len(rig.main()) == 4
+
+
+#: A long session's history, before its compaction: BIG_PARTS user messages of BIG_PART chars.
+BIG_PARTS = 400
+BIG_PART = 1_000_000
+
+
+def add_history_before(database: Path, session_id: str) -> None:
+    """BIG_PARTS old requests of BIG_PART characters each (~400 MB), then an automatic compaction
+    as OpenCode 1.18.33 records it (tests/data/transcripts/opencode-1.18.33/opencode.compact.db),
+    all before the session's first message: OpenCode leaves what precedes a compaction out of
+    its requests, but the history is the session's. One transaction, as fast as SQLite writes."""
+    db = sqlite3.connect(database)
+    first = db.execute(
+        "select min(time_created) from message where session_id = ?", (session_id,)
+    ).fetchone()[0]
+    at = first - 10_000_000
+    model = {"providerID": "mock", "modelID": MODEL}
+    body = "Please keep this whole log in mind. " * (BIG_PART // 36)
+    messages: list[tuple[str, str, int, int, str]] = []
+    parts: list[tuple[str, str, str, int, int, str]] = []
+
+    def message(n: int, data: Json) -> str:
+        mid = f"msg_{n:012x}oldHistoryOld"
+        data = {**data, "time": {"created": at + n}}
+        messages.append((mid, session_id, at + n, at + n, json.dumps(data)))
+        return mid
+
+    def part(n: int, mid: str, data: Json) -> None:
+        parts.append(
+            (f"prt_{n:012x}oldHistoryOld", mid, session_id, at + n, at + n, json.dumps(data))
+        )
+
+    user = {"role": "user", "agent": "build", "model": model, "summary": {"diffs": []}}
+    for i in range(BIG_PARTS):
+        mid = message(2 * i + 1, user)
+        part(2 * i + 1, mid, {"type": "text", "text": f"OLD-REQUEST-{i}: {body}"})
+    n = 2 * BIG_PARTS + 1
+    asked = message(n, user)
+    part(n, asked, {"type": "compaction", "auto": True, "overflow": False})
+    summary = {
+        "role": "assistant",
+        "parentID": asked,
+        "mode": "compaction",
+        "agent": "compaction",
+        "summary": True,
+        "path": {"cwd": "/", "root": "/"},
+        "cost": 0,
+        "tokens": {"total": 205, "input": 200, "output": 5, "reasoning": 0, "cache": {}},
+        "modelID": MODEL,
+        "providerID": "mock",
+        "finish": "stop",
+    }
+    done = message(n + 1, summary)
+    part(n + 1, done, {"type": "step-start"})
+    part(n + 2, done, {"type": "text", "text": "The earlier work, summarised."})
+    tokens = {"total": 205, "input": 200, "output": 5, "reasoning": 0, "cache": {}}
+    part(n + 3, done, {"type": "step-finish", "reason": "stop", "tokens": tokens, "cost": 0})
+    with db:
+        db.executemany("insert into message values (?, ?, ?, ?, ?)", messages)
+        db.executemany("insert into part values (?, ?, ?, ?, ?, ?)", parts)
+    db.close()
+
+
+@pytest.mark.slow
+def test_a_400_mb_session_still_gets_its_handoff(rig: Rig) -> None:
+    """A session with ~400 MB of history before its compaction: its handoff still reaches the
+    model when it goes idle past the handoff point (the answer does not read the session)."""
+    steps = bash_steps([50_000, 60_000])  # the first run: one call, then the answer
+    # after the history (each of OpenCode's steps loads it all): an answer past 70 % used, then
+    # the answer to the handoff request
+    steps += [
+        {"text": "Done.", "usage": usage(125_000)},
+        {"text": "Noted.", "usage": usage(126_000)},
+    ]
+    start(rig, steps, step_mode="counter")
+    rig.ctxd.start(rig.mock.wrap)
+    rig.opencode("Run the steps")
+    db = sqlite3.connect(rig.database())
+    (session_id,) = db.execute("select id from session").fetchone()
+    db.close()
+    add_history_before(rig.database(), session_id)
+    # its history written (the database, or still its write-ahead log)
+    assert sum(p.stat().st_size for p in rig.database().parent.glob("opencode.db*")) > 4e8
+
+    def compacted() -> bool:
+        rows = [s for s in rig.ctxd.status()["sessions"] if s["session_id"] == session_id]
+        return bool(rows) and rows[0]["compactions"] == 1
+
+    assert wait_for(compacted, 60), rig.ctxd.status()
+    argv = rig.mock.wrap([str(rig.bin), "run", "--session", session_id, "Go on"])
+    res = run(argv, cwd=rig.rd.work, env=env(rig.rd, rig.mock, rig.ctxd.env))
+    assert res.returncode == 0, res.describe()
+    main = rig.main()
+    assert max(len(json.dumps(r["body"])) for r in main) < 1_000_000  # the history stayed out
+    assert handoffs(main) == [len(main) - 1], [last_turn_text(r["body"])[:300] for r in main]
+    rows = [s for s in rig.ctxd.status()["sessions"] if s["session_id"] == session_id]
+    assert rows[0]["handoff_asked"] is True

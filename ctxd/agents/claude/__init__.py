@@ -10,12 +10,13 @@ from ctxd.agents.claude import files, install
 from ctxd.agents.claude.compaction import (
     CONFIG_ENV,
     CONFIG_KEYS,
+    compact_window,
     compaction_point,
     settings_config,
 )
 from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
-from ctxd.agents.claude.idle import idle_compaction_at
+from ctxd.agents.claude.idle import compacts_at_resume, idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline, render_figures
 from ctxd.agents.claude.transcript import ClaudeReader
@@ -69,6 +70,7 @@ def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]
         request.command("statusline"),
         statusline=request.statusline,
         http_url=request.http_url,
+        version=request.agent_version,
     )
 
 
@@ -126,4 +128,7 @@ SPEC = AgentSpec(
     read_settings=settings_reader(settings_config),
     open_facts=_open_facts,
     idle_compaction=idle_compaction_at,
+    version_command=("claude", "--version"),
+    compact_window=compact_window,
+    resume_compaction=compacts_at_resume,
 )

@@ -24,6 +24,18 @@ ranks between the environment variable and the top-level setting; the CLI caps
 CLAUDE_CODE_MAX_OUTPUT_TOKENS at the model's maximum. Values are read the way the CLI's
 JavaScript reads them (parseInt/parseFloat of a leading number), since that is what decides.
 
+The auto-compact window W (read from the 2.1.337 bundle; measured with 2.1.337 against a mock
+API): from 2.1.334 a current model whose own window is 1,000,000 compacts against 400,000 when
+nothing else decides (offline, telemetry off, third-party providers; a first-party session may
+get another from a server experiment), so claude-opus-5-5 compacts at 400,000 - 20,000 - 13,000
+= 367,000. What decides W, first match: CLAUDE_CODE_AUTO_COMPACT_WINDOW (from 2.1.334 "400k"
+and "1m" read as such, under 100,000 taken as 100,000); `modelSettings.<model>.autoCompactWindow`
+(where `/autocompact 1m` writes, in the user's settings.json), then `autoCompactWindow` ("auto"
+means none); the version's default. From 2.1.336 the statusline's `used_percentage` counts
+against W, so the statusline reveals W whatever decided it (`statusline.py`), and that outranks
+everything here; an automatic compaction observed below the point predicted shows a smaller W.
+`auto_compact_window` names the source that decided.
+
 The agent configuration a rule gets (`ctxd.core.compaction.CompactionRule`) is a flat str -> str
 mapping: the hook's environment variables by their names (`CONFIG_ENV`), and the settings.json
 keys by their JSON path with the value as JSON text (`settings_config`).
@@ -44,7 +56,10 @@ from ctxd.agents.claude.models import MODELS
 from ctxd.agents.models import lookup, normalise_model_id
 from ctxd.core.compaction import (
     AGENT_VERSION,
+    COMPACTED_FROM,
+    REPORTED_COMPACT_WINDOW,
     AgentOverrides,
+    CompactWindow,
     ConfigKey,
     at_least_one,
     check_window,
@@ -54,15 +69,22 @@ __all__ = [
     "AUTOCOMPACT_BUFFER",
     "CONFIG_ENV",
     "CONFIG_KEYS",
+    "DEFAULT_AUTO_WINDOW",
+    "PCT_OF_AUTO_WINDOW_FROM",
     "RESERVE",
     "SUMMARY_OUTPUT_CAP",
+    "VERSION_KEY",
     "WINDOW_CAP_MAX",
     "WINDOW_CAP_MIN",
     "ClaudeCompactionConfig",
+    "auto_compact_window",
     "claude_compaction_point",
+    "compact_window",
     "compaction_point",
     "config_from",
+    "is_version_at_least",
     "parse_js_int",
+    "parse_version",
     "settings_config",
     "settings_json",
 ]
@@ -110,6 +132,20 @@ _NEVER_COMPACTS_1M = "claude-opus-4-8"
 _OPUS_4_8_1M_COMPACTS_FROM = (2, 1, 332)
 # Claude Code's own window for a family when no compact window is set (measured in 2.1.197).
 _AUTO_WINDOW = {"claude-sonnet-5": 967_000}
+#: From this version a current 1M model compacts against DEFAULT_AUTO_WINDOW unless something
+#: decides otherwise (2.1.334 changelog; measured with 2.1.337).
+_DEFAULT_AUTO_WINDOW_FROM = (2, 1, 334)
+DEFAULT_AUTO_WINDOW = 400_000
+#: From this version the statusline's used/remaining percentages count against the auto-compact
+#: window, not the model's window (2.1.336 changelog; measured with 2.1.337).
+PCT_OF_AUTO_WINDOW_FROM = (2, 1, 336)
+#: The model's own window from which the 400,000 default applies (the bundle: a model whose
+#: window is 1,000,000 without opting in).
+_ONE_MILLION = 1_000_000
+#: An observed compaction's window is rounded to this (Claude Code's windows are whole
+#: thousands; its count and its record differ by a few tokens).
+_OBSERVED_ROUNDING = 1_000
+_ROUND_WINDOW = 50_000
 #: Windows above this are the 1M variants (the only other size measured).
 _STANDARD_WINDOW = 200_000
 
@@ -128,6 +164,8 @@ class ClaudeCompactionConfig:
     pct_override: float | None = None
     window_cap: int | None = None
     enabled: bool = True
+    #: Which setting gave `window_cap`: "env", "model-settings" or "settings".
+    window_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_output_override is not None and self.max_output_override <= 0:
@@ -203,6 +241,22 @@ def _model_setting(config: Mapping[str, str], model: str | None) -> str | None:
     return None
 
 
+def _parse_window_text(text: str | None) -> int | None:
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW as 2.1.334+ reads it: "400k", "1m" or a number; None
+    when unusable, WINDOW_CAP_MIN when below it (no upper clamp: the model's window is)."""
+    if not text or not text.strip():
+        return None
+    body = text.strip()
+    unit = {"k": 1_000, "m": 1_000_000}.get(body[-1].lower())
+    value = _parse_float(body)
+    if value is None or not math.isfinite(value):
+        return None
+    tokens = round(value * (unit or 1))
+    if tokens < 1:
+        return None
+    return max(WINDOW_CAP_MIN, tokens)
+
+
 def config_from(config: Mapping[str, str], model: str | None = None) -> ClaudeCompactionConfig:
     """Claude Code's compaction settings from its environment and settings, as one flat mapping
     (environment variables by name; settings.json keys as `settings_config` gives them).
@@ -221,13 +275,23 @@ def config_from(config: Mapping[str, str], model: str | None = None) -> ClaudeCo
     pct = _parse_float(config.get(_PCT_ENV))
 
     window_cap: int | None = None
-    env_window = _parse_int(config.get(_WINDOW_ENV))
-    if env_window is not None and env_window > 0:
-        window_cap = _clamp_window(env_window)
+    source: str | None = None
+    if is_version_at_least(config.get(VERSION_KEY), _DEFAULT_AUTO_WINDOW_FROM):
+        window_cap = _parse_window_text(config.get(_WINDOW_ENV))
     else:
-        for raw in (_model_setting(config, model), config.get(_WINDOW_KEY)):
+        env_window = _parse_int(config.get(_WINDOW_ENV))
+        window_cap = _clamp_window(env_window) if env_window and env_window > 0 else None
+    if window_cap is not None:
+        source = "env"
+    else:
+        levels = (
+            (_model_setting(config, model), "model-settings"),
+            (config.get(_WINDOW_KEY), "settings"),
+        )
+        for raw, level in levels:
             usable, window_cap = _window_setting(_json(raw))
             if usable:
+                source = None if window_cap is None else level
                 break
 
     enabled = not any(_truthy(config.get(name)) for name in _DISABLE_ENVS)
@@ -239,6 +303,7 @@ def config_from(config: Mapping[str, str], model: str | None = None) -> ClaudeCo
         pct_override=pct if pct is not None and 0 < pct <= 100 else None,
         window_cap=window_cap,
         enabled=enabled,
+        window_source=source,
     )
 
 
@@ -290,31 +355,106 @@ def _max_output(model: str | None, override: int | None) -> int:
     return default if default is not None else SUMMARY_OUTPUT_CAP
 
 
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """Claude Code's version as numbers ("2.1.337 (Claude Code)" -> (2, 1, 337)), else None."""
+    return _version(text)
+
+
+def is_version_at_least(text: str | None, since: tuple[int, ...]) -> bool:
+    """Whether Claude Code's version `text` ("2.1.337") is `since` or later; an unknown version
+    counts as the newest, as current installs are."""
+    version = _version(text)
+    return version is None or version >= since
+
+
+def _is_native_1m(window: int, model: str | None) -> bool:
+    # A model whose own window is 1M (claude-opus-5-5), not one that opts in ("[1m]" on a 200k id).
+    info = lookup(model, MODELS)
+    return window >= _ONE_MILLION and info is not None and info.window >= _ONE_MILLION
+
+
+def _positive(text: str | None) -> int | None:
+    value = _parse_int(text)
+    return value if value is not None and value > 0 else None
+
+
+def auto_compact_window(
+    window: int, model: str | None, raw: Mapping[str, str], config: ClaudeCompactionConfig
+) -> CompactWindow:
+    """The window Claude Code's automatic compaction counts against (at most `window`) and the
+    source that decided it: "statusline" (what 2.1.336+ reported), "env", "model-settings",
+    "settings", "compaction" (an automatic compaction observed before the point the version's
+    default predicts), "default" (the version's own) or "window" (none: the model's window)."""
+    reported = _positive(raw.get(REPORTED_COMPACT_WINDOW))
+    if reported is not None:
+        return CompactWindow(min(window, reported), "statusline")
+    if config.window_cap is not None:
+        return CompactWindow(min(window, config.window_cap), config.window_source or "settings")
+    version = raw.get(VERSION_KEY)
+    default: CompactWindow | None = None
+    if is_version_at_least(version, _DEFAULT_AUTO_WINDOW_FROM) and _is_native_1m(window, model):
+        default = CompactWindow(DEFAULT_AUTO_WINDOW, "default")
+    elif (cap := _AUTO_WINDOW.get(_family(model))) is not None:
+        default = CompactWindow(min(window, cap), "default")
+    expected = default or CompactWindow(window, "window")
+    observed = _observed_window(raw, model, config)
+    # A compaction happens at the point or past it (a large tool result overshoots): only one
+    # clearly before the point expected shows a smaller window.
+    if observed is not None and observed < expected.size - _OBSERVED_ROUNDING:
+        return CompactWindow(observed, "compaction")
+    return expected
+
+
+def _observed_window(
+    raw: Mapping[str, str], model: str | None, config: ClaudeCompactionConfig
+) -> int | None:
+    compacted_from = _positive(raw.get(COMPACTED_FROM))
+    if compacted_from is None or config.pct_override is not None:
+        return None
+    reserve = min(_max_output(model, config.max_output_override), SUMMARY_OUTPUT_CAP)
+    implied = compacted_from + AUTOCOMPACT_BUFFER + reserve
+    # Claude Code's auto-compact windows are round figures (400k; a server's 500k, 600k): a
+    # compaction pointing to none was forced by something else (the API refusing the prompt).
+    nearest = round(implied / _ROUND_WINDOW) * _ROUND_WINDOW
+    if abs(implied - nearest) > _OBSERVED_ROUNDING or nearest < WINDOW_CAP_MIN:
+        return None
+    return nearest
+
+
 def claude_compaction_point(
     window: int,
     model: str | None,
     config: ClaudeCompactionConfig = ClaudeCompactionConfig(),
     *,
     version: str | None = None,
+    raw: Mapping[str, str] | None = None,
 ) -> int | None:
     """T, the count (input + cache + output of the last response) at which Claude Code
     auto-compacts; None when it never will.
 
     `model` may carry a "[1m]" suffix, a date or a provider prefix. `version` is Claude Code's
-    ("2.1.332"), used only where the versions measured differ: claude-opus-4-8 on a 1M window
-    never compacted in 2.1.197 and compacts in 2.1.332; an unknown version is taken as the
-    newer behaviour (it compacts), as current installs are. None is returned when
-    auto-compaction is off, and for claude-sonnet-4-5 at any window, unless a compact window is
-    set. The result is never below 1. Raises ValueError for window <= 0.
+    ("2.1.332"), used where the versions measured differ: claude-opus-4-8 on a 1M window never
+    compacted in 2.1.197 and compacts in 2.1.332; from 2.1.334 a native 1M model compacts
+    against 400,000 by default (`auto_compact_window`); an unknown version is taken as the
+    newest behaviour, as current installs are. `raw` is the flat configuration `config` was read
+    from (what the statusline reported and the last compaction's size are in it). None is
+    returned when auto-compaction is off, and for claude-sonnet-4-5 at any window, unless a
+    compact window is set. The result is never below 1. Raises ValueError for window <= 0.
     """
     if window <= 0:
         raise ValueError(f"window must be positive, got {window}")
     if not config.enabled:
         return None
-
+    flat = dict(raw or {})
+    if version is not None:
+        flat[VERSION_KEY] = version
+    compact = auto_compact_window(window, model, flat, config)
     family = _family(model)
-    cap = config.window_cap
-    if cap is None:
+    # Only a window the user set makes the models that never auto-compact do so: an observed
+    # compaction of theirs was forced (the API refused the prompt), not their rule.
+    if compact.source in ("window", "default", "compaction") or (
+        compact.source == "statusline" and compact.size >= window
+    ):
         if family == _NEVER_COMPACTS:
             return None
         is_1m = window > _STANDARD_WINDOW or "[1m]" in (model or "").lower()
@@ -322,8 +462,7 @@ def claude_compaction_point(
             measured = _version(version)
             if measured is not None and measured < _OPUS_4_8_1M_COMPACTS_FROM:
                 return None
-        cap = _AUTO_WINDOW.get(family)
-    w = window if cap is None else min(window, cap)
+    w = min(window, compact.size)
 
     effective = w - min(_max_output(model, config.max_output_override), SUMMARY_OUTPUT_CAP)
     point = effective - AUTOCOMPACT_BUFFER
@@ -351,8 +490,14 @@ def _measured_point(
 ) -> int | None:
     config = dict(config_items)
     return claude_compaction_point(
-        window, model, config_from(config, model), version=config.get(VERSION_KEY)
+        window, model, config_from(config, model), version=config.get(VERSION_KEY), raw=config
     )
+
+
+def compact_window(window: int, model: str | None, config: Mapping[str, str]) -> CompactWindow:
+    """`auto_compact_window` for the daemon's figures (`AgentSpec.compact_window`)."""
+    check_window(window)
+    return auto_compact_window(window, model, config, config_from(config, model))
 
 
 def parse_js_int(text: str | None) -> int | None:

@@ -40,6 +40,10 @@ DIALECT = Dialect(
             # (command/picker/sdk/auto/resume), context_tokens, cache_ttl.
             "PreModelSwitch": "model_switch",
             "PostModelSwitch": "model_switched",
+            # 2.1.335: a main-conversation turn interrupted, without Stop; {source (user/session/
+            # system), reason (stop/permission_denied/rewind/other), via}. Its output is ignored:
+            # it is recorded as the session's activity, nothing is answered.
+            "Interrupt": "other",
         }
     ),
     # PreModelSwitch takes PreToolUse's `permissionDecision` (allow/deny/ask).

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxd.agents.claude.compaction import CONFIG_ENV
+from ctxd.agents.claude.compaction import CONFIG_ENV, parse_version
 from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
 from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks, specs_for
 
@@ -27,15 +27,24 @@ EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
     ("PreModelSwitch", None),
     ("PostModelSwitch", None),
+    # 2.1.335+: a turn stopped without Stop (the user pressed Esc, a permission was denied).
+    ("Interrupt", None),
 )
+#: Events only a release from the version named knows. An event an older release does not know
+#: in settings.json stops its interactive UI at a "Settings Warning" dialog (seen with 2.1.332),
+#: so such an event is registered only when the installed release is known to take it. The
+#: plugin's hooks.json lists them all: a release ignores a plugin's unknown event quietly.
+EVENTS_SINCE: dict[str, tuple[int, ...]] = {"Interrupt": (2, 1, 335)}
 
 #: The environment the daemon reads for Claude Code (the spec's `config_env`).
 HTTP_ENV = (*CONFIG_ENV, "CLAUDE_CONFIG_DIR")
 
 __all__ = [
     "EVENTS",
+    "EVENTS_SINCE",
     "HTTP_ENV",
     "enabled_plugin",
+    "events_for",
     "hook_specs",
     "http_handler",
     "install",
@@ -52,12 +61,26 @@ def settings_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "settings.json"
 
 
-def hook_specs(command: str, http_url: str | None = None) -> tuple[HookSpec, ...]:
-    """One hook per event ctxd needs: a command, or with `http_url` an HTTP hook posting to the
-    daemon for every event but SessionStart (Claude Code runs no HTTP hook there, and its command
-    starts the daemon when it is down)."""
+def events_for(version: str | None) -> tuple[tuple[str, str | None], ...]:
+    """The events ctxd registers with Claude Code `version` ("2.1.337"): those that release
+    knows; with the version unknown, only those every release knows."""
+    known = parse_version(version)
+    return tuple(
+        (event, matcher)
+        for event, matcher in EVENTS
+        if event not in EVENTS_SINCE or (known is not None and known >= EVENTS_SINCE[event])
+    )
+
+
+def hook_specs(
+    command: str, http_url: str | None = None, version: str | None = None
+) -> tuple[HookSpec, ...]:
+    """One hook per event ctxd needs (of those Claude Code `version` knows): a command, or with
+    `http_url` an HTTP hook posting to the daemon for every event but SessionStart (Claude Code
+    runs no HTTP hook there, and its command starts the daemon when it is down)."""
     handler = {"type": "command", "command": command, "timeout": TIMEOUT}
-    return specs_for(EVENTS, handler, None if http_url is None else http_handler(http_url))
+    events = events_for(version)
+    return specs_for(events, handler, None if http_url is None else http_handler(http_url))
 
 
 def http_handler(url: str) -> dict[str, object]:
@@ -96,6 +119,7 @@ def install(
     *,
     statusline: bool,
     http_url: str | None = None,
+    version: str | None = None,
 ) -> tuple[Json, tuple[str, ...]]:
     """`doc` with ctxd's hooks, and ctxd's statusLine where allowed; plus notes for the user.
 
@@ -103,8 +127,16 @@ def install(
     true; the user's own command is otherwise kept on screen, run by ctxd's client so that the
     daemon sees the payload too (`wrap_command`; a note says so and how to switch).
     """
-    out = add_hooks(doc, hook_specs(command, http_url), is_ctxd_command)
+    out = add_hooks(doc, hook_specs(command, http_url, version), is_ctxd_command)
     notes: list[str] = []
+    left_out = [e for e, m in EVENTS if (e, m) not in events_for(version)]
+    if left_out:
+        why = f"Claude Code {version} predates it" if version else "no `claude --version` said"
+        notes.append(
+            f"hooks for {', '.join(left_out)} not registered ({why}; a release that does not "
+            "know an event stops its UI at a settings warning): run `ctxd install claude` "
+            "again after updating Claude Code"
+        )
     if enabled_plugin(doc) is not None:
         notes.append(
             "the ctxd plugin is enabled too: every hook would run twice; keep one of the two "

@@ -1,14 +1,14 @@
 """OpenCode: everything ctxd knows about it, as one `AgentSpec`.
 
 It writes no transcript files (`files`): every session is in one SQLite database,
-`opencode.db`, followed as a session store read by rowid (`store`, `AgentSpec.store`), and a
-session's digest is read from its parts there (`digest`). What `opencode export` prints, the
-same messages and parts as one JSON document, is its transcript for `ctxd replay` (`export`),
-each step's figures made as the store makes them (`usage`). Its model limits and compaction
-settings come from its `opencode.json` (`config`). It runs no command hooks: ctxd's plugin,
-clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the handoff
-as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin through
-`Installer.plugin_run` (`doctor`).
+`opencode.db`, followed as a session store read by rowid (`store`, `AgentSpec.store`), which
+keeps each session's digest from its parts as they arrive (`digest`). What `opencode export`
+prints, the same messages and parts as one JSON document, is its transcript for `ctxd replay`
+(`export`), each step's figures made as the store makes them (`usage`). Its model limits and
+compaction settings come from its `opencode.json` (`config`). It runs no command hooks: ctxd's
+plugin, clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the
+handoff as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin
+through `Installer.plugin_run` (`doctor`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ctxd.agents.opencode.compaction import compaction_point
 from ctxd.agents.opencode.digest import session_digest
 from ctxd.agents.opencode.export import ExportReader
 from ctxd.agents.opencode.hooks import DIALECT
-from ctxd.agents.opencode.store import OpenCodeStore, database_path, recognises
+from ctxd.agents.opencode.store import OpenCodeStore, database_path, problem, recognises
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
 from ctxd.agents.spec import AgentSpec, Installer
@@ -63,6 +63,10 @@ SPEC = AgentSpec(
     read_settings=settings_reader(config.settings_config),
     configured_window=config.configured_window,
     store=SessionStore(
-        path=database_path, open=_open_store, recognises=recognises, digest=session_digest
+        path=database_path,
+        open=_open_store,
+        recognises=recognises,
+        digest=session_digest,
+        problem=problem,
     ),
 )

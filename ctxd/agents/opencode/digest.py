@@ -24,10 +24,9 @@ from typing import Any
 import orjson
 
 from ctxd.agents.digest import Facts, todos_from
-from ctxd.agents.opencode.store import connect
 from ctxd.core.digest import Digest
 
-__all__ = ["OpenCodeFacts", "session_digest"]
+__all__ = ["OpenCodeFacts", "decoded_part", "fold_part", "session_digest"]
 
 _FILE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
@@ -103,9 +102,17 @@ class OpenCodeFacts(Facts):
             self.book.result(None, True, None, f"{name}: {_first_line(_text(state.get('error')))}")
 
 
+def fold_part(facts: OpenCodeFacts, role: object, part: dict[str, Any]) -> None:
+    """One decoded part of a message of `role` ("summary" for a compaction's) into `facts`."""
+    facts.take({"role": role, "part": part})
+
+
 def session_digest(path: str, session_id: str) -> Digest:
-    """The digest of one session of the database at `path`, its parts read whole. Raises
-    OSError when the database cannot be read."""
+    """The digest of one session of the database at `path`, its parts read whole (what `ctxd
+    handoff` reads; the daemon keeps each session's as its rows arrive, `store.OpenCodeStore`).
+    Raises OSError when the database cannot be read."""
+    from ctxd.agents.opencode.store import connect  # the store keeps digests of these facts
+
     facts = OpenCodeFacts()
     try:
         db = connect(path)
@@ -113,9 +120,9 @@ def session_digest(path: str, session_id: str) -> Digest:
         raise OSError(f"{path}: {exc}") from None
     try:
         for role, part in db.execute(_PARTS, (session_id,)):
-            decoded = _decoded(part)
+            decoded = decoded_part(part)
             if decoded is not None:
-                facts.take({"role": role, "part": decoded})
+                fold_part(facts, role, decoded)
     except sqlite3.Error as exc:
         raise OSError(f"{path}: {exc}") from None
     finally:
@@ -124,7 +131,8 @@ def session_digest(path: str, session_id: str) -> Digest:
     return facts.digest
 
 
-def _decoded(data: object) -> dict[str, Any] | None:
+def decoded_part(data: object) -> dict[str, Any] | None:
+    """A part's JSON as a dict (None when it is not one)."""
     try:
         value = orjson.loads(data) if isinstance(data, str | bytes) else None
     except orjson.JSONDecodeError:

@@ -14,7 +14,6 @@ import pytest
 from ctxd.agents.claude import compaction
 from ctxd.agents.claude.compaction import (
     ClaudeCompactionConfig,
-    claude_compaction_point,
     compaction_point,
     config_from,
     settings_config,
@@ -41,6 +40,26 @@ def cfg(
 
 C = ClaudeCompactionConfig
 M = 1_000_000
+
+#: The version the rows below were measured with, unless a row names its own: from 2.1.334 a
+#: native 1M model compacts against 400,000 by default (see test_claude_auto_compact_window.py).
+MEASURED = "2.1.332"
+_UNSET = object()
+NO_SETTINGS = C()
+
+
+def claude_compaction_point(
+    window: int,
+    model: str | None,
+    config: ClaudeCompactionConfig = NO_SETTINGS,
+    *,
+    version: object = _UNSET,
+) -> int | None:
+    named = MEASURED if version is _UNSET else version
+    assert named is None or isinstance(named, str)
+    return compaction.claude_compaction_point(window, model, config, version=named)
+
+
 K200 = 200_000
 
 
@@ -72,7 +91,7 @@ def test_measured_rows(
     version: str | None,
     expected: int | None,
 ) -> None:
-    assert claude_compaction_point(window, model, config, version=version) == expected
+    assert claude_compaction_point(window, model, config, version=version or MEASURED) == expected
 
 
 def test_pct_override_can_only_lower_the_point() -> None:
@@ -140,16 +159,17 @@ def test_disabled() -> None:
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        # An unknown version is taken as the newer behaviour: current installs compact it.
-        (None, 967_000),
-        ("", 967_000),
-        ("garbage", 967_000),
+        # An unknown version is taken as the newest behaviour: current installs compact it, from
+        # 2.1.334 against a 400,000 window.
+        (None, 367_000),
+        ("", 367_000),
+        ("garbage", 367_000),
         ("2.1.197", None),
         ("2.1.331", None),
         ("2.1.332", 967_000),
-        ("2.1.400", 967_000),
-        ("2.2", 967_000),
-        ("3.0.0", 967_000),
+        ("2.1.400", 367_000),
+        ("2.2", 367_000),
+        ("3.0.0", 367_000),
         ("v2.1.332 (Claude Code)", 967_000),
     ],
 )
@@ -315,7 +335,7 @@ def test_pct_env(text: str, expected: float | None) -> None:
     ],
 )
 def test_window_env(text: str, expected: int | None) -> None:
-    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": text}
+    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": text, "version": MEASURED}
     assert cfg(env, {}).window_cap == expected
 
 
@@ -559,7 +579,7 @@ def test_normalise_model_id() -> None:
 def test_the_rule_reads_the_flat_configuration(
     config: dict[str, str], window: int, model: str, expected: int | None
 ) -> None:
-    assert compaction_point(window, model, {}, config) == expected
+    assert compaction_point(window, model, {}, {"version": MEASURED, **config}) == expected
 
 
 def test_a_configured_reserve_outranks_the_rule() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxd.agents.claude.idle import idle_compaction_at, idle_floor
+from ctxd.agents.claude.idle import compacts_at_resume, idle_compaction_at, idle_floor
 from ctxd.agents.claude.statusline import parse_statusline
 from ctxd.core.events import PromptCache
 
@@ -80,3 +80,36 @@ def test_the_statusline_segment_shows_the_idle_compaction_time() -> None:
     at = time.strftime("%H:%M", time.localtime(AT))
     line = render_statusline(dataclasses.replace(view, idle_compaction_at=AT))
     assert line.decode().endswith(f" · idle compact {at}\n")
+
+
+# --- 2.1.335+: a session resumed after its cache expired is compacted before its first message
+
+AFTER = EXPIRES + 1  # resumed a second after the cache expired
+
+
+@pytest.mark.parametrize(
+    ("tokens", "cache", "config", "now", "expected"),
+    [
+        (250_000, HOUR, {"version": "2.1.337"}, AFTER, True),
+        (250_000, HOUR, {"version": "2.1.335"}, AFTER, True),
+        (250_000, HOUR, {}, AFTER, True),  # an unknown version: the newest
+        (250_000, HOUR, {"version": "2.1.332"}, AFTER, False),  # not before 2.1.335
+        (250_000, HOUR, {"version": "2.1.337"}, EXPIRES - 60, False),  # still warm
+        (199_999, HOUR, {"version": "2.1.337"}, AFTER, False),  # below the idle floor
+        (
+            150_000,
+            HOUR,
+            {"version": "2.1.337", "CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS": "100000"},
+            AFTER,
+            True,
+        ),
+        (250_000, PromptCache(300, EXPIRES, True), {"version": "2.1.337"}, AFTER, False),
+        (250_000, PromptCache(3600, None, True), {"version": "2.1.337"}, AFTER, False),
+        (250_000, HOUR, {"version": "2.1.337", "idleCompaction": "false"}, AFTER, False),
+        (250_000, HOUR, {"version": "2.1.337", "DISABLE_AUTO_COMPACT": "1"}, AFTER, False),
+    ],
+)
+def test_compaction_at_resume(
+    tokens: int, cache: PromptCache, config: dict[str, str], now: float, expected: bool
+) -> None:
+    assert compacts_at_resume(tokens, cache, config, now) is expected

@@ -15,6 +15,12 @@ DATA = Path(__file__).parents[2] / "data" / "settings"
 FOREIGN_STATUSLINE = 'node "$HOME/.claude/hooks/gsd-statusline.js"'
 
 
+def statusline_notes(notes: tuple[str, ...]) -> list[str]:
+    """The notes about the statusline (without `claude` on PATH another says which hooks a
+    release that is not known to take them does not get)."""
+    return [n for n in notes if "not registered" not in n]
+
+
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     return {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config")}
@@ -40,7 +46,7 @@ def test_settings_live_in_claude_config_dir(env: dict[str, str], tmp_path: Path)
 def test_statusline_is_set_when_none_is_set(env: dict[str, str]) -> None:
     path = place("claude-plain.json", env)
     plan = plan_install("claude", env=env)
-    (note,) = plan.notes  # the user is told that their Claude Code now shows ctxd's line
+    (note,) = statusline_notes(plan.notes)  # the user is told Claude Code now shows ctxd's line
     assert "ctxd's line is now Claude Code's statusline" in note
     assert "`ctxd uninstall claude --statusline`" in note
     apply_plan(plan)
@@ -63,7 +69,7 @@ def test_foreign_statusline_stays_on_screen_run_by_ctxd(env: dict[str, str]) -> 
         "command": wrap_command(hook_command("claude", "statusline", env), FOREIGN_STATUSLINE),
         "padding": 0,
     }
-    (note,) = plan.notes
+    (note,) = statusline_notes(plan.notes)
     assert FOREIGN_STATUSLINE in note and "still draws the line" in note
     assert "`ctxd uninstall claude`" in note and "--statusline" in note
     # a second install changes nothing; uninstall gives the file back as it was
@@ -186,3 +192,49 @@ def test_enabled_ctxd_plugin_is_reported(env: dict[str, str]) -> None:
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"enabledPlugins": {"ctxd@ctxd": True}}))
     assert any("run twice" in n for n in plan_install("claude", env=env).notes)
+
+
+def _claude_on_path(tmp_path: Path, env: dict[str, str], says: str) -> dict[str, str]:
+    """`env` with a `claude` on PATH that answers `--version` as Claude Code does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    claude = bin_dir / "claude"
+    claude.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "{says}"\n')
+    claude.chmod(0o755)
+    return {**env, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+@pytest.mark.parametrize(
+    ("says", "interrupt"),
+    [
+        ("2.1.337 (Claude Code)", True),
+        ("2.1.335 (Claude Code)", True),
+        # 2.1.332 stops its UI at a "Settings Warning" for an event it does not know.
+        ("2.1.332 (Claude Code)", False),
+        ("not a version", False),
+    ],
+)
+def test_interrupt_is_registered_for_a_release_that_knows_it(
+    env: dict[str, str], tmp_path: Path, says: str, interrupt: bool
+) -> None:
+    path = place("claude-plain.json", env)
+    plan = plan_install("claude", env=_claude_on_path(tmp_path, env, says))
+    apply_plan(plan)
+    hooks = load(path)["hooks"]
+    assert isinstance(hooks, dict)
+    assert ("Interrupt" in hooks) is interrupt
+    assert "PostToolUse" in hooks and "SessionStart" in hooks
+    left_out = [n for n in plan.notes if "not registered" in n]
+    assert bool(left_out) is not interrupt
+    if left_out and says.startswith("2.1.332"):
+        assert "Claude Code 2.1.332 predates it" in left_out[0]
+
+
+def test_without_claude_on_path_interrupt_waits(env: dict[str, str]) -> None:
+    path = place("claude-plain.json", {**env, "PATH": "/nonexistent"})
+    plan = plan_install("claude", env={**env, "PATH": "/nonexistent"})
+    apply_plan(plan)
+    hooks = load(path)["hooks"]
+    assert isinstance(hooks, dict) and "Interrupt" not in hooks
+    (note,) = [n for n in plan.notes if "not registered" in n]
+    assert "no `claude --version` said" in note and "ctxd install claude" in note

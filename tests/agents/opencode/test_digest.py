@@ -3,6 +3,7 @@ the real CLI 1.18.33 wrote (tests/data/transcripts/opencode-1.18.33/)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,46 @@ def test_a_real_subagent_is_in_its_parents_digest_and_has_its_own() -> None:
     mine, its = session_digest(path, parent), session_digest(path, child)
     assert mine.subagents == ("echo in a subagent",) and mine.commands == ()
     assert its.asks == ("Run echo SUB-1",) and [c.text for c in its.commands] == ["echo CAPTURE-1"]
+
+
+@pytest.mark.parametrize("name", ["opencode.db", "opencode.compact.db", "opencode.subagent.db"])
+def test_the_digest_kept_as_rows_arrive_is_the_one_read_whole(name: str) -> None:
+    path = str(Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / name)
+    reader = OpenCodeStore(path)
+    while True:  # a part at a time: the deadline has always passed
+        reader.read(until=0.0, clock=lambda: 1.0)
+        if not reader.behind:
+            break
+    sessions = {r.session_id for r in OpenCodeStore(path).read()}
+    assert sessions
+    for session in sessions:
+        assert reader.digest(session) == session_digest(path, session)
+
+
+def test_a_part_rewritten_while_its_step_runs_is_folded_as_it_ends(tmp_path: Path) -> None:
+    """OpenCode rewrites a tool part while it runs: the digest has its final state, once."""
+    from opencode_db import Writer, copy_capture
+
+    path = copy_capture(tmp_path)
+    w = Writer(path)
+    w.session("ses_x")
+    msg = w.message("ses_x", "assistant")
+    w.part("ses_x", msg, type="step-start")
+    running = {"status": "running", "input": {"command": "make test"}}
+    part = w.part("ses_x", msg, type="tool", tool="bash", callID="c1", state=running)
+    reader = OpenCodeStore(str(path))
+    reader.read()
+    assert reader.digest("ses_x") is None  # the step has not ended
+    done = {**running, "status": "completed", "metadata": {"exit": 2}, "output": "1 failed"}
+    w.db.execute(
+        "update part set data = json_set(data, '$.state', json(?)) where id = ?",
+        (json.dumps(done), part),
+    )
+    w.db.commit()
+    w.part("ses_x", msg, type="step-finish", tokens={"input": 9, "output": 1, "cache": {}})
+    w.close()
+    reader.read()
+    digest = reader.digest("ses_x")
+    assert digest is not None
+    assert digest == session_digest(str(path), "ses_x")
+    assert [c.exit_code for c in digest.commands] == [2]

@@ -3,12 +3,19 @@ being written to while read."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+from opencode_db import Writer, copy_capture
+
 from ctxd.agents import spec
-from ctxd.agents.opencode.store import BATCH, OpenCodeStore, database_path
+from ctxd.agents.opencode import store
+from ctxd.agents.opencode.digest import session_digest
+from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.store import StoreProblem
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"
 SESSION = "ses_dcc44cf90ffeorGSkkrofIPjZq"
@@ -119,7 +126,7 @@ def test_a_read_does_not_look_again_at_the_parts_after_the_last_step(tmp_path: P
     )
     writer.commit()
     assert reader.read() == []
-    assert reader.position() == {"rowid": 11}
+    assert reader.position()["rowid"] == 11
     writer.close()
 
 
@@ -152,13 +159,13 @@ def test_a_real_subagents_steps_come_before_its_parents_first_and_name_it() -> N
     ]
 
 
-def test_a_read_past_its_deadline_stops_after_one_span_and_the_next_goes_on(
+def test_a_read_past_its_deadline_stops_after_one_part_and_the_next_goes_on(
     tmp_path: Path,
 ) -> None:
     path = copy(tmp_path)
     writer = sqlite3.connect(path)
     message = writer.execute("select message_id from part where rowid = 10").fetchone()[0]
-    for i in range(2 * BATCH):  # a long tool output's worth of other parts, then one step
+    for i in range(20):  # a long tool output's worth of other parts, then one step
         writer.execute(
             'insert into part values (?, ?, ?, 3, 3, \'{"type":"text","text":"x"}\')',
             (f"prt_{i:05d}", message, SESSION),
@@ -170,12 +177,121 @@ def test_a_read_past_its_deadline_stops_after_one_span_and_the_next_goes_on(
     writer.commit()
     writer.close()
     reader = OpenCodeStore(path)
-    spans = []
+    reads = []
     while True:
-        spans.append(reader.read(until=0.0, clock=lambda: 1.0))  # the deadline has passed
+        reads.append(reader.read(until=0.0, clock=lambda: 1.0))  # the deadline has passed
         if not reader.behind:
             break
-    # each call scanned one span of BATCH parts, whatever they held
-    assert len(spans) == 3
-    assert [len(s) for s in spans] == [3, 0, 1]
-    assert [r.update.tokens for s in spans for r in s] == [10_000, 15_000, 20_000, 7]
+    # each call read one part, whatever it held
+    assert len(reads) == 31
+    assert [r.update.tokens for s in reads for r in s] == [10_000, 15_000, 20_000, 7]
+
+
+def _long(tmp_path: Path) -> tuple[str, Writer]:
+    path = copy_capture(tmp_path)
+    w = Writer(path)
+    w.session("ses_a")
+    ask = w.message("ses_a", "user")
+    w.part("ses_a", ask, type="text", text="Fix the parser")
+    w.step("ses_a", 50_000)
+    w.compaction("ses_a", 900)
+    return str(path), w
+
+
+def test_a_resumed_reader_keeps_each_sessions_digest_and_reads_only_what_is_new(
+    tmp_path: Path,
+) -> None:
+    path, w = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    saved = json.loads(json.dumps(reader.position()))  # as the snapshot keeps it
+    w.step("ses_a", 60_000)
+    resumed = OpenCodeStore(path, saved)
+    (new,) = resumed.read()
+    assert new.update.tokens == 60_000
+    assert resumed.digest("ses_a") == session_digest(path, "ses_a")
+    assert resumed.digest("ses_a").asks == ("Fix the parser",)  # type: ignore[union-attr]
+
+
+def test_a_position_saved_without_its_database_or_digests_is_read_again_as_replayed(
+    tmp_path: Path,
+) -> None:
+    path, _ = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    first = reader.read()
+    # what an older ctxd saved: the rowid alone
+    again = OpenCodeStore(path, {"rowid": reader.position()["rowid"]}).read()
+    assert [r.update for r in again] == [r.update for r in first]
+    assert all(r.replayed for r in again) and not any(r.replayed for r in first)
+
+
+def _put(source: Path, path: str) -> None:
+    """`source`, checkpointed, put at `path` in place of what was there (a new inode)."""
+    db = sqlite3.connect(source)
+    db.execute("pragma wal_checkpoint(truncate)")
+    db.close()
+    for end in ("", "-wal", "-shm"):
+        Path(path + end).unlink(missing_ok=True)
+    shutil.copy(source, path)
+
+
+def test_a_restored_copy_is_read_on_and_another_database_is_read_again(tmp_path: Path) -> None:
+    path, w = _long(tmp_path)
+    w.close()
+    reader = OpenCodeStore(path)
+    reader.read()
+    backup = tmp_path / "backup.db"
+    _put(Path(path), str(backup))
+    _put(backup, path)  # the same parts under a new inode: read on
+    assert reader.read() == []
+    assert reader.digest("ses_a") == session_digest(path, "ses_a")
+    (tmp_path / "other").mkdir()
+    other = copy_capture(tmp_path / "other")
+    w = Writer(other)
+    w.n += 1000
+    w.session("ses_b")
+    w.step("ses_b", 7_000)
+    w.close()
+    _put(other, path)  # other parts: read again from its first row
+    rows = reader.read()
+    assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
+    assert reader.digest("ses_a") is None  # the digests are the new database's
+
+
+def test_digests_are_saved_only_once_rebuilt_whole(tmp_path: Path) -> None:
+    path, _ = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    old = {"rowid": reader.position()["rowid"]}  # an older ctxd's
+    rebuilding = OpenCodeStore(path, old)
+    assert "digests" not in rebuilding.position()
+    rebuilding.read(until=0.0, clock=lambda: 1.0)  # one part of the pass
+    assert rebuilding.behind and "digests" not in rebuilding.position()
+    while rebuilding.behind:
+        rebuilding.read()
+    saved = rebuilding.position()
+    assert "digests" in saved
+    assert OpenCodeStore(path, saved).digest("ses_a") == session_digest(path, "ses_a")
+
+
+def test_an_unreadable_database_is_not_opened_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = []
+    connect = store.connect
+
+    def counted(path: str) -> sqlite3.Connection:
+        opened.append(path)
+        return connect(path)
+
+    monkeypatch.setattr(store, "connect", counted)
+    path = tmp_path / "opencode.db"
+    path.write_bytes(b"not a database\n" * 100)
+    reader = OpenCodeStore(str(path))
+    for _ in range(2):
+        with pytest.raises(StoreProblem, match="not a database"):
+            reader.read()
+    assert len(opened) == 1  # the second read did not open it again
+    path.unlink()
+    copy_capture(tmp_path)  # OpenCode wrote it again
+    assert len(reader.read()) == 3
