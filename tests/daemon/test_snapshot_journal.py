@@ -176,6 +176,7 @@ def test_the_snapshot_is_written_off_the_event_loop_and_loses_no_answer_given_me
     sessions.store(first)
     assert daemon._save()
     sessions.store(replace(first, tokens=123_000))
+
     def slow_disk(path: Path, data: bytes) -> None:
         time.sleep(0.5)
         write_atomic(path, data)
@@ -209,3 +210,50 @@ def test_the_snapshot_is_written_off_the_event_loop_and_loses_no_answer_given_me
     assert back.tokens == 123_000
     assert back.policy.handoff_asked, "the handoff asked while the snapshot was written is lost"
     assert orjson.loads(daemon.paths.state.read_bytes())["sessions"][0]["tokens"] == 123_000
+
+
+def test_a_snapshot_from_kept_bytes_is_the_document_encoded_whole(world: World) -> None:
+    """Sessions and read positions (their readers' states included) put together from the
+    bytes kept for each are the same document as the snapshot encoded in one piece, also after
+    a transcript moved; and a snapshot that may dump only one reader's state gives the others
+    without theirs, to be taken in by the next."""
+    transcripts = [world.claude(slug=f"-work-p{n}") for n in range(3)]
+    for n, transcript in enumerate(transcripts):
+        transcript.assistant(10_000 * (n + 1))
+    centre = Centre.open(world.env, {"claude": world.claude_projects})
+    assert centre.transcripts.discover([world.claude_projects]) == 3
+    for transcript in transcripts:
+        centre.transcripts.catch_up(str(transcript.path))
+
+    def whole() -> bytes:
+        states, learned, proved = centre.sessions.export()
+        doc = {
+            "format": snapshot.FORMAT,
+            "journal": 7,
+            "sessions": states,
+            "files": centre.transcripts.positions(),
+            "stores": centre.transcripts.store_positions(),
+            "ended": centre.transcripts.ended.export(),
+            "learned": learned,
+            "proved": proved,
+        }
+        return orjson.dumps(doc)
+
+    exporter = snapshot.Exporter()
+    assert snapshot.snapshot(centre.sessions, centre.transcripts, 7, exporter) == whole()
+    assert all("state" in p for p in orjson.loads(whole())["files"].values())
+    transcripts[1].assistant(80_000)
+    centre.transcripts.catch_up(str(transcripts[1].path))
+    assert snapshot.snapshot(centre.sessions, centre.transcripts, 7, exporter) == whole()
+    assert exporter.encoded == 3 + 1
+
+    fresh = Centre.open(world.env, {"claude": world.claude_projects})
+    fresh.transcripts.discover([world.claude_projects])
+    for transcript in transcripts:
+        fresh.transcripts.catch_up(str(transcript.path))
+    files = orjson.loads(snapshot.snapshot(fresh.sessions, fresh.transcripts, dumps=1))["files"]
+    assert sorted("state" in p for p in files.values()) == [False, False, True]
+    assert fresh.transcripts.states_left_out == 2
+    files = orjson.loads(snapshot.snapshot(fresh.sessions, fresh.transcripts, dumps=5))["files"]
+    assert all("state" in p for p in files.values())
+    assert fresh.transcripts.states_left_out == 0
