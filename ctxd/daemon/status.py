@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio.lowlevel
+import anyio.to_thread
 import orjson
 
 from ctxd.core import session as core
@@ -125,8 +126,7 @@ class Status:
             try:
                 next(steps)
             except StopIteration as done:
-                result: bytes = done.value
-                return result
+                return b"".join(done.value)
 
     async def encoded_in_slices(
         self, session: str | None = None, daemon: dict[str, object] | None = None
@@ -139,15 +139,19 @@ class Status:
             try:
                 next(steps)
             except StopIteration as done:
-                result: bytes = done.value
-                return result
+                parts: list[bytes] = done.value
+                break
             await anyio.lowlevel.checkpoint()
+        # Megabytes copied (and their pages faulted in) in a worker thread: `bytes.join` lets
+        # go of the GIL for big joins, so the event loop runs meanwhile.
+        return await anyio.to_thread.run_sync(b"".join, parts)
 
     def _assemble(
         self, session: str | None, daemon: dict[str, object] | None
-    ) -> Generator[None, None, bytes]:
-        """The steps of `encoded`: each `yield` is a point where the event loop may take over
-        (about every SLICE seconds); the states are frozen values taken at the start."""
+    ) -> Generator[None, None, list[bytes]]:
+        """The steps of `encoded`, up to the parts of the document (joined, they are it): each
+        `yield` is a point where the event loop may take over (about every SLICE seconds); the
+        states are frozen values taken at the start."""
         slices = _Slices()
         now = self.sessions.clock()
         self._forget_rows_built_on_other_grounds()
@@ -176,8 +180,7 @@ class Status:
         # `rest` encoded is `{...}`: its opening brace gives way to the rows before it.
         parts.append(b"],")
         parts.append(_encode(rest)[1:])
-        # One join of every part: 8 MB copied once, not once per concatenation.
-        return b"".join(parts)
+        return parts
 
     def _kept_rows(
         self, states: list[SessionState], now: float, slices: _Slices
@@ -194,6 +197,8 @@ class Status:
             elif now - kept.built_at >= ROW_REFRESH:
                 stale.append(len(kept_rows))
             kept_rows.append(kept)
+            if len(kept_rows) % 256 == 0:
+                yield from slices.pause()
         # The rows built longest ago first, so that every row's turn comes.
         stale.sort(key=lambda i: kept_rows[i].built_at)
         for i in stale[:REFRESH_PER_DOCUMENT]:
