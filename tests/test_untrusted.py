@@ -5,11 +5,11 @@ case must answer at once (a FIFO's open or read would otherwise wait forever).""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from at_once import within_a_second
 
 from ctxd.untrusted import RefusedFile, read_head, read_untrusted, size_text
 
@@ -115,7 +115,7 @@ def test_read_untrusted(
         assert read_untrusted(path, LIMIT) == expected
         return
     with pytest.raises(expected) as caught:
-        _within_a_second(lambda: read_untrusted(path, LIMIT))
+        within_a_second(lambda: read_untrusted(path, LIMIT))
     assert isinstance(caught.value, OSError)  # callers' `except OSError` still holds
     if words:
         assert isinstance(caught.value, RefusedFile)
@@ -161,7 +161,7 @@ def test_read_head_takes_the_start_of_a_long_file_and_refuses_the_rest(tmp_path:
     assert read_head(_too_big(tmp_path), 4) == b"    "
     for make in (_fifo, _dev_zero, _directory):
         with pytest.raises(RefusedFile):
-            _within_a_second(lambda make=make: read_head(make(tmp_path), 4))  # type: ignore[misc]
+            within_a_second(lambda make=make: read_head(make(tmp_path), 4))  # type: ignore[misc]
     with pytest.raises(FileNotFoundError):
         read_head(_missing(tmp_path), 4)
 
@@ -173,7 +173,7 @@ def test_a_fifo_that_has_a_writer_is_still_refused(tmp_path: Path) -> None:
     try:
         os.write(fd, b'{"a": 1}')
         with pytest.raises(RefusedFile, match="a FIFO"):
-            _within_a_second(lambda: read_untrusted(path, LIMIT))
+            within_a_second(lambda: read_untrusted(path, LIMIT))
     finally:
         os.close(fd)
 
@@ -182,23 +182,3 @@ def test_size_text() -> None:
     assert size_text(4 * 1024 * 1024) == "4 MiB"
     assert size_text(1024) == "1 KiB"
     assert size_text(1000) == "1,000 bytes"
-
-
-def _within_a_second(call: Callable[[], object]) -> object:
-    """`call()`'s result; it must return (or raise) within a second, not hang the test run."""
-    outcome: list[object] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as exc:
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(1.0)
-    assert not thread.is_alive(), "the read hung"
-    if failed:
-        raise failed[0]
-    return outcome[0]

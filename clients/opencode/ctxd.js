@@ -5,7 +5,10 @@
 // as the one that answer caused. It speaks the hook client's wire format (clients/ctxd_wire.py):
 // a 4-byte big-endian length, then a JSON header line and the payload; the answer's header line
 // is {"v":1,"ok":true}, its result the hook answer ctxd renders for OpenCode. Fail-open and
-// bounded: any error, or no answer within TIMEOUT_MS, changes nothing. When no daemon listens
+// bounded: any error, an answer over MAX_ANSWER or none within TIMEOUT_MS changes nothing, and
+// it never trusts the daemon to end a stop chain: the idle that follows its own message sends no
+// other, whatever the daemon answers (a broken daemon would otherwise drive a model turn per
+// idle, for ever). When no daemon listens
 // it starts one (at any point of the session, at most once per SPAWN_MS), as pi's extension
 // does (clients/pi/ctxd.ts), and goes on without waiting.
 // `ctxd install opencode` copies this file beside the hook client and names it in opencode.json.
@@ -15,6 +18,9 @@ import net from "node:net"
 import os from "node:os"
 
 const TIMEOUT_MS = 1000
+// The largest answer read, as the hook client reads (ctxd_wire.MAX_RESPONSE): one announced
+// bigger is not read at all.
+const MAX_ANSWER = 1024 * 1024
 // One start of the daemon at most in this long: one that stops mid-session is started again by
 // the next call that finds it gone, yet a broken install costs one short-lived process per
 // SPAWN_MS, not one per tool call, and a daemon still coming up is not started twice.
@@ -67,8 +73,11 @@ function ask(event, payload) {
     sock.on("data", (chunk) => {
       chunks.push(chunk)
       const data = Buffer.concat(chunks)
-      if (data.length >= 4 && data.length >= 4 + data.readUInt32BE(0)) {
-        const body = data.subarray(4, 4 + data.readUInt32BE(0)).toString()
+      if (data.length < 4) return
+      const size = data.readUInt32BE(0)
+      if (size > MAX_ANSWER) return finish(null)
+      if (data.length >= 4 + size) {
+        const body = data.subarray(4, 4 + size).toString()
         const cut = body.indexOf("\n")
         finish(cut >= 0 && body.slice(0, cut) === OK ? parsed(body.slice(cut + 1)) : null)
       }
@@ -91,7 +100,9 @@ function parsed(result) {
 }
 
 export const CtxdPlugin = async ({ client, directory }) => {
-  const continued = new Set() // sessions whose last idle sent ctxd's request as a prompt
+  // Sessions whose last idle sent ctxd's request as a prompt: their next idle is the one that
+  // prompt caused (Claude Code's `stop_hook_active`), and sends nothing, whatever the answer.
+  const continued = new Set()
   let idling = Promise.resolve() // the last idle's handling, awaited by `dispose`
 
   const idle = async (id) => {
@@ -99,9 +110,14 @@ export const CtxdPlugin = async ({ client, directory }) => {
     const payload = { session_id: id, cwd: directory, stop_hook_active: active }
     const answer = await ask("session_idle", payload)
     const text = answer?.decision === "block" ? answer.reason : null
-    if (typeof text !== "string" || !text) return
+    if (active || typeof text !== "string" || !text) return
     continued.add(id)
-    await client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } })
+    try {
+      await client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } })
+    } catch (err) {
+      continued.delete(id) // no turn of ours started: the next idle is a user's
+      throw err
+    }
   }
 
   return {

@@ -1,7 +1,9 @@
 // ctxd's extension for pi: forwards five of pi's events to the ctxd daemon over its Unix socket
 // (the framing of clients/ctxd_wire.py) and applies the answer: a warning appended to a tool's
-// result (the model reads it next), a handoff note shown to the user. Bounded (1 s) and
-// fail-open: no daemon, a slow one or any error changes nothing pi does. When no daemon listens,
+// result (the model reads it next), a handoff note shown to the user. Bounded (1 s, answers up to
+// MAX_ANSWER) and fail-open: no daemon, a slow one or any error changes nothing pi does, and the
+// agent_end that follows its own message sends no other, whatever the daemon answers (a broken
+// daemon would otherwise drive a model turn per agent_end, for ever). When no daemon listens,
 // any event starts one (at most once per SPAWN_MS), as OpenCode's plugin does, without waiting.
 // `ctxd install pi` copies it beside the hook client and lists it in pi's settings.json.
 // Runs in pi 0.73.1 and 1.x (1.6.0). pi 1.x's newer events need nothing here: a compaction that
@@ -18,6 +20,7 @@ const TIMEOUT_MS = 1000;
  * the next event that finds it gone, yet a broken install costs one short-lived process per
  * SPAWN_MS, not one per tool call, and a daemon still coming up is not started twice. */
 const SPAWN_MS = 10_000;
+/** The largest answer read, as the hook client reads (ctxd_wire.MAX_RESPONSE). */
 const MAX_ANSWER = 1024 * 1024;
 const OK = '{"v":1,"ok":true}';
 /** The variables ctxd reads from the agent's environment (ctxd_wire.HOOK_ENV, pi's part). */
@@ -98,7 +101,9 @@ function ask(payload: Record<string, unknown>): Promise<any> {
 }
 
 export default function (pi: any) {
-  let blocked = false; // the last agent_end's answer started a new turn
+  // The last agent_end's answer started a new turn: the next agent_end is the one it caused
+  // (Claude Code's `stop_hook_active`), and starts none, whatever the answer.
+  let blocked = false;
   let ending: Promise<void> = Promise.resolve(); // the last agent_end's handling
 
   const payload = (name: string, ctx: any, extra: Record<string, unknown> = {}) => ({
@@ -154,21 +159,26 @@ export default function (pi: any) {
   });
 
   const agentEnd = async (ctx: any) => {
-    const answer = await forward("agent_end", ctx, { stop_hook_active: blocked });
+    const active = blocked;
+    const answer = await forward("agent_end", ctx, { stop_hook_active: active });
     blocked = false;
     try {
       if (typeof answer?.systemMessage === "string") {
         if (ctx.hasUI) ctx.ui.notify(answer.systemMessage, "warning");
         else process.stderr.write(`${answer.systemMessage}\n`);
       }
-      if (answer?.decision === "block" && typeof answer.reason === "string") {
+      if (!active && answer?.decision === "block" && typeof answer.reason === "string") {
         blocked = true;
         // pi 1.x is still running at agent_end (it may compact or retry next): the message
         // waits as a follow-up and starts the next run; pi 0.x, idle there, starts it at once.
         const sent = pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });
-        sent?.catch?.(() => {});
+        sent?.catch?.(() => {
+          blocked = false; // not sent: the next agent_end is a user's
+        });
       }
-    } catch {}
+    } catch {
+      blocked = false; // no turn of ours started: the next agent_end is a user's
+    }
   };
   pi.on("agent_end", async (_event: any, ctx: any) => {
     ending = agentEnd(ctx);

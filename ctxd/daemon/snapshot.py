@@ -24,6 +24,9 @@ A transcript's read position in the snapshot carries its reader's and digest's s
 (`TranscriptFile.position`), so that a restart reads only what was appended meanwhile; a journal
 line's position carries none (the answer must not wait for it): a session whose last word is in
 the journal keeps the snapshot's state when its position is the same, else is read again.
+
+Sessions are read back by their fields' declared types (`ctxd.daemon.typed`), nested states and
+all, so a field added to a state comes back as it was saved without a line here.
 """
 
 from __future__ import annotations
@@ -32,18 +35,16 @@ import contextlib
 import logging
 import os
 import stat
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ctxd import paths
-from ctxd.core.measure import Severity
-from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
+from ctxd.daemon.typed import from_plain
 from ctxd.fileio import create_fresh, write_atomic
 
 __all__ = ["FORMAT", "Exporter", "Journal", "restore", "save", "snapshot", "write"]
@@ -53,11 +54,6 @@ logger = logging.getLogger(__name__)
 FORMAT = 1
 #: A journal holds a few seconds of answers; one far bigger than this is not ours to trust.
 MAX_JOURNAL = 64 * 1024 * 1024
-_SESSION_FIELDS = {f.name for f in fields(SessionState)}
-_POLICY_FIELDS = {f.name for f in fields(PolicyState)}
-# JSON gives lists back where the states hold tuples (which they must: they are hashed).
-_SESSION_TUPLES = {f.name for f in fields(SessionState) if str(f.type).startswith("tuple")}
-_POLICY_TUPLES = {f.name for f in fields(PolicyState) if str(f.type).startswith("tuple")}
 
 
 class Exporter:
@@ -214,26 +210,6 @@ class Journal:
             self._fd = None
 
 
-def _session(raw: dict[str, Any]) -> SessionState:
-    policy_raw = {
-        k: _tuple(v) if k in _POLICY_TUPLES else v
-        for k, v in raw.get("policy", {}).items()
-        if k in _POLICY_FIELDS
-    }
-    if "warned" in policy_raw:
-        policy_raw["warned"] = Severity(policy_raw["warned"])
-    values = {
-        k: _tuple(v) if k in _SESSION_TUPLES else v for k, v in raw.items() if k in _SESSION_FIELDS
-    }
-    values["policy"] = PolicyState(**policy_raw)
-    return SessionState(**values)
-
-
-def _tuple(value: Any) -> Any:
-    """`value` with every list in it made a tuple."""
-    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value
-
-
 def _read_private(path: Path, limit: int) -> bytes | None:
     """The bytes of a regular file of ours (None when there is none); OSError otherwise."""
     try:
@@ -307,8 +283,8 @@ def restore(
             logger.info("%d answers restored from the journal", len(entries))
     for raw, entry in raws:
         try:
-            state = _session(raw)
-        except (TypeError, ValueError, AttributeError) as exc:
+            state = from_plain(SessionState, raw)
+        except (TypeError, ValueError) as exc:
             logger.warning("skipping a saved session: %s", exc)
             continue
         saved[state.key] = state  # a journal line is newer than the snapshot's row

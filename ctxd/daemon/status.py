@@ -258,10 +258,16 @@ class Status:
             return self.row(state, now)
         except Exception as exc:
             logger.exception("status of session %s failed", state.key)
+            # What needs no computing still shows: the counts are the session's own.
             return {
                 "session_id": state.session_id,
                 "agent": state.agent,
+                "model": state.model,
+                "compactions": state.compactions,
+                "turns": state.turns,
                 "transcript_path": state.transcript_path,
+                "cwd": state.cwd,
+                "parent": state.parent,
                 "updated_at": state.updated_at,
                 "ended_at": state.ended_at,
                 "error": f"cannot compute this session's figures: {type(exc).__name__}",

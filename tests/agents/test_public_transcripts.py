@@ -6,21 +6,19 @@ transcript states, and the compactions it records."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import public_reference as reference
+from ctxd_process import replay_json
 
 from ctxd.cli.replay import Row, replay
 from ctxd.core.session import SessionState
 
 FILES = reference.all_files()
-ROOT = Path(__file__).parents[2]
 
 #: Compactions each file records (the reference does not count them).
 COMPACTIONS = {"codex/rollout-codex0.104-desktop-compacted.jsonl": 1}
@@ -66,15 +64,7 @@ def test_replay_matches_the_reference(path: str) -> None:
 )
 def test_the_cli_replays_what_it_used_to_refuse(name: str) -> None:
     path = os.path.join(reference.DATA_DIR, name)
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxd", "replay", "--json", path],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
+    lines = replay_json(path)
     final = lines[-1]
     assert final["final"] is True
     assert final["tokens"] == reference.expected(path)["final_tokens"]
@@ -93,15 +83,7 @@ def test_an_indented_recording_replays_under_any_name(
     source = os.path.join(reference.DATA_DIR, name)
     path = tmp_path / copy_as
     path.write_bytes(Path(source).read_bytes())
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
+    lines = replay_json(str(path))
     assert lines[-1]["agent"] == "gemini"
     assert lines[-1]["tokens"] == reference.expected(source)["final_tokens"]
     assert [line["tokens"] for line in lines[:-1]] == reference.expected(source)["turn_tokens"]
@@ -130,15 +112,7 @@ def test_a_github_hosted_copilot_session_ends_on_copilots_own_count(
     """No per-request usage on a GitHub-hosted model: the shutdown's `currentTokens` is the
     figure (several requests in the process), marked estimated."""
     path = os.path.join(reference.DATA_DIR, name)
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxd", "replay", "--json", path],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    final = orjson.loads(result.stdout.splitlines()[-1])
+    final = replay_json(path)[-1]
     assert final["tokens"] == reference.expected(path)["final_tokens"]
     assert (final["agent"], final["agent_version"], final["model"]) == ("copilot", version, model)
     assert final["estimated"] is True

@@ -4,16 +4,13 @@ them (a subagent's, a compaction, the tools a digest reads). Real `ctxd` process
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 import pytest
-from ctxd_wire import HOOK_ENV
+from ctxd_process import ctxd, json_lines
 from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
 
 from ctxd.agents.opencode.store import database_path
@@ -22,29 +19,6 @@ if TYPE_CHECKING:
     from conftest import World
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """Nothing of the user's: no agent variables, a HOME and config dirs of its own."""
-    own = {k: v for k, v in os.environ.items() if k not in HOOK_ENV and k != "CTXD_CONFIG"}
-    own.update(
-        HOME=str(tmp_path / "home"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
-    return own
-
-
-def ctxd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxd", *args], env=env, capture_output=True, text=True
-    )
-
-
-def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    assert result.returncode == 0, result.stderr
-    return [orjson.loads(line) for line in result.stdout.splitlines()]
 
 
 def test_replay_of_the_captured_database_names_opencode_and_the_mocks_figures(

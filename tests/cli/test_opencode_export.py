@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from ctxd_wire import HOOK_ENV
+from ctxd_process import ctxd, json_lines
 from opencode_db import CAPTURE
 
 from ctxd.agents.opencode.export import MAX_BYTES, ExportReader
@@ -29,29 +27,6 @@ EXPORTS = [
     ("export.subagent.json", "opencode.subagent.db", 0),
     ("export.subagent.task.json", "opencode.subagent.db", 1),
 ]
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """Nothing of the user's: no agent variables, a HOME and config dirs of its own."""
-    own = {k: v for k, v in os.environ.items() if k not in HOOK_ENV and k != "CTXD_CONFIG"}
-    own.update(
-        HOME=str(tmp_path / "home"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
-    return own
-
-
-def ctxd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxd", *args], env=env, capture_output=True, text=True, timeout=60
-    )
-
-
-def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    assert result.returncode == 0, result.stderr
-    return [orjson.loads(line) for line in result.stdout.splitlines()]
 
 
 def _figures(items: list[Row | SessionState]) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:

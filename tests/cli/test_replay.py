@@ -14,14 +14,12 @@ Expected figures come from the harness runs that produced the transcripts:
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
-from ctxd_wire import HOOK_ENV
 
 from ctxd.cli.replay import Row, replay
 
@@ -134,19 +132,6 @@ def test_cli_rejects_a_window_that_is_not_positive(window: str) -> None:
 COMPACT = DATA / "claude-code-2.1.332" / "transcript.compact.jsonl"
 
 
-@pytest.fixture
-def own_env(tmp_path: Path) -> dict[str, str]:
-    """The command's environment with no agent variables and nothing of the user's: a HOME,
-    config and data dirs of its own."""
-    env = {k: v for k, v in os.environ.items() if k not in HOOK_ENV and k != "CTXD_CONFIG"}
-    env.update(
-        HOME=str(tmp_path / "home"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
-    return env
-
-
 def _cli(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
@@ -174,38 +159,38 @@ def _first_row(env: dict[str, str]) -> dict[str, object]:
 )
 @pytest.mark.slow
 def test_replay_reads_the_agents_variables_as_a_hook_reports_them(
-    own_env: dict[str, str], variables: dict[str, str], point: int
+    env: dict[str, str], variables: dict[str, str], point: int
 ) -> None:
     # What the daemon would say of the same session: Claude Code's own rule under the
     # variables its hooks pass on (the brief's bisected points).
-    assert _first_row({**own_env, **variables})["compaction_at"] == point
+    assert _first_row({**env, **variables})["compaction_at"] == point
 
 
 @pytest.mark.slow
-def test_replay_reads_the_agents_settings_file(own_env: dict[str, str], tmp_path: Path) -> None:
+def test_replay_reads_the_agents_settings_file(env: dict[str, str], tmp_path: Path) -> None:
     settings = tmp_path / "claude-config" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"autoCompactWindow": 500000}')
-    row = _first_row({**own_env, "CLAUDE_CONFIG_DIR": str(settings.parent)})
+    row = _first_row({**env, "CLAUDE_CONFIG_DIR": str(settings.parent)})
     assert row["compaction_at"] == 467_000
 
 
 @pytest.mark.slow
-def test_replay_reads_ctxds_own_settings(own_env: dict[str, str], tmp_path: Path) -> None:
+def test_replay_reads_ctxds_own_settings(env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "config" / "ctxd" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[windows]\n"claude-opus-5-5" = 500000\n')
-    row = _first_row(own_env)
+    row = _first_row(env)
     # The [windows] table, over the built-in one: the figures follow it.
     assert (row["window"], row["compaction_at"]) == (500_000, 467_000)
 
 
 @pytest.mark.slow
-def test_replay_names_a_config_it_cannot_use(own_env: dict[str, str], tmp_path: Path) -> None:
+def test_replay_names_a_config_it_cannot_use(env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "config" / "ctxd" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[windows]\nnot toml at all = = =\n")
-    result = _cli(COMPACT, own_env)
+    result = _cli(COMPACT, env)
     assert result.returncode != 0 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert str(config) in line

@@ -5,42 +5,22 @@ CTXD_NO_SPAWN=1. The daemons are real, started from the `ctxd-command` file besi
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from plugin_support import install_plugin, node_script
 
 from ctxd.agents.hookcmd import CTXD_COMMAND_FILE, client_dir
-from ctxd.agents.opencode.install import installed_plugin
-from ctxd.agents.pi.install import extension_path
 
 if TYPE_CHECKING:
     from conftest import World
 
 #: The plugins' SPAWN_MS: at most one start of the daemon in that many milliseconds.
 SPAWN_MS = 10_000
-
-#: pi's extension loader (jiti, which pi itself loads extensions with), where
-#: tests/e2e/install-agents.sh installs pi 1.x, else pi 0.x.
-_CACHE = Path(os.environ.get("CTXD_E2E_CACHE") or Path(__file__).parents[1] / "e2e" / ".cache")
-JITI = next(
-    (
-        path
-        for path in (
-            _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
-            _CACHE / "npm/node_modules/jiti/lib/jiti.mjs",
-        )
-        if path.exists()
-    ),
-    _CACHE / "pi/node_modules/jiti/lib/jiti.mjs",
-)
 
 # Each script reads one line per call on stdin, the time (ms) to set the plugin's clock to,
 # makes one tool call and writes the text ctxd appended to its output as a JSON line.
@@ -94,48 +74,16 @@ def session(
     """The agent's plugin installed and held by a node process; `call(at)` is one tool call at
     `at` ms on the plugin's clock, returning what ctxd appended. `command`: the `ctxd-command`
     file's words instead of those `ctxd install` wrote."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node not installed")
-    if agent == "pi" and not JITI.exists():
-        pytest.skip(f"no {JITI} to load pi's extension with: run tests/e2e/install-agents.sh")
-    assert world.cli("install", agent).returncode == 0
-    if agent == "opencode":
-        doc = json.loads((world.config_home / "opencode" / "opencode.json").read_text())
-        env, script = {"CTXD_PLUGIN_URL": str(installed_plugin(doc))}, OPENCODE
-    else:
-        env, script = (
-            {"CTXD_JITI_URL": JITI.as_uri(), "CTXD_EXTENSION": extension_path(world.env)},
-            PI,
-        )
+    env = install_plugin(world, agent)
     if command is not None:
         (client_dir(world.env) / CTXD_COMMAND_FILE).write_text("".join(f"{w}\n" for w in command))
-    with subprocess.Popen(
-        [node, "--input-type=module", "-e", script],
-        env={**world.env, **env},
-        cwd=world.work,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-        assert stdin is not None and stdout is not None and stderr is not None
+    with node_script(world, OPENCODE if agent == "opencode" else PI, env) as send:
 
         def call(at: int) -> str:
-            stdin.write(f"{at}\n")
-            stdin.flush()
-            line = stdout.readline()
-            assert line, stderr.read()
-            text: str = json.loads(line)
+            text: str = send(str(at))
             return text
 
-        try:
-            yield call
-            stdin.close()
-            assert (proc.wait(10), stderr.read()) == (0, "")
-        finally:
-            proc.kill()
+        yield call
 
 
 @pytest.mark.parametrize("how", ["crash", "stop"])

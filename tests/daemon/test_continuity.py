@@ -34,6 +34,16 @@ def _opened(path: str) -> tuple[TranscriptReader, Facts]:
     return claude.open_reader(path, facts), facts
 
 
+def _up_to_the_compaction() -> tuple[TranscriptReader, Facts, bytes]:
+    """The compacted transcript opened as `_opened` does and read up to its compaction's
+    boundary line; the lines from that boundary on are returned, unread."""
+    transcript, reader = _opened("/t/s1.jsonl")
+    lines = CONTINUITY.read_bytes().splitlines(keepends=True)
+    boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
+    transcript.feed(b"".join(lines[:boundary]))
+    return transcript, reader, b"".join(lines[boundary:])
+
+
 def _reader(path: Path) -> Facts:
     """The facts of the transcript at `path`, read whole."""
     reader, facts = _opened(str(path))
@@ -114,14 +124,11 @@ def test_a_compaction_seen_in_the_transcript_is_announced_at_the_next_context_ev
 ) -> None:
     """Gemini CLI's way: no hook follows a compression; the transcript says it happened."""
     c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
-    transcript, reader = _opened("/t/s1.jsonl")
-    lines = CONTINUITY.read_bytes().splitlines(keepends=True)
-    boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
-    transcript.feed(b"".join(lines[:boundary]))
+    transcript, reader, after = _up_to_the_compaction()
     s = _state("s1")
     tool = _event("PostToolUse", "tool_call", "s1")
     assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
-    transcript.feed(b"".join(lines[boundary:]))
+    transcript.feed(after)
     note = c.amend(tool, s, s, Reply(), reader, ON).context
     assert note is not None and "ls /nonexistent-ctxd-e2e-dir" in note
     assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
@@ -176,10 +183,7 @@ def test_the_note_goes_with_a_compaction_expected_at_resume(tmp_path: Path) -> N
     the note goes with the SessionStart that says so, once (the compaction's record, when the
     transcript shows it, is the same compaction)."""
     c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
-    transcript, reader = _opened("/t/s1.jsonl")
-    lines = CONTINUITY.read_bytes().splitlines(keepends=True)
-    boundary = next(i for i, ln in enumerate(lines) if b"compact_boundary" in ln)
-    transcript.feed(b"".join(lines[:boundary]))
+    transcript, reader, after = _up_to_the_compaction()
     s = _state("s1")
     tool = _event("PostToolUse", "tool_call", "s1")
     assert c.amend(tool, s, s, Reply(), reader, ON) == Reply()
@@ -188,5 +192,5 @@ def test_the_note_goes_with_a_compaction_expected_at_resume(tmp_path: Path) -> N
     expecting = replace(s, expected_compactions=1)
     note = c.amend(resume, s, expecting, Reply(), reader, ON).context
     assert note is not None and note.startswith("[ctxd continuity]")
-    transcript.feed(b"".join(lines[boundary:]))
+    transcript.feed(after)
     assert c.amend(tool, expecting, expecting, Reply(), reader, ON) == Reply()

@@ -9,10 +9,8 @@ import json
 import os
 import shutil
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from opencode_db import Writer, copy_capture
 
@@ -24,19 +22,6 @@ if TYPE_CHECKING:
 CONFIG = '[windows]\n"mock-model" = 200000\n'
 LONG = "ses_long"  # compacted once, then past the handoff point (70 % of 168,000)
 OTHER = "ses_other"
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], timeout: float) -> T:
-    """`probe()`'s first true value, asked until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def build(path: Path) -> None:
@@ -67,14 +52,34 @@ def row(world: World, session_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def read_to(world: World, session_id: str, tokens: int) -> None:
+    """Waits until the daemon has read session `session_id` up to `tokens` of context."""
+    world.wait_for(
+        lambda: (r := row(world, session_id)) is not None and r["tokens"] == tokens,
+        10,
+        f"{session_id} read to {tokens:,} tokens",
+    )
+
+
 def asked_once(world: World) -> None:
     """The long session, read, asks for its handoff at its idle; the plugin sends it on, and
     the idle after that turn is not asked again."""
-    wait_for(lambda: (r := row(world, LONG)) is not None and r["tokens"] == 130_000, 10)
+    read_to(world, LONG, 130_000)
     answer = idle(world, LONG)
     assert answer is not None and answer["decision"] == "block", answer
     assert "CONTEXT HANDOFF:" in answer["reason"]
     assert idle(world, LONG, active=True) is None
+
+
+def started_and_asked(world: World) -> Path:
+    """A daemon started on the built database, the long session's handoff asked once (as
+    `asked_once` checks); the database's path."""
+    world.write_config(CONFIG)
+    path = database_path(world.env)
+    build(path)
+    world.start()
+    asked_once(world)
+    return path
 
 
 def checkpointed(path: Path) -> None:
@@ -116,11 +121,7 @@ def assert_counted_once(world: World) -> None:
 
 
 def test_a_backup_restored_under_a_new_inode_is_read_on_not_again(world: World) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     checkpointed(path)
     backup = path.parent / "backup.db"
     shutil.copy(path, backup)
@@ -132,7 +133,7 @@ def test_a_backup_restored_under_a_new_inode_is_read_on_not_again(world: World) 
     w = Writer(path)  # the session goes on in the restored database
     w.step(LONG, 131_000)
     w.close()
-    wait_for(lambda: (r := row(world, LONG)) is not None and r["tokens"] == 131_000, 10)
+    read_to(world, LONG, 131_000)
     long = row(world, LONG)
     assert long is not None and long["compactions"] == 1, long
     assert idle(world, LONG) is None
@@ -141,11 +142,7 @@ def test_a_backup_restored_under_a_new_inode_is_read_on_not_again(world: World) 
 def test_another_database_copied_over_it_is_read_whole_without_counting_twice(
     world: World, tmp_path: Path
 ) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     new = replacement(path, tmp_path, extra=2)
     for name in (path.name + "-wal", path.name + "-shm"):
         (path.parent / name).unlink(missing_ok=True)
@@ -154,25 +151,21 @@ def test_another_database_copied_over_it_is_read_whole_without_counting_twice(
     assert os.stat(path).st_ino == inode
     os.utime(path)
     # the other session's rows lie below where the daemon had read to
-    wait_for(lambda: (r := row(world, OTHER)) is not None and r["tokens"] == 10_001, 10)
+    read_to(world, OTHER, 10_001)
     assert_counted_once(world)
 
 
 def test_another_database_put_there_while_ctxd_was_down_is_read_whole(
     world: World, tmp_path: Path
 ) -> None:
-    world.write_config(CONFIG)
-    path = database_path(world.env)
-    build(path)
-    world.start()
-    asked_once(world)
+    path = started_and_asked(world)
     assert world.stop() == 0
     new = replacement(path, tmp_path, extra=2)
     for name in (path.name, path.name + "-wal", path.name + "-shm"):
         (path.parent / name).unlink(missing_ok=True)
     shutil.copy(new, path)
     world.start()
-    wait_for(lambda: (r := row(world, OTHER)) is not None and r["tokens"] == 10_001, 10)
+    read_to(world, OTHER, 10_001)
     assert_counted_once(world)
     assert json.dumps(row(world, LONG))  # still one row for it
     assert len([r for r in world.status()["sessions"] if r["session_id"] == LONG]) == 1

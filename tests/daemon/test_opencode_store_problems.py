@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import pytest
 from opencode_db import copy_capture
@@ -18,19 +16,6 @@ from ctxd.agents.opencode.store import database_path
 
 if TYPE_CHECKING:
     from conftest import World
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], timeout: float) -> T:
-    """`probe()`'s first true value, asked until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def not_a_database(path: Path) -> None:
@@ -64,7 +49,7 @@ def test_an_unreadable_database_is_said_at_warning_in_status_and_in_doctor(
         found = world.status()["daemon"]["store_problems"]
         return found or None
 
-    (problem,) = wait_for(problems, 5)
+    (problem,) = world.wait_for(problems, 5, "the store problem in status")
     assert problem["path"] == str(path) and problem["agent"] == "opencode"
     warnings = [
         line for line in world.log().splitlines() if "WARNING" in line and str(path) in line

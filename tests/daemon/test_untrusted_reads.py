@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
+from at_once import within_a_second
 
 from ctxd import agents, untrusted
 from ctxd.agents.opencode import store as opencode_store
@@ -20,28 +18,6 @@ from ctxd.daemon import agent_settings
 from ctxd.daemon.agent_settings import AgentSettings
 from ctxd.daemon.files import TranscriptFile
 from ctxd.untrusted import RefusedFile
-
-T = TypeVar("T")
-
-
-def _at_once(call: Callable[[], T]) -> T:
-    """`call()`'s result (or exception); it must come within a second, not hang the run."""
-    outcome: list[T] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as exc:
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(1.0)
-    assert not thread.is_alive(), "it hung"
-    if failed:
-        raise failed[0]
-    return outcome[0]
 
 
 def _planted(tmp_path: Path, kind: str, name: str = "planted.jsonl") -> Path:
@@ -63,10 +39,10 @@ def test_a_transcript_that_is_no_file_is_refused_at_once(
     """Opening a reader sniffs the file's format for some agents (Gemini CLI's): that open
     waited forever on a FIFO."""
     path = str(_planted(tmp_path, kind))
-    tracked = _at_once(lambda: TranscriptFile(path, agent))
+    tracked = within_a_second(lambda: TranscriptFile(path, agent))
     with pytest.raises(RefusedFile, match="not a regular file"):
-        _at_once(tracked.read_appended)
-    resumed = _at_once(
+        within_a_second(tracked.read_appended)
+    resumed = within_a_second(
         lambda: TranscriptFile.resume(path, agent, {"offset": 10, "identity": [1, 2]})
     )
     assert resumed.offset == 0
@@ -76,9 +52,9 @@ def test_a_transcript_that_is_no_file_is_refused_at_once(
 def test_opencode_database_that_is_no_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
     """SQLite opens the database by name and would wait on a FIFO."""
     path = str(_planted(tmp_path, kind, "opencode.db"))
-    assert _at_once(lambda: opencode_store.recognises(path)) is False
+    assert within_a_second(lambda: opencode_store.recognises(path)) is False
     with pytest.raises(RefusedFile, match="not a regular file"):
-        _at_once(lambda: opencode_store.OpenCodeStore(path).read())
+        within_a_second(lambda: opencode_store.OpenCodeStore(path).read())
 
 
 def test_an_opencode_wal_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
@@ -88,7 +64,7 @@ def test_an_opencode_wal_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(path).close()
     os.mkfifo(str(path) + "-wal")
     with pytest.raises(RefusedFile, match="-wal: not a regular file"):
-        _at_once(lambda: opencode_store.connect(str(path)))
+        within_a_second(lambda: opencode_store.connect(str(path)))
 
 
 def test_a_refused_settings_file_is_tried_again_only_once_it_changed(
@@ -112,7 +88,7 @@ def test_a_refused_settings_file_is_tried_again_only_once_it_changed(
     with caplog.at_level(logging.WARNING):
         for step in range(20):  # 20 hooks over 10 s
             now[0] = step / 2
-            assert _at_once(lambda: cache.config(state)) == {}
+            assert within_a_second(lambda: cache.config(state)) == {}
     assert reads.count(planted) == 1
     assert [r.message for r in caplog.records].count(
         f"not reading {planted} (pi coding agent settings): not a regular file (a FIFO)"

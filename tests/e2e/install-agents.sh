@@ -76,6 +76,21 @@ installed_version() {  # installed_version PATH
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1 | sed 's/\.$//'
 }
 
+# npm_install PREFIX NAME PACKAGE@VERSION...: into PREFIX, a package of its own named NAME (one
+# node_modules and lockfile per prefix); on failure, the log's tail and exit 1.
+npm_install() {
+  local dir="$1" name="$2"
+  shift 2
+  log "npm install $* into $dir"
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || echo "{\"name\": \"$name\", \"private\": true}" >"$dir/package.json"
+  if ! (cd "$dir" && npm install --no-audit --no-fund --save-exact "$@" >"$dir/npm-install.log" 2>&1); then
+    log "npm install failed, see $dir/npm-install.log"
+    tail -20 "$dir/npm-install.log" >&2
+    exit 1
+  fi
+}
+
 want=()
 check() {  # check BIN PACKAGE VERSION
   local have
@@ -96,14 +111,7 @@ check pi @mariozechner/pi-coding-agent "$PI0_V"
 check copilot @github/copilot "$COPILOT_V"
 
 if [ ${#want[@]} -gt 0 ]; then
-  log "npm install ${want[*]} into $NPMDIR"
-  cd "$NPMDIR"
-  [ -f package.json ] || echo '{"name": "ctxd-e2e-agents", "private": true}' >package.json
-  if ! npm install --no-audit --no-fund --save-exact "${want[@]}" >"$NPMDIR/npm-install.log" 2>&1; then
-    log "npm install failed, see $NPMDIR/npm-install.log"
-    tail -20 "$NPMDIR/npm-install.log" >&2
-    exit 1
-  fi
+  npm_install "$NPMDIR" ctxd-e2e-agents "${want[@]}"
 fi
 
 # pi 1.x and its Node 22, in their own prefix; bin/pi runs pi's cli.js under that Node (first on
@@ -127,28 +135,14 @@ else
   log "@earendil-works/pi-coding-agent $have_pi already installed"
 fi
 if [ ${#pi_want[@]} -gt 0 ]; then
-  log "npm install ${pi_want[*]} into $PIDIR"
-  cd "$PIDIR"
-  [ -f package.json ] || echo '{"name": "ctxd-e2e-pi", "private": true}' >package.json
-  if ! npm install --no-audit --no-fund --save-exact "${pi_want[@]}" >"$PIDIR/npm-install.log" 2>&1; then
-    log "npm install failed, see $PIDIR/npm-install.log"
-    tail -20 "$PIDIR/npm-install.log" >&2
-    exit 1
-  fi
+  npm_install "$PIDIR" ctxd-e2e-pi "${pi_want[@]}"
 fi
 
 # The newer Claude Code, from the SDK's platform package (Linux x64 only, as the package is).
 if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
   have_sdk="$(node -p "require('$SDK_DIR/node_modules/$SDK_PKG/package.json').version" 2>/dev/null || true)"
   if [ "$CLAUDE_SDK_V" = latest ] || [ "$have_sdk" != "$CLAUDE_SDK_V" ]; then
-    log "npm install $SDK_PKG@$CLAUDE_SDK_V into $SDK_DIR"
-    mkdir -p "$SDK_DIR"
-    [ -f "$SDK_DIR/package.json" ] || echo '{"name": "ctxd-e2e-claude-sdk", "private": true}' >"$SDK_DIR/package.json"
-    if ! (cd "$SDK_DIR" && npm install --no-audit --no-fund --save-exact "$SDK_PKG@$CLAUDE_SDK_V" >"$SDK_DIR/npm-install.log" 2>&1); then
-      log "npm install failed, see $SDK_DIR/npm-install.log"
-      tail -20 "$SDK_DIR/npm-install.log" >&2
-      exit 1
-    fi
+    npm_install "$SDK_DIR" ctxd-e2e-claude-sdk "$SDK_PKG@$CLAUDE_SDK_V"
   else
     log "$SDK_PKG $have_sdk already installed"
   fi

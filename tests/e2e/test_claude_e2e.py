@@ -163,14 +163,11 @@ def make_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
 def make_release_rig(
     make_rig: Callable[..., Rig], claude_release: tuple[str, Path]
 ) -> Callable[..., Rig]:
-    """`make_rig` for a test that names the Claude Code release it runs on (parametrized over
-    the releases): a case for another release than the fixture's is skipped."""
+    """`make_rig` on the Claude Code release the test names (`claude_release`, parametrized
+    indirectly with each case's release, so no case runs, or skips, on another)."""
 
-    def make(version: str, *args: object, **kwargs: object) -> Rig:
-        running, cli = claude_release
-        if version != running:
-            pytest.skip(f"a case for Claude Code {version}")
-        return replace(make_rig(*args, **kwargs), bin=cli)
+    def make(*args: object, **kwargs: object) -> Rig:
+        return replace(make_rig(*args, **kwargs), bin=claude_release[1])
 
     return make
 
@@ -575,14 +572,14 @@ def _counts(point: int) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    ("version", "model", "window", "env", "settings", "point", "source"),
+    ("claude_release", "model", "window", "env", "settings", "point", "source"),
     COMPACTION_CASES,
     ids=[f"{c[0]}-{c[1]}-{c[5]}" for c in COMPACTION_CASES],
+    indirect=["claude_release"],
 )
 def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     make_release_rig: Callable[..., Rig],
     tmp_path: Path,
-    version: str,
     model: str,
     window: int,
     env: dict[str, str],
@@ -612,7 +609,7 @@ def test_tokens_to_compaction_reaches_zero_on_the_turn_claude_code_compacts(
     # After the compaction: one more call, small again, then the answer.
     steps.append({**claude_tool_steps(1, [20_000], TOOL_SECONDS)[0]})
     steps.append({"text": "Done.", "usage": claude_usage(21_000)})
-    rig = make_release_rig(version, steps, "", counter=True)  # the default config
+    rig = make_release_rig(steps, "", counter=True)  # the default config
     if settings:
         rig.settings.write_text(json.dumps({**json.loads(rig.settings.read_text()), **settings}))
 

@@ -108,6 +108,16 @@ class Rig:
         assert not self.mock.requests_of_kind("proxy"), "the CLI tried to reach an outside host"
         return res
 
+    def interactive(self, socket: Path) -> Tmux:
+        """Copilot's interactive UI, all tools allowed, started in a tmux server of the test's
+        own at `socket`; its window stays 30 s after the CLI exits."""
+        env = copilot_env(self.rd, self.mock, {**self.ctxd.env, "COPILOT_ALLOW_ALL": "true"})
+        words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        argv = shlex.join(self.mock.wrap([str(self.bin), "--allow-all-tools"]))
+        tmux = Tmux(socket, "copilot")
+        tmux.start(f"cd {shlex.quote(str(self.rd.work))} && env -i {words} {argv}; sleep 30")
+        return tmux
+
     def main(self) -> list[Json]:
         return self.mock.main_requests()
 
@@ -269,11 +279,7 @@ def test_the_ui_shows_ctxds_statusline(make_rig: Callable[..., Rig], tmp_path: P
     rig = make_rig(tool_steps([12_000, 13_500, 33_300]))
     settings = json.loads(rig.settings.read_text())
     assert "ctxd_hook" in settings["statusLine"]["command"]
-    env = copilot_env(rig.rd, rig.mock, {**rig.ctxd.env, "COPILOT_ALLOW_ALL": "true"})
-    words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--allow-all-tools"]))
-    tmux = Tmux(tmp_path / "tmux.sock", "copilot")
-    tmux.start(f"cd {shlex.quote(str(rig.rd.work))} && env -i {words} {argv}; sleep 30")
+    tmux = rig.interactive(tmp_path / "tmux.sock")
     try:
         assert tmux.wait("no usage yet", 60), tmux.pane()  # ctxd's line before any answer
         time.sleep(1.5)
@@ -302,11 +308,7 @@ def test_the_users_own_statusline_stays_and_feeds_ctxd(
     rig = make_rig(tool_steps([12_000, 13_500, 33_300]), settings_doc=doc)
     command = json.loads(rig.settings.read_text())["statusLine"]["command"]
     assert "ctxd_hook" in command and command.endswith(shlex.quote(own))
-    env = copilot_env(rig.rd, rig.mock, {**rig.ctxd.env, "COPILOT_ALLOW_ALL": "true"})
-    words = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--allow-all-tools"]))
-    tmux = Tmux(tmp_path / "tmux.sock", "copilot")
-    tmux.start(f"cd {shlex.quote(str(rig.rd.work))} && env -i {words} {argv}; sleep 30")
+    tmux = rig.interactive(tmp_path / "tmux.sock")
     try:
         assert tmux.wait("my-own-line", 60), tmux.pane()
         time.sleep(1.5)

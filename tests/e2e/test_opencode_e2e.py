@@ -40,6 +40,7 @@ from e2e_support import (
     wait_for,
     write_json,
 )
+from plugin_support import StandIn
 
 pytestmark = pytest.mark.e2e
 
@@ -428,3 +429,34 @@ def test_a_400_mb_session_still_gets_its_handoff(rig: Rig) -> None:
     assert handoffs(main) == [len(main) - 1], [last_turn_text(r["body"])[:300] for r in main]
     rows = [s for s in rig.ctxd.status()["sessions"] if s["session_id"] == session_id]
     assert rows[0]["handoff_asked"] is True
+
+
+def test_a_daemon_that_blocks_every_idle_gets_one_handoff_turn(rig: Rig, tmp_path: Path) -> None:
+    """A broken daemon (a stand-in on the plugin's socket) answers every hook with a handoff
+    block. The interactive UI (under tmux: `opencode run` exits after the handoff turn anyway)
+    runs that turn once; the idle it causes is told so (`stop_hook_active`) and, blocked again,
+    sends nothing: the session stays idle."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed (apt-get install tmux)")
+    start(rig, bash_steps([50_000, 60_000]))  # a call, then "Done." for every turn after
+    block = {"decision": "block", "reason": f"{HANDOFF} write the handoff note"}
+    standin = StandIn(rig.rd.root / "standin.sock", (json.dumps(block).encode(),))
+    extra = {**rig.ctxd.env, "CTXD_SOCKET": str(standin.path), "CTXD_NO_SPAWN": "1"}
+    words = " ".join(shlex.quote(f"{k}={v}") for k, v in env(rig.rd, rig.mock, extra).items())
+    argv = shlex.join(rig.mock.wrap([str(rig.bin), "--prompt", "Run the steps"]))
+    tmux = Tmux(tmp_path / "tmux.sock", "opencode")
+    tmux.start(f"cd {shlex.quote(str(rig.rd.work))} && env -i {words} {argv}; sleep 30")
+    try:
+        assert wait_for(lambda: len(standin.payloads) >= 3, 90), tmux.pane()
+        # the call, the answer, the handoff turn's answer; without the guard, a turn per idle
+        assert wait_for(lambda: len(rig.main()) >= 3, 30), tmux.pane()
+        assert wait_for(
+            lambda: [p.get("stop_hook_active") for p in standin.payloads][-1:] == [True], 30
+        ), standin.payloads
+        time.sleep(5)  # a model turn with the mock takes well under a second
+        assert len(rig.main()) == 3 and handoffs(rig.main()) == [2], tmux.pane()
+    finally:
+        tmux.kill()
+        standin.close()
+    idles = [p["stop_hook_active"] for p in standin.payloads if "stop_hook_active" in p]
+    assert idles == [False, True]

@@ -6,14 +6,12 @@ the figures the database it came from gives, row by row (tests/e2e/capture_openc
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from capture_opencode import capture
+from ctxd_process import replay_json
 
 pytestmark = pytest.mark.e2e
 
@@ -23,16 +21,7 @@ _TIMES = ("at", "session_id")
 
 
 def _replay(*args: str) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxd", "replay", "--json", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
-    return [{k: v for k, v in line.items() if k not in _TIMES} for line in lines]
+    return [{k: v for k, v in line.items() if k not in _TIMES} for line in replay_json(*args)]
 
 
 def test_the_export_of_a_real_session_replays_as_its_database(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from e2e_support import (
     wait_for,
     write_json,
 )
+from plugin_support import StandIn
 
 pytestmark = pytest.mark.e2e
 
@@ -265,3 +268,52 @@ def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
     assert len(main) == 4, res.describe()
     assert at_calls(main, WARNING) == [0]
     assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True]
+
+
+@pytest.mark.parametrize("version", ["pi_bin", "pi0_bin"], ids=["pi-1.x", "pi-0.73"])
+def test_a_daemon_that_blocks_every_agent_end_gets_one_handoff_turn(
+    make_rig: Callable[..., Rig], version: str, request: pytest.FixtureRequest
+) -> None:
+    """A broken daemon (a stand-in on the extension's socket) answers every hook with a handoff
+    block. pi, held open in RPC mode (`pi -p` exits after the handoff turn anyway), runs that
+    turn once; the agent_end it causes is told so (`stop_hook_active`) and, blocked again,
+    starts none: the session stays idle."""
+    steps = [
+        *tool_steps([130_000], 131_000, "Paused."),
+        {"text": "Noted.", "usage": usage(132_000)},  # every turn after
+    ]
+    rig = make_rig(steps, cli=request.getfixturevalue(version))
+    block = {"decision": "block", "reason": f"{HANDOFF} write the handoff note"}
+    standin = StandIn(rig.rd.root / "standin.sock", (json.dumps(block).encode(),))
+    extra = {**rig.ctxd.env, "CTXD_SOCKET": str(standin.path), "CTXD_NO_SPAWN": "1"}
+    argv = rig.mock.wrap([str(rig.bin), "--mode", "rpc", "--provider", "mock", "--model", MODEL])
+
+    def ends() -> list[bool]:
+        return [p["stop_hook_active"] for p in standin.payloads if "stop_hook_active" in p]
+
+    with (
+        (rig.rd.root / "pi-rpc.log").open("wb") as log,
+        subprocess.Popen(
+            argv,
+            cwd=rig.rd.work,
+            env=base_env(rig.rd, extra),
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+        ) as proc,
+    ):
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(b'{"type": "prompt", "message": "Run the steps"}\n')
+            proc.stdin.flush()
+            # the call, the answer, the handoff turn's answer; without the guard, a turn per
+            # agent_end
+            assert wait_for(lambda: ends()[-1:] == [True], 60), rig.main()
+            time.sleep(5)  # a model turn with the mock takes well under a second
+            main = rig.main()
+            assert len(main) == 3, main
+            assert marks(main, HANDOFF, last_turn_text) == [False, False, True]
+        finally:
+            proc.kill()
+            standin.close()
+    assert ends() == [False, True]

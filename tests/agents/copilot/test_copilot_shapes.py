@@ -6,12 +6,11 @@ in any order with any spacing, a crash's NUL hole, a hook record's timestamp as 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
+from ctxd_process import replay_json
 
 from ctxd.agents.copilot.transcript import CopilotReader
 from ctxd.cli.replay import Row, replay
@@ -194,15 +193,7 @@ def test_replay_reads_a_session_with_no_usage_records(tmp_path: Path) -> None:
         + _line("assistant.message", {"content": "hello", "toolRequests": []}, 2)
         + _shutdown({"claude-sonnet-4.6": 1}, {"claude-sonnet-4.6": 24_243}, 24_166, 3)
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxd", "replay", "--json", str(path)],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    final = orjson.loads(result.stdout.splitlines()[-1])
+    final = replay_json(str(path))[-1]
     assert (final["agent"], final["tokens"]) == ("copilot", 24_243)
 
 
