@@ -193,6 +193,9 @@ def running(
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     try:
         yield proc
+    except BaseException:
+        print(f"--- {log.name} (exit {proc.poll()}):\n{log.read_text(errors='replace')[-4000:]}")
+        raise
     finally:
         proc.terminate()
         try:
