@@ -331,6 +331,17 @@ def test_agent_remote_writes_a_real_daemon_to_a_central_prometheus(
         missing = [(title, expr) for title, expr in queries if not central.query(expr)]
         assert not missing, missing
 
+        # ctxd stops: the central sees `up` at 0 (what CtxdDown waits on), and the sessions'
+        # series end at once (staleness markers, remote-written too) instead of lingering.
+        world.stop()
+
+        def down() -> bool:
+            up = central.query('up{job="ctxd", host="box-1"}')
+            return bool(up and up[0]["value"][1] == "0")
+
+        poll(down, 10, "up == 0 on the central")
+        assert central.query('ctxd_context_tokens{host="box-1"}') == []
+
 
 def test_rules_name_only_metrics_ctxd_serves(world: World) -> None:
     """A metric renamed in ctxd would silence an alert: every ctxd_ name in the rules and the
