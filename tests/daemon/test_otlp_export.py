@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
-pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as service  # noqa: E402
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as service
 
 if TYPE_CHECKING:
     from conftest import World
