@@ -59,6 +59,7 @@ from ctxd.daemon.httpwire import (
     parse_head,
     request_line,
     response,
+    response_parts,
     split_head,
 )
 from ctxd.daemon.listeners import adopted_http_listener, open_http_listener
@@ -355,7 +356,8 @@ class HttpServer:
             except HttpError as exc:
                 self.refused += 1
                 answer = _refused(exc.status, f"{exc}\n".encode())
-            await conn.send(answer)
+            for part in (answer,) if isinstance(answer, bytes) else answer:
+                await conn.send(part)
         if deadline.cancelled_caught:
             self.refused += 1
             with contextlib.suppress(OSError):
@@ -363,7 +365,7 @@ class HttpServer:
             return False
         return keep
 
-    async def _read_and_answer(self, conn: _Conn) -> tuple[bytes, bool]:
+    async def _read_and_answer(self, conn: _Conn) -> tuple[bytes | list[bytes], bool]:
         head = await conn.read_head()
         if head is None:
             raise anyio.EndOfStream
@@ -392,7 +394,7 @@ class HttpServer:
 
     # ------------------------------------------------------------------ routes
 
-    async def _route(self, request: HttpRequest) -> bytes:
+    async def _route(self, request: HttpRequest) -> bytes | list[bytes]:
         keep = request.keep_alive
         path = urlsplit(request.target).path
         if path.startswith(HOOK_PATH):
@@ -425,9 +427,10 @@ class HttpServer:
             # The status document's bytes go out as the daemon encoded them: decoding 10,000
             # rows to encode them again cost more than building them.
             status = await resolve(self.status(_STATUS_REQUEST))
-            history = orjson.dumps(self.history.export())
-            body = b'{"status":' + status + b',"history":' + history + b"}"
-            return response(200, body, keep_alive=keep)
+            history = self.history.encoded()
+            return response_parts(
+                200, (b'{"status":', status, b',"history":', history, b"}"), keep_alive=keep
+            )
         return response(404, b"not found\n", "text/plain", keep_alive=keep)
 
     async def _status(self) -> dict[str, Any]:

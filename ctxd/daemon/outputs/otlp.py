@@ -9,8 +9,9 @@ daemon-wide counters (COUNTERS: warnings given, handoffs asked, compactions seen
 daemon started, by agent) are exported as they are; the rows carry no per-session count of
 warnings or handoffs (only the last warning level, `warned`, and `handoff_asked`).
 
-Off the event loop, bounded: the loop builds an immutable `Snapshot` from the document every
-REFRESH seconds at most and hands it over by replacing one reference (a queue of one: the
+Off the event loop, bounded: every REFRESH seconds at most (or the interval, if shorter) the
+loop has the document put together in slices, a worker thread decodes it into an immutable
+`Snapshot`, and the loop hands that over by replacing one reference (a queue of one: the
 newest wins, nothing piles up). The SDK's PeriodicExportingMetricReader thread reads that
 reference in its callbacks and exports, one request at a time, each bounded by the timeout
 (retries included). A collector that is down, refuses or never answers costs that thread its
@@ -29,13 +30,14 @@ import os
 import pwd
 import socket
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+import orjson
 
 from ctxd import __version__
 from ctxd.daemon.config import load_otlp_table
@@ -289,10 +291,11 @@ def identity() -> dict[str, str]:
 
 
 async def run(
-    env: Mapping[str, str], config: Path, document: Callable[[], Mapping[str, Any]]
+    env: Mapping[str, str], config: Path, encoded: Callable[[], Awaitable[bytes]]
 ) -> None:
     """Export while the daemon runs, when the `[otlp]` table or the OTEL_* variables in `env`
-    ask for it; returns at once (logged) when they do not or cannot."""
+    ask for it; returns at once (logged) when they do not or cannot. `encoded`: the status
+    document as JSON bytes, put together in slices (`Status.encoded_in_slices`)."""
     try:
         table = await anyio.to_thread.run_sync(load_otlp_table, config, abandon_on_cancel=True)
     except ConfigError as exc:
@@ -317,9 +320,17 @@ async def run(
     try:
         while True:
             try:
-                export.publish(snapshot(document(), settings.include_cwd))
+                # Decoded in a worker thread: 10,000 rows are megabytes of JSON.
+                data = await encoded()
+                export.publish(
+                    await anyio.to_thread.run_sync(_snapshot_of, data, settings.include_cwd)
+                )
             except Exception:  # a bad document must not end the export, nor the daemon
                 logger.exception("OTLP snapshot failed")
             await anyio.sleep(min(settings.interval_s, REFRESH))
     finally:
         export.stop()
+
+
+def _snapshot_of(data: bytes, include_cwd: bool) -> Snapshot:
+    return snapshot(orjson.loads(data), include_cwd)
