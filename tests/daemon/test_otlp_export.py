@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
+import shlex
 import socket
 import statistics
 import threading
@@ -105,6 +108,18 @@ def _export_to(world: World, url: str, **env: str) -> None:
     )
 
 
+def readme_variables() -> dict[str, str]:
+    """The variables the README's OTLP recipe sets on its `ctxd serve` line."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("\n### OpenTelemetry (OTLP) to a collector", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, "no sh block in the README's OTLP recipe"
+    assert ".venv/bin/pip install '.[otel]'" in block.group(1)
+    (line,) = (line for line in block.group(1).splitlines() if "ctxd serve" in line)
+    words = shlex.split(line)
+    return dict(word.split("=", 1) for word in words[: words.index(".venv/bin/ctxd")])
+
+
 def _by_session(points: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:
     return {attributes["session.id"]: value for attributes, value in points}
 
@@ -112,11 +127,17 @@ def _by_session(points: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:
 def test_a_sessions_points_arrive_with_the_figures_of_status(
     world: World, receiver: Receiver
 ) -> None:
+    # The README's command, with the collector's address ours.
+    variables = readme_variables()
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in variables
+    variables.pop("OTEL_EXPORTER_OTLP_ENDPOINT")
+    attributes = variables.pop("OTEL_RESOURCE_ATTRIBUTES")
     _export_to(
         world,
         f"http://127.0.0.1:{receiver.port}",
-        OTEL_RESOURCE_ATTRIBUTES="team.id=blue,deployment.environment=dev%20box",
+        OTEL_RESOURCE_ATTRIBUTES=f"{attributes},deployment.environment=dev%20box",
         OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20s3cret",
+        **variables,
     )
     world.start()
     sessions = [world.claude() for _ in range(2)]
@@ -154,17 +175,15 @@ def test_a_sessions_points_arrive_with_the_figures_of_status(
     assert _by_session(severity) == {k: levels[r["severity"]] for k, r in rows.items()}
     assert {a["session.id"]: a["ctxd.severity"] for a, _ in severity} == figures("severity")
     assert _by_session(points["ctxd.session.compactions"]) == figures("compactions")
-    for attributes, _ in points["ctxd.context.tokens"]:
-        row = rows[attributes["session.id"]]
-        assert attributes == {"session.id": row["session_id"], "agent": "claude"} | {
-            "model": row["model"]
-        }
+    for found, _ in points["ctxd.context.tokens"]:
+        row = rows[found["session.id"]]
+        assert found == {"session.id": row["session_id"], "agent": "claude", "model": row["model"]}
     # The daemon's counters, as the document has them.
     warnings = {(a["agent"], a["severity"]): n for a, n in points["ctxd.warnings"]}
     assert warnings == {(agent, level): n for agent, level, n in doc["counters"]["warnings"]}
     assert resource["service.name"] == "ctxd"
     assert resource["host.name"] == socket.gethostname()
-    assert resource["user.id"] == str(__import__("os").getuid())
+    assert resource["user.id"] == str(os.getuid())
     assert resource["team.id"] == "blue" and resource["deployment.environment"] == "dev box"
     assert receiver.headers.get("authorization") == "Bearer s3cret"
     assert "cwd" not in {k for a, _ in points["ctxd.context.tokens"] for k in a}
