@@ -258,8 +258,32 @@ def test_a_collector_down_delays_no_hook_and_grows_no_memory(world: World, colle
         time.sleep(40 * INTERVAL_MS / 1000)
         after = _rss_kb(proc.pid)
         took += _hook_seconds(world, payloads * 3)
+        # Nor does it hold the daemon's exit (an export under way is not waited for).
+        stopping = time.monotonic()
+        assert world.stop() == 0
+        stopped = time.monotonic() - stopping
     # A hook is a process start and one round trip (~tens of ms); hooks that waited on the
     # exports would show the export's timeout (one interval: 200 ms) in most of them.
     assert statistics.median(took) < 0.1, took
     assert statistics.quantiles(took, n=10)[-1] < 0.2, took
     assert after - before < 1024, (before, after)
+    assert stopped < 2.5, stopped
+
+
+def test_without_the_sdk_the_daemon_says_how_to_get_it_and_serves_on(
+    world: World, receiver: Receiver, tmp_path: Path
+) -> None:
+    # An install without the `otel` extra: `opentelemetry` cannot be imported.
+    (tmp_path / "no-otel" / "opentelemetry").mkdir(parents=True)
+    (tmp_path / "no-otel" / "opentelemetry" / "__init__.py").write_text(
+        "raise ImportError('No module named opentelemetry')\n"
+    )
+    world.env["PYTHONPATH"] = str(tmp_path / "no-otel")
+    _export_to(world, f"http://127.0.0.1:{receiver.port}")
+    world.start()
+    world.wait_for(lambda: "pip install 'ctxd[otel]'" in world.log(), 5, "the hint")
+    t = world.claude()
+    t.assistant(200_000)
+    world.hook_out("claude", t.payload("PostToolUse"))
+    assert world.wait_row(t)["tokens"] == 200_000
+    assert not receiver.requests
