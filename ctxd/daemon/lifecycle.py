@@ -33,6 +33,7 @@ from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
+from ctxd.daemon.outputs import otlp
 from ctxd.daemon.rundir import AlreadyRunning, DaemonPaths, exclusive_lock
 from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
@@ -264,6 +265,9 @@ class Daemon:
             tg.start_soon(self._watch)
             tg.start_soon(self._housekeeping)
             tg.start_soon(self.centre.transcripts.drain_backlog)
+            # Optional ([otlp] or OTEL_* variables): the status rows pushed to a collector.
+            status = self.centre.status.encoded_in_slices
+            tg.start_soon(otlp.run, self.env, self.paths.config, status)
             async with anyio.create_task_group() as serving:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
