@@ -1,4 +1,4 @@
-"""Each session's context over time, for the dashboard's chart (`/api/status`)."""
+"""Each session's context over time, for the dashboard's chart (`/api/v1/status`)."""
 
 from __future__ import annotations
 

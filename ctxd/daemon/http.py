@@ -79,6 +79,7 @@ __all__ = [
     "BODY_BUDGET",
     "HOOK_PATH",
     "MAX_CONNECTIONS",
+    "STATUS_PATH",
     "HttpListening",
     "HttpServer",
     "hook_url",
@@ -88,6 +89,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HOOK_PATH = "/ctxd/hook/"
+#: The versioned status document (with the dashboard's history), and the path it had before it
+#: was versioned, kept for the tools that use it: both answer the same bytes.
+STATUS_PATH = "/api/v1/status"
+STATUS_PATHS = frozenset({STATUS_PATH, "/api/status"})
 MAX_CONNECTIONS = 256
 BODY_BUDGET = 4 * wire.MAX_PAYLOAD
 IDLE_TIMEOUT = 5.0
@@ -423,7 +428,7 @@ class HttpServer:
                 "Time from a request's last byte to its answer, in the daemon.",
             )
             return response(200, text.encode(), metrics.CONTENT_TYPE, keep_alive=keep)
-        if path == "/api/status":
+        if path in STATUS_PATHS:
             # The status document's bytes go out as the daemon encoded them: decoding 10,000
             # rows to encode them again cost more than building them.
             status = await resolve(self.status(_STATUS_REQUEST))

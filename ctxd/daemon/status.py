@@ -35,7 +35,7 @@ from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
-__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "DaemonStatistics", "Status"]
+__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "SCHEMA", "DaemonStatistics", "Status"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,11 @@ logger = logging.getLogger(__name__)
 #: files may have changed), and how many such rows one document builds again at most.
 ROW_REFRESH = 10.0
 REFRESH_PER_DOCUMENT = 200
+#: The version of the document, its first key: what other tools build on
+#: (ctxd/data/status.v1.schema.json describes it). Additive changes keep it; a field removed,
+#: renamed or retyped takes a new one.
+SCHEMA = "ctxd.status/v1"
+_HEAD = b'{"schema":' + orjson.dumps(SCHEMA) + b',"sessions":['
 #: Seconds of work after which `encoded_in_slices` gives the event loop back.
 SLICE = 0.002
 
@@ -173,7 +178,7 @@ class Status:
         }
         if daemon is not None:
             rest["daemon"] = daemon
-        parts = [b'{"sessions":[']
+        parts = [_HEAD]
         yield from self._row_parts(states, kept_rows, now, slices, parts)
         if len(parts) > 1:
             parts[-1] = parts[-1][:-1]  # the last row's comma

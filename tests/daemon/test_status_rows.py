@@ -172,6 +172,7 @@ def test_the_document_is_what_encoding_it_whole_gives(
     doc = orjson.loads(data)
     assert orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS) == data
     assert list(doc) == [
+        "schema",  # first: a reader of the stream knows the version before any row
         "sessions",
         "learned_windows",
         "proved_contexts",
