@@ -6,6 +6,9 @@ dashboard's `GET /api/status` (--samples each, one at a time; their latency, and
 CPU time per request, which a loaded machine inflates less), and the owner's HTTP hooks for
 --duration seconds with nobody polling, then while a dashboard polls `/api/status` twice a
 second (as the page does): a status that holds the event loop holds every hook behind it.
+Last, the snapshot saves: for --duration seconds a hook every 50 ms keeps the state changing
+(so it is saved every few seconds) while a `ping` over the socket every 5 ms measures how long
+the event loop is held; the saves are counted as the state file is replaced.
 
     .venv/bin/python bench/status_many.py [--sessions 10000] [--samples 10] [--duration 10]
 """
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import common as c
-from http_flood import free_port, owner_run
+from http_flood import free_port, one_hook, owner_run
 
 
 def timed(action: Any, samples: int) -> list[float]:
@@ -33,6 +36,47 @@ def timed(action: Any, samples: int) -> list[float]:
         action()
         took.append(time.perf_counter() - begin)
     return took
+
+
+def snapshot_stalls(box: c.Sandbox, port: int, hook: list[bytes], duration: float) -> Any:
+    """Pings' latencies while hooks keep the state changing, and how many snapshots were
+    written meanwhile (the state file replaced)."""
+    state = Path(box.env["XDG_STATE_HOME"]) / "ctxd" / "state.json"
+    stop = threading.Event()
+    saves = 0
+
+    def changing() -> None:
+        while not stop.is_set():
+            one_hook(port, hook[0])
+            stop.wait(0.05)
+
+    def counting() -> None:
+        nonlocal saves
+        seen = state.stat().st_ino
+        while not stop.wait(0.02):
+            try:
+                inode = state.stat().st_ino
+            except FileNotFoundError:
+                continue
+            saves += inode != seen
+            seen = inode
+
+    threads = [threading.Thread(target=changing), threading.Thread(target=counting)]
+    for thread in threads:
+        thread.start()
+    pings = []
+    end = time.monotonic() + duration
+    try:
+        while time.monotonic() < end:
+            begin = time.perf_counter()
+            c.request(box.socket, "ping")
+            pings.append(time.perf_counter() - begin)
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    return pings, saves
 
 
 def main() -> int:
@@ -93,7 +137,8 @@ def main() -> int:
                 stop.set()
                 poller.join()
             cpu = c.proc_cpu_seconds(proc.pid) - cpu0
-    ms = [c.summarize([x * 1000 for x in xs]) for xs in (status_s, api_s, quiet, polled)]
+            pings, saves = snapshot_stalls(box, port, hook, args.duration)
+    ms = [c.summarize([x * 1000 for x in xs]) for xs in (status_s, api_s, quiet, polled, pings)]
     rows = [
         [
             "`status` over the socket",
@@ -125,6 +170,10 @@ def main() -> int:
     ]
     print(c.table(["HTTP hooks", "hooks", "p50 ms", "p99 ms", "max ms"], hooks))
     print(f"\ndaemon CPU while the dashboard polled: {cpu:.1f} s in {args.duration:g} s\n")
+    print(
+        f"snapshot saves: {saves} in {args.duration:g} s; pings every 5 ms meanwhile: "
+        f"p50 {ms[4].p50:.2f} ms, p99 {ms[4].p99:.2f} ms, max (the loop held) {ms[4].max:.1f} ms\n"
+    )
     results = {
         "machine": c.machine(),
         "args": vars(args),
@@ -136,6 +185,8 @@ def main() -> int:
         "hooks_quiet_ms": ms[2].__dict__,
         "hooks_polled_ms": ms[3].__dict__,
         "daemon_cpu_s": cpu,
+        "snapshot_saves": saves,
+        "pings_while_saving_ms": ms[4].__dict__,
     }
     print(f"raw: {c.save_json('status_many', results)}")
     return 0

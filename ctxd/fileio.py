@@ -58,13 +58,22 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.close(dir_fd)
 
 
-def create_fresh(path: Path, mode: int = 0o600) -> int:
-    """A new, empty file put in place of `path` (whatever was there is replaced, never written
-    through), open for appending; its descriptor. OSError on failure, nothing left behind."""
+def create_fresh(path: Path, mode: int = 0o600, first: bytes = b"") -> int:
+    """A new file holding `first` (on disk before it is in place), put in place of `path`
+    (whatever was there is replaced, never written through), open for appending; its
+    descriptor. OSError on failure, nothing left behind."""
     tmp = _temporary(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | _CREATE, mode)
     try:
         os.fchmod(fd, mode)
+        if first:
+            view = memoryview(first)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(f"no room to write {path}")
+                view = view[written:]
+            os.fdatasync(fd)
         os.replace(tmp, path)
     except BaseException:
         os.close(fd)

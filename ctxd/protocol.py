@@ -71,7 +71,9 @@ def decode_request(body: bytes) -> Request:
 
 
 def encode_ok(result: bytes = b"") -> bytes:
-    return wire.frame(wire.OK_HEADER + b"\n" + result)
+    # One copy of a result that may be megabytes (a status of 10,000 sessions), not two.
+    size = len(wire.OK_HEADER) + 1 + len(result)
+    return b"".join((size.to_bytes(wire.HEADER_SIZE, "big"), wire.OK_HEADER, b"\n", result))
 
 
 def encode_error(message: str) -> bytes:

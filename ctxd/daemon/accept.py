@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 __all__ = [
@@ -47,6 +48,8 @@ logger = logging.getLogger(__name__)
 #: Seconds a request has, from its connection's first byte to its answer's last.
 REQUEST_DEADLINE = 5.0
 RECEIVE_SIZE = 65536
+#: Bytes handed to the kernel per send call; big answers go out in turns with other work.
+SEND_SLICE = 256 * 1024
 #: Sockets handed on before the loop lets other tasks run (a server's usual `batch`).
 INLINE_BURST = 32
 ACCEPT_BACKOFF = 0.1
@@ -177,8 +180,12 @@ class Connection:
         view = memoryview(data)
         while view:
             try:
-                sent = self.sock.send(view)
+                # At most SEND_SLICE at a time, others' turn between: the kernel copying a
+                # status of megabytes into a roomy socket in one go held the event loop.
+                sent = self.sock.send(view[:SEND_SLICE])
             except BlockingIOError:
                 await anyio.wait_writable(self.sock)
                 continue
             view = view[sent:]
+            if view:
+                await anyio.lowlevel.checkpoint()

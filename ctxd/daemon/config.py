@@ -30,6 +30,14 @@ handoff_tokens = 2000 # its size limit
 [http]                # the loopback listener: Claude Code's HTTP hooks, /metrics, the dashboard
 enabled = false       # read when the daemon starts
 port = 0              # 0: 20000 + uid % 10000
+[otlp]                # OpenTelemetry metrics export (ctxd[otel]); each key over its OTEL_* variable
+enabled = true        # false: off even when OTEL_EXPORTER_OTLP_ENDPOINT is set
+endpoint = "http://collector:4318/v1/metrics"  # full URL: OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+interval_seconds = 60 # as OTEL_METRIC_EXPORT_INTERVAL (which is in ms)
+timeout_seconds = 10  # one export's bound, retries included
+include_cwd = false   # the session's working directory as an attribute
+[otlp.headers]        # merged over OTEL_EXPORTER_OTLP_HEADERS
+[otlp.resource_attributes]  # merged over OTEL_RESOURCE_ATTRIBUTES
 ```
 
 The keys of `[compaction.<agent>]` belong to the agent (`ctxd.agents.<agent>.compaction`); their
@@ -47,7 +55,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -70,8 +78,10 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_WINDOWS",
     "HttpSettings",
+    "OtlpTable",
     "default_settings",
     "load_http_settings",
+    "load_otlp_table",
     "load_settings",
     "parse_settings",
 ]
@@ -279,11 +289,12 @@ def parse_settings(text: str) -> Settings:
     except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
         raise ConfigError(f"not valid TOML: {str(exc).splitlines()[0]}") from None
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
-    known |= {"http", "model_switch"}
+    known |= {"http", "model_switch", "otlp"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
     _http(doc)  # checked with the rest; the listener reads it when the daemon starts
+    _otlp(doc)  # likewise, for the exporter
     window = _table(doc, "window", {"default"})
     windows, agent_windows = _windows(doc)
     try:
@@ -363,6 +374,74 @@ def load_http_settings(path: Path) -> HttpSettings:
         raise ConfigError(f"{path}: {exc}") from exc
     except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
         raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0]}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpTable:
+    """`[otlp]` as written (None: not set, the OTEL_* variable or the default applies);
+    ctxd/daemon/outputs/otlp.py resolves it with the environment."""
+
+    enabled: bool | None = None
+    endpoint: str | None = None
+    interval_seconds: float | None = None
+    timeout_seconds: float | None = None
+    include_cwd: bool = False
+    headers: Mapping[str, str] = field(default_factory=dict)
+    resource_attributes: Mapping[str, str] = field(default_factory=dict)
+
+
+def _flag(table: Mapping[str, Any], key: str, where: str) -> bool | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(f"{where}.{key} must be true or false, got {value!r}")
+    return value
+
+
+def _strings(table: Mapping[str, Any], key: str, where: str) -> Mapping[str, str]:
+    value = table.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"[{where}.{key}] must be a table of strings")
+    return MappingProxyType(dict(value))
+
+
+def _otlp(doc: Mapping[str, Any]) -> OtlpTable:
+    known = {"enabled", "endpoint", "interval_seconds", "timeout_seconds", "include_cwd"}
+    t = _table(doc, "otlp", known | {"headers", "resource_attributes"})
+    endpoint = t.get("endpoint")
+    if endpoint is not None and (
+        not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))
+    ):
+        raise ConfigError(f"otlp.endpoint must be an http:// or https:// URL, got {endpoint!r}")
+    return OtlpTable(
+        enabled=_flag(t, "enabled", "otlp"),
+        endpoint=endpoint,
+        interval_seconds=_number(t, "interval_seconds", "otlp", 1, 86400)
+        if "interval_seconds" in t
+        else None,
+        timeout_seconds=_number(t, "timeout_seconds", "otlp", 0.1, 300)
+        if "timeout_seconds" in t
+        else None,
+        include_cwd=bool(_flag(t, "include_cwd", "otlp")),
+        headers=_strings(t, "headers", "otlp"),
+        resource_attributes=_strings(t, "resource_attributes", "otlp"),
+    )
+
+
+def load_otlp_table(path: Path) -> OtlpTable:
+    """`[otlp]` from the config file at `path` (empty when there is none); ConfigError naming
+    the file when it cannot be used."""
+    try:
+        data = _read_config(path)
+    except FileNotFoundError:
+        return OtlpTable()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return _otlp(tomllib.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
 

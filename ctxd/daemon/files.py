@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from ctxd.agents import spec
 from ctxd.agents import state as reader_state
 from ctxd.agents.digest import Facts
@@ -63,6 +65,7 @@ class TranscriptFile:
         self._skip_tail = b""
         self._feeds = 0  # feeds and resets so far: the reader's state changes with them only
         self._state: tuple[int, dict[str, Any] | None] | None = None  # (at `_feeds`, state)
+        self._encoded: tuple[tuple[object, ...], bytes] | None = None  # (at `_version`, JSON)
 
     @classmethod
     def resume(cls, path: str, agent: str, saved: dict[str, Any] | None) -> TranscriptFile:
@@ -140,6 +143,22 @@ class TranscriptFile:
             if kept is not None:
                 position["state"] = kept
         return position
+
+    @property
+    def position_moved(self) -> bool:
+        """Whether `encoded_position` has to encode (and maybe dump the reader's state) anew."""
+        return self._encoded is None or self._encoded[0] != self._position_version()
+
+    def encoded_position(self) -> bytes:
+        """`position(with_state=True)` as JSON, encoded again only when it may have changed:
+        a snapshot of 10,000 transcripts of which a few moved encodes those few."""
+        version = self._position_version()
+        if self._encoded is None or self._encoded[0] != version:
+            self._encoded = (version, orjson.dumps(self.position(with_state=True)))
+        return self._encoded[1]
+
+    def _position_version(self) -> tuple[object, ...]:
+        return (self.offset, self._skip_to, self.identity, self._tail, self._feeds)
 
     def _dump_state(self) -> dict[str, Any] | None:
         # Dumped again only after a feed: a snapshot every few seconds costs nothing for the

@@ -1,4 +1,4 @@
-"""Each session's context over time, for the dashboard's chart (`/api/status`)."""
+"""Each session's context over time, for the dashboard's chart (`/api/v1/status`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Iterable
 
 import anyio
+import orjson
 
 from ctxd.daemon.sessions import Sessions
 
@@ -26,6 +27,9 @@ class History:
     def __init__(self, points: int = HISTORY_POINTS) -> None:
         self.points = points
         self.series: dict[str, deque[tuple[float, int, int]]] = {}
+        # Each series' JSON member, with the (length, last point) it was encoded at: points are
+        # only appended, each at a later time, so that pair tells a changed series.
+        self._encoded: dict[str, tuple[tuple[int, tuple[float, int, int]], bytes]] = {}
 
     def record(self, samples: Iterable[tuple[str, float, int | None, int]]) -> None:
         """`samples`: (key, time, tokens, compactions) of every session tracked now."""
@@ -44,6 +48,19 @@ class History:
 
     def export(self) -> dict[str, list[tuple[float, int, int]]]:
         return {key: list(series) for key, series in self.series.items()}
+
+    def encoded(self) -> bytes:
+        """`export()` as JSON, a series encoded again only when it changed: the dashboard asks
+        twice a second, and most of 10,000 sessions' series stay as they were."""
+        kept = {}
+        for key, series in self.series.items():
+            version = (len(series), series[-1])
+            known = self._encoded.get(key)
+            if known is None or known[0] != version:
+                known = (version, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
+            kept[key] = known
+        self._encoded = kept
+        return b"{" + b",".join(member for _, member in kept.values()) + b"}"
 
 
 async def record_history(history: History, sessions: Sessions, stopping: anyio.Event) -> None:

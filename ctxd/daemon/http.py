@@ -59,6 +59,7 @@ from ctxd.daemon.httpwire import (
     parse_head,
     request_line,
     response,
+    response_parts,
     split_head,
 )
 from ctxd.daemon.listeners import adopted_http_listener, open_http_listener
@@ -78,6 +79,7 @@ __all__ = [
     "BODY_BUDGET",
     "HOOK_PATH",
     "MAX_CONNECTIONS",
+    "STATUS_PATH",
     "HttpListening",
     "HttpServer",
     "hook_url",
@@ -87,6 +89,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HOOK_PATH = "/ctxd/hook/"
+#: The versioned status document (with the dashboard's history), and the path it had before it
+#: was versioned, kept for the tools that use it: both answer the same bytes.
+STATUS_PATH = "/api/v1/status"
+STATUS_PATHS = frozenset({STATUS_PATH, "/api/status"})
 MAX_CONNECTIONS = 256
 BODY_BUDGET = 4 * wire.MAX_PAYLOAD
 IDLE_TIMEOUT = 5.0
@@ -355,7 +361,8 @@ class HttpServer:
             except HttpError as exc:
                 self.refused += 1
                 answer = _refused(exc.status, f"{exc}\n".encode())
-            await conn.send(answer)
+            for part in (answer,) if isinstance(answer, bytes) else answer:
+                await conn.send(part)
         if deadline.cancelled_caught:
             self.refused += 1
             with contextlib.suppress(OSError):
@@ -363,7 +370,7 @@ class HttpServer:
             return False
         return keep
 
-    async def _read_and_answer(self, conn: _Conn) -> tuple[bytes, bool]:
+    async def _read_and_answer(self, conn: _Conn) -> tuple[bytes | list[bytes], bool]:
         head = await conn.read_head()
         if head is None:
             raise anyio.EndOfStream
@@ -392,7 +399,7 @@ class HttpServer:
 
     # ------------------------------------------------------------------ routes
 
-    async def _route(self, request: HttpRequest) -> bytes:
+    async def _route(self, request: HttpRequest) -> bytes | list[bytes]:
         keep = request.keep_alive
         path = urlsplit(request.target).path
         if path.startswith(HOOK_PATH):
@@ -421,13 +428,14 @@ class HttpServer:
                 "Time from a request's last byte to its answer, in the daemon.",
             )
             return response(200, text.encode(), metrics.CONTENT_TYPE, keep_alive=keep)
-        if path == "/api/status":
+        if path in STATUS_PATHS:
             # The status document's bytes go out as the daemon encoded them: decoding 10,000
             # rows to encode them again cost more than building them.
             status = await resolve(self.status(_STATUS_REQUEST))
-            history = orjson.dumps(self.history.export())
-            body = b'{"status":' + status + b',"history":' + history + b"}"
-            return response(200, body, keep_alive=keep)
+            history = self.history.encoded()
+            return response_parts(
+                200, (b'{"status":', status, b',"history":', history, b"}"), keep_alive=keep
+            )
         return response(404, b"not found\n", "text/plain", keep_alive=keep)
 
     async def _status(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ the answer's status and a one-line reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "parse_head",
     "request_line",
     "response",
+    "response_parts",
     "split_head",
 ]
 
@@ -145,13 +146,28 @@ def response(
     extra: Iterable[tuple[str, str]] = (),
 ) -> bytes:
     """A whole answer: status line, headers (never cached, never sniffed; `extra` too), body."""
+    return b"".join(
+        response_parts(status, (body,), content_type, keep_alive=keep_alive, extra=extra)
+    )
+
+
+def response_parts(
+    status: int,
+    body: Sequence[bytes],
+    content_type: str = "application/json",
+    *,
+    keep_alive: bool = True,
+    extra: Iterable[tuple[str, str]] = (),
+) -> list[bytes]:
+    """`response` as its head and the parts of its body, to be sent one after the other: a
+    body of megabytes is not copied to be put behind its head."""
     lines = [
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
         f"Content-Type: {content_type}",
-        f"Content-Length: {len(body)}",
+        f"Content-Length: {sum(len(part) for part in body)}",
         "Cache-Control: no-store",
         "X-Content-Type-Options: nosniff",
         "Connection: keep-alive" if keep_alive else "Connection: close",
         *(f"{name}: {value}" for name, value in extra),
     ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    return [("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), *body]

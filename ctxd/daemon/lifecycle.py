@@ -33,6 +33,7 @@ from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
+from ctxd.daemon.outputs import otlp
 from ctxd.daemon.rundir import AlreadyRunning, DaemonPaths, exclusive_lock
 from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
@@ -50,6 +51,9 @@ QUIET_TICK = 5.0
 SWEEP_INTERVAL = 5.0  # the safety net behind watcher events: one stat per live transcript
 FULL_SWEEP_EVERY = 60  # sweeps: quiet transcripts are checked every 5 minutes
 SNAPSHOT_INTERVAL = 5.0
+#: Readers' states dumped anew at most per snapshot taken while serving (the costliest part of
+#: a position): 10,000 transcripts just read are taken in over several snapshots.
+STATE_DUMPS_PER_SNAPSHOT = 200
 DISCOVERY_INTERVAL = 300.0  # new directories are scanned at once; this is the net behind that
 # A request checks the config file if it was last checked this long ago, so an edit applies to
 # the next hook even while housekeeping sleeps.
@@ -86,6 +90,8 @@ class Daemon:
         self._tasks: TaskGroup | None = None  # the root task group, once running
         self._syncing = False  # a journal sync is running in a worker thread
         self._sync_again = False  # lines were written since it started
+        self._saving = False  # a snapshot is being written in a worker thread
+        self._exporter = snapshot.Exporter()  # each session's bytes, from one save to the next
         self._watcher = watcher.RootsWatcher([], self._on_changes)  # replaced when running
         #: Polls what the watcher could not watch (past the inotify cap).
         self.poller = poller.Poller(
@@ -117,16 +123,16 @@ class Daemon:
             return _after(reading, lambda: self._answer_status(request))
         return self._answer_status(request)
 
-    def _answer_status(self, request: Request) -> bytes:
+    async def _answer_status(self, request: Request) -> bytes:
         if self._watcher.quiet:
             # A quiet watcher reports a first change up to two of its slow steps late; a stat per
             # recent transcript costs less than a status that lags (and is nothing when it does
             # not: a busy watcher reports within tens of milliseconds).
             self.centre.transcripts.sweep(everything=False)
         session = request.header.get("session")
-        result = self.centre.status.document(str(session) if session else None)
-        result["daemon"] = self.statistics().as_json()
-        return json_result(result)
+        return await self.centre.status.encoded_in_slices(
+            str(session) if session else None, self.statistics().as_json()
+        )
 
     def _stop(self, request: Request) -> Answer:
         self._stopping.set()
@@ -259,6 +265,9 @@ class Daemon:
             tg.start_soon(self._watch)
             tg.start_soon(self._housekeeping)
             tg.start_soon(self.centre.transcripts.drain_backlog)
+            # Optional ([otlp] or OTEL_* variables): the status rows pushed to a collector.
+            status = self.centre.status.encoded_in_slices
+            tg.start_soon(otlp.run, self.env, self.paths.config, status)
             async with anyio.create_task_group() as serving:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
@@ -350,16 +359,55 @@ class Daemon:
             # inotify misses files created in a directory made the same instant.
             self.centre.transcripts.discover(self._existing_roots())
             ticks.discovery = time.monotonic()
-        if self.centre.sessions.dirty and time.monotonic() - ticks.snapshot >= SNAPSHOT_INTERVAL:
-            self._save()
+        if (
+            (self.centre.sessions.dirty or self.centre.transcripts.states_left_out)
+            and not self._saving
+            and time.monotonic() - ticks.snapshot >= SNAPSHOT_INTERVAL
+            and self._tasks is not None
+        ):
+            self._saving = True
+            self._tasks.start_soon(self._save_off_the_loop)
             ticks.snapshot = time.monotonic()
+
+    async def _save_off_the_loop(self) -> None:
+        """`_save` with the file written in a worker thread: the snapshot is taken here, from
+        each session's kept bytes, and the answers journaled while it is written begin the next
+        journal. A shutdown meanwhile waits for the thread, then saves again itself."""
+        try:
+            centre = self.centre
+            data = snapshot.snapshot(
+                centre.sessions,
+                centre.transcripts,
+                self.journal.mark(),
+                self._exporter,
+                STATE_DUMPS_PER_SNAPSHOT,
+            )
+            centre.sessions.dirty = False  # what changes from now on makes it dirty again
+            try:
+                await anyio.to_thread.run_sync(snapshot.write, self.paths.state, data)
+            except (OSError, CtxdError) as exc:
+                logger.error("cannot save state to %s: %s", self.paths.state, exc)
+                self.journal.unmark()
+                centre.sessions.dirty = True
+                return
+            try:
+                self.journal.start(carry=True)
+            except (OSError, CtxdError) as exc:  # the old journal goes on, whole
+                self.journal.unmark()
+                logger.error("cannot start a new journal at %s: %s", self.journal.path, exc)
+        finally:
+            self._saving = False
 
     def _save(self) -> bool:
         """Write a snapshot and, once it is on disk, start a new journal; False (logged) when
         the snapshot could not be written: the old snapshot and journal then stay as they are."""
         try:
             snapshot.save(
-                self.centre.sessions, self.centre.transcripts, self.paths.state, self.journal.seq
+                self.centre.sessions,
+                self.centre.transcripts,
+                self.paths.state,
+                self.journal.seq,
+                self._exporter,
             )
         except (OSError, CtxdError) as exc:
             logger.error("cannot save state to %s: %s", self.paths.state, exc)

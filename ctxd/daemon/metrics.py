@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["BUCKETS", "CONTENT_TYPE", "SEVERITY", "Histogram", "render"]
+__all__ = ["BUCKETS", "CONTENT_TYPE", "SEVERITY", "Histogram", "live_rows", "render"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SEVERITY = {"ok": 0, "warning": 1, "critical": 2}
@@ -63,7 +63,7 @@ def _number(value: float) -> str:
     return repr(float(value)) if isinstance(value, float) else str(int(value))
 
 
-def _live_rows(sessions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def live_rows(sessions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Live sessions, one row per (agent, session id): the one following a transcript first
     (a hook can register a session before its transcript exists)."""
     rows = sorted(
@@ -100,7 +100,7 @@ def render(status: Mapping[str, Any], extra: Mapping[str, Mapping[str, int]] | N
     outside the status document: {"refused": {transport: n}, "errors": {transport: n}}."""
     extra = extra or {}
     lines: list[str] = []
-    rows = _live_rows(status.get("sessions") or ())
+    rows = live_rows(status.get("sessions") or ())
     values = [
         (
             _labels(

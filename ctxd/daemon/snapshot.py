@@ -5,7 +5,9 @@ Two files in the private state dir:
 - the snapshot (`state.json`): every session, each transcript's read position, the windows
   learned, the transcripts of sessions that ended and were dropped (so that they stay ended).
   Written whole or not at all (`ctxd.fileio.write_atomic`) every few seconds while something
-  changed, and at shutdown.
+  changed, and at shutdown. While the daemon serves, a snapshot is taken on the event loop from
+  each session's and position's bytes kept since the last (`Exporter`,
+  `Transcripts.encoded_positions`: only what changed is encoded) and written in a worker thread.
 - the journal (`state.journal`): one line per answer that depends on state that must not
   repeat (a warning given, a handoff asked), written before that answer leaves the daemon, so
   that a crash of the daemon at any moment loses nothing of that kind. The write is in the
@@ -14,7 +16,9 @@ Two files in the private state dir:
   the machine too, and the daemon runs it in a worker thread right after, so that answers do not
   wait for the disk. Each line holds the whole session, numbered; the snapshot records the last
   number it includes, so a restart applies only the lines written after it. Each snapshot
-  written starts a new, empty journal; until one is, the old journal stays as it is.
+  written starts a new, empty journal; until one is, the old journal stays as it is. A snapshot
+  written in a thread starts the new journal with the lines written meanwhile (`Journal.mark`),
+  on disk before it replaces the old one.
 
 A transcript's read position in the snapshot carries its reader's and digest's state
 (`TranscriptFile.position`), so that a restart reads only what was appended meanwhile; a journal
@@ -43,7 +47,7 @@ from ctxd.daemon.transcripts import Transcripts
 from ctxd.daemon.typed import from_plain
 from ctxd.fileio import create_fresh, write_atomic
 
-__all__ = ["FORMAT", "Journal", "restore", "save", "snapshot"]
+__all__ = ["FORMAT", "Exporter", "Journal", "restore", "save", "snapshot", "write"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,30 +56,84 @@ FORMAT = 1
 MAX_JOURNAL = 64 * 1024 * 1024
 
 
-def snapshot(sessions: Sessions, transcripts: Transcripts, journal_seq: int = 0) -> bytes:
+class Exporter:
+    """Each session's bytes, kept with the state they were encoded from (a frozen value,
+    replaced on every change): a snapshot of 10,000 sessions of which a few changed encodes
+    those few, not all of them."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[SessionState, bytes]] = {}
+        #: Sessions encoded (not taken as kept) since start: what a test of the cache counts.
+        self.encoded = 0
+
+    def sessions(self, states: list[SessionState]) -> bytes:
+        """`states` as a JSON array; the sessions no longer there are forgotten."""
+        kept: dict[str, tuple[SessionState, bytes]] = {}
+        parts = []
+        for state in states:
+            known = self._kept.get(state.key)
+            if known is None or known[0] is not state:
+                # orjson writes dataclasses (and enums) itself, as `asdict` would.
+                known = (state, orjson.dumps(state))
+                self.encoded += 1
+            kept[state.key] = known
+            parts.append(known[1])
+        self._kept = kept
+        return b"[" + b",".join(parts) + b"]"
+
+
+def snapshot(
+    sessions: Sessions,
+    transcripts: Transcripts,
+    journal_seq: int = 0,
+    exporter: Exporter | None = None,
+    dumps: int | None = None,
+) -> bytes:
     """What a restart needs, as one document: the sessions, each transcript's read position,
-    the windows learned."""
+    the windows learned. With an `exporter` kept from one snapshot to the next, only what
+    changed since the last is encoded again; `dumps`: see `Transcripts.encoded_positions`."""
     states, learned, proved = sessions.export()
-    doc = {
-        "format": FORMAT,
-        "journal": journal_seq,
-        # orjson writes dataclasses (and enums) itself, as `asdict` would, at a tenth of the cost.
-        "sessions": states,
-        "files": transcripts.positions(),
+    rest = {
         "stores": transcripts.store_positions(),
         "ended": transcripts.ended.export(),
         "learned": learned,
         "proved": proved,
     }
-    return orjson.dumps(doc)
+    # The same document as encoding it whole, assembled from each part's bytes.
+    return b"".join(
+        (
+            b'{"format":',
+            orjson.dumps(FORMAT),
+            b',"journal":',
+            orjson.dumps(journal_seq),
+            b',"sessions":',
+            (exporter or Exporter()).sessions(states),
+            b',"files":',
+            transcripts.encoded_positions(dumps),
+            b",",
+            orjson.dumps(rest)[1:],
+        )
+    )
 
 
-def save(sessions: Sessions, transcripts: Transcripts, path: Path, journal_seq: int = 0) -> None:
+def save(
+    sessions: Sessions,
+    transcripts: Transcripts,
+    path: Path,
+    journal_seq: int = 0,
+    exporter: Exporter | None = None,
+) -> None:
     """Write the daemon's state to `path`, in a directory checked private (OSError when it
     cannot be written whole, UnsafeRuntimeDir when the directory is not private)."""
-    paths.ensure_private_dir(path.parent)
-    write_atomic(path, snapshot(sessions, transcripts, journal_seq))
+    write(path, snapshot(sessions, transcripts, journal_seq, exporter))
     sessions.dirty = False
+
+
+def write(path: Path, data: bytes) -> None:
+    """Put a `snapshot` in place at `path` (any thread: it touches nothing but the file;
+    errors as `save`'s)."""
+    paths.ensure_private_dir(path.parent)
+    write_atomic(path, data)
 
 
 class Journal:
@@ -87,6 +145,19 @@ class Journal:
         self.seq = seq
         self._fd: int | None = None
         self._size = 0
+        #: The lines written since `mark`, while a snapshot taken then is being written.
+        self._carried: list[bytes] | None = None
+
+    def mark(self) -> int:
+        """The number of the last line written, for a snapshot taken now and written while
+        answers go on: the lines written from now on are the next journal's first
+        (`start(carry=True)`), so that none is lost to it."""
+        self._carried = []
+        return self.seq
+
+    def unmark(self) -> None:
+        """The snapshot taken at `mark` was not written: this journal goes on as it is."""
+        self._carried = None
 
     def append(self, state: SessionState, position: dict[str, Any] | None) -> None:
         """Write one session's line (see `sync` for the disk); OSError when it cannot be written
@@ -106,6 +177,8 @@ class Journal:
             raise
         self._size += len(line)
         self.seq = seq
+        if self._carried is not None:
+            self._carried.append(line)
 
     def sync_handle(self) -> int | None:
         """A descriptor of the current journal for `sync` (the caller closes it), or None: a
@@ -120,13 +193,16 @@ class Journal:
         finally:
             os.close(handle)
 
-    def start(self) -> None:
+    def start(self, carry: bool = False) -> None:
         """Begin a new, empty journal; only right after a snapshot that holds everything the
-        old one did."""
+        old one did, or, with `carry`, everything up to its `mark`: the lines written since
+        then begin the new one (on disk before it replaces the old one)."""
         paths.ensure_private_dir(self.path.parent)
-        fd = create_fresh(self.path)
+        first = b"".join(self._carried or ()) if carry else b""
+        fd = create_fresh(self.path, first=first)
         self.close()
-        self._fd, self._size = fd, 0
+        self._fd, self._size = fd, len(first)
+        self._carried = None
 
     def close(self) -> None:
         if self._fd is not None:

@@ -17,10 +17,15 @@ event loop for most of a second.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import anyio.lowlevel
+import anyio.to_thread
+import orjson
 
 from ctxd.core import session as core
 from ctxd.core.session import SessionState
@@ -30,7 +35,7 @@ from ctxd.daemon.refused import RefusedFiles
 from ctxd.daemon.sessions import Sessions
 from ctxd.daemon.transcripts import Transcripts
 
-__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "DaemonStatistics", "Status"]
+__all__ = ["REFRESH_PER_DOCUMENT", "ROW_REFRESH", "SCHEMA", "DaemonStatistics", "Status"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +43,23 @@ logger = logging.getLogger(__name__)
 #: files may have changed), and how many such rows one document builds again at most.
 ROW_REFRESH = 10.0
 REFRESH_PER_DOCUMENT = 200
+#: The version of the document, its first key: what other tools build on
+#: (ctxd/data/status.v1.schema.json describes it). Additive changes keep it; a field removed,
+#: renamed or retyped takes a new one.
+SCHEMA = "ctxd.status/v1"
+_HEAD = b'{"schema":' + orjson.dumps(SCHEMA) + b',"sessions":['
+#: Seconds of work after which `encoded_in_slices` gives the event loop back.
+SLICE = 0.002
 
 
 @dataclass(slots=True)
 class _KeptRow:
-    """A session's row as built from `state`, at `built_at` (the sessions' clock)."""
+    """A session's row as built from `state`, at `built_at` (the sessions' clock): its JSON
+    without the closing brace, and without the fields that move with the clock (`_tail`)."""
 
     state: SessionState
     built_at: float
-    row: dict[str, Any]
+    head: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,38 +124,53 @@ class Status:
     def document(self, session: str | None = None) -> dict[str, Any]:
         """Every session's row, newest first (only `session`'s, by id or key, when given),
         the windows learned and the counters since start."""
+        doc: dict[str, Any] = orjson.loads(self.encoded(session))
+        return doc
+
+    def encoded(self, session: str | None = None, daemon: dict[str, object] | None = None) -> bytes:
+        """`document` as JSON bytes, with `daemon` (the daemon's statistics) last when given."""
+        steps = self._assemble(session, daemon)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return b"".join(done.value)
+
+    async def encoded_in_slices(
+        self, session: str | None = None, daemon: dict[str, object] | None = None
+    ) -> bytes:
+        """`encoded`, giving the event loop back every SLICE seconds: rows to build again
+        (200 old ones, or all 10,000 after a change of settings) and 10,000 rows put together
+        would otherwise hold every hook behind them. The document stands as of its start."""
+        steps = self._assemble(session, daemon)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                parts: list[bytes] = done.value
+                break
+            await anyio.lowlevel.checkpoint()
+        # Megabytes copied (and their pages faulted in) in a worker thread: `bytes.join` lets
+        # go of the GIL for big joins, so the event loop runs meanwhile.
+        return await anyio.to_thread.run_sync(b"".join, parts)
+
+    def _assemble(
+        self, session: str | None, daemon: dict[str, object] | None
+    ) -> Generator[None, None, list[bytes]]:
+        """The steps of `encoded`, up to the parts of the document (joined, they are it): each
+        `yield` is a point where the event loop may take over (about every SLICE seconds); the
+        states are frozen values taken at the start."""
+        slices = _Slices()
         now = self.sessions.clock()
         self._forget_rows_built_on_other_grounds()
         states = sorted(self.sessions, key=lambda s: -s.updated_at)
         if session is not None:
             states = [s for s in states if session in (s.session_id, s.key)]
-        kept_rows: list[_KeptRow] = []
-        stale = []
-        for state in states:
-            kept = self._kept.get(state.key)
-            if kept is None or kept.state is not state:
-                kept = self._build(state, now)
-            elif now - kept.built_at >= ROW_REFRESH:
-                stale.append(len(kept_rows))
-            kept_rows.append(kept)
-        # The rows built longest ago first, so that every row's turn comes.
-        stale.sort(key=lambda i: kept_rows[i].built_at)
-        for i in stale[:REFRESH_PER_DOCUMENT]:
-            kept_rows[i] = self._build(states[i], now)
-        rows = [
-            {
-                **kept.row,
-                "age_s": round(now - state.updated_at, 1),
-                "catching_up": self.transcripts.catching_up(state.key),
-                "refused_files": self._refused_for(state),
-            }
-            for state, kept in zip(states, kept_rows, strict=True)
-        ]
+        kept_rows = yield from self._kept_rows(states, now, slices)
         if session is None and len(self._kept) > len(states):
             live = {state.key for state in states}
             self._kept = {key: kept for key, kept in self._kept.items() if key in live}
-        return {
-            "sessions": rows,
+        rest: dict[str, object] = {
             "learned_windows": dict(self.sessions.learned),
             "proved_contexts": dict(self.sessions.proved),
             "config_error": self._config_error(),
@@ -151,6 +179,66 @@ class Status:
             "hooks_answered": self.answers.hooks_answered,
             "counters": _counters(self.answers.counts, self.sessions.compactions),
         }
+        if daemon is not None:
+            rest["daemon"] = daemon
+        parts = [_HEAD]
+        yield from self._row_parts(states, kept_rows, now, slices, parts)
+        if len(parts) > 1:
+            parts[-1] = parts[-1][:-1]  # the last row's comma
+        # `rest` encoded is `{...}`: its opening brace gives way to the rows before it.
+        parts.append(b"],")
+        parts.append(_encode(rest)[1:])
+        return parts
+
+    def _kept_rows(
+        self, states: list[SessionState], now: float, slices: _Slices
+    ) -> Generator[None, None, list[_KeptRow]]:
+        """Each state's row: kept, or built again when its state changed, or (a few) when it
+        is old."""
+        kept_rows: list[_KeptRow] = []
+        stale = []
+        for state in states:
+            kept = self._kept.get(state.key)
+            if kept is None or kept.state is not state:
+                kept = self._build(state, now)
+                yield from slices.pause()
+            elif now - kept.built_at >= ROW_REFRESH:
+                stale.append(len(kept_rows))
+            kept_rows.append(kept)
+            if len(kept_rows) % 256 == 0:
+                yield from slices.pause()
+        # The rows built longest ago first, so that every row's turn comes.
+        stale.sort(key=lambda i: kept_rows[i].built_at)
+        for i in stale[:REFRESH_PER_DOCUMENT]:
+            kept_rows[i] = self._build(states[i], now)
+            yield from slices.pause()
+        return kept_rows
+
+    def _row_parts(
+        self,
+        states: list[SessionState],
+        kept_rows: list[_KeptRow],
+        now: float,
+        slices: _Slices,
+        parts: list[bytes],
+    ) -> Generator[None, None, None]:
+        """Each row's kept bytes and what moves with the clock, appended to `parts`.
+
+        Each kept row holds its bytes, so that an unchanged session costs its bytes copied and
+        the few that move with the clock written after them, not its row encoded again."""
+        catching_up = self.transcripts.catching_up
+        refused = bool(len(self._refused))
+        for n, (state, kept) in enumerate(zip(states, kept_rows, strict=True)):
+            parts.append(kept.head)
+            parts.append(
+                _tail(
+                    round(now - state.updated_at, 1),
+                    catching_up(state.key),
+                    self._refused_for(state) if refused else None,
+                )
+            )
+            if n % 256 == 255:
+                yield from slices.pause()
 
     def _forget_rows_built_on_other_grounds(self) -> None:
         """Drop every kept row when ctxd's settings, the windows learned or the contexts proved
@@ -165,7 +253,8 @@ class Status:
     def _build(self, state: SessionState, now: float) -> _KeptRow:
         self.rows_built += 1
         row = self._row_or_error(state, now)
-        kept = _KeptRow(state, now, row)
+        # The row's bytes without its closing brace: what moves with the clock comes after.
+        kept = _KeptRow(state, now, _encode(row)[:-1])
         if "error" not in row:
             self._kept[state.key] = kept
         return kept
@@ -197,6 +286,7 @@ class Status:
             }
 
     def row(self, state: SessionState, now: float) -> dict[str, Any]:
+        """A session's figures, without what moves with the clock (`_tail` writes that)."""
         fig = core.figures(state, self.answers.grounds(state))
         fc = fig.forecast
         return {
@@ -226,9 +316,6 @@ class Status:
             "usage_at": state.usage_at,
             "ended_at": state.ended_at,
             "ended_reason": state.ended_reason,
-            "age_s": round(now - state.updated_at, 1),
-            "catching_up": self.transcripts.catching_up(state.key),
-            "refused_files": self._refused_for(state),
         }
 
     def _refused_for(self, state: SessionState) -> list[dict[str, object]]:
@@ -239,6 +326,43 @@ class Status:
         found = self.answers.agent_settings.refused_for(state)
         found += self._refused.named_by(core.session_key(state.agent, state.session_id, None))
         return [refusal.as_json() for refusal in dict.fromkeys(found)]
+
+
+class _Slices:
+    """When the work of one document has held the event loop for SLICE seconds."""
+
+    def __init__(self) -> None:
+        self.due = time.perf_counter() + SLICE
+
+    def pause(self) -> Generator[None, None, None]:
+        """A point where the event loop may take over, when this slice is used up."""
+        if time.perf_counter() > self.due:
+            yield
+            self.due = time.perf_counter() + SLICE
+
+
+def _encode(value: object) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
+_NO_REFUSALS = b',"refused_files":[]},'
+
+
+def _tail(
+    age: float, catching_up: dict[str, int] | None, refused: list[dict[str, object]] | None
+) -> bytes:
+    """The end of a row: what moves with the clock (its age, its backlog, the files refused),
+    written the way orjson writes them, the row's closing brace and a comma (the last row's
+    is cut off with `],` after it)."""
+    return b"".join(
+        (
+            b',"age_s":',
+            _encode(age),
+            b',"catching_up":',
+            b"null" if catching_up is None else _encode(catching_up),
+            _NO_REFUSALS if not refused else b',"refused_files":' + _encode(refused) + b"},",
+        )
+    )
 
 
 def _counters(

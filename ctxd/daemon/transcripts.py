@@ -34,6 +34,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import orjson
 
 from ctxd import agents
 from ctxd.agents.digest import DigestSource
@@ -92,6 +93,8 @@ class Transcripts:
         self._files: dict[str, TranscriptFile] = {}
         #: Transcripts with bytes left to read, oldest first (`drain_backlog` reads them).
         self._backlog: dict[str, None] = {}
+        #: Positions the last snapshot gave without their reader's state (`encoded_positions`).
+        self.states_left_out = 0
         self._backlog_added: anyio.Event | None = None
         self._scans: list[Iterator[str]] = []  # discovery scans their deadline cut short
         self._skipped: dict[str, int] = {}  # per transcript: impossible records logged so far
@@ -329,6 +332,26 @@ class Transcripts:
         """Where reading each transcript stands, with its reader's state where it can be kept
         (what the snapshot saves; `resume` takes it back)."""
         return {path: tracked.position(with_state=True) for path, tracked in self._files.items()}
+
+    def encoded_positions(self, dumps: int | None = None) -> bytes:
+        """`positions()` as a JSON object, each transcript's position encoded again only when
+        it moved (`TranscriptFile.encoded_position`), and at most `dumps` of those (None: all)
+        with their reader's state, which costs most: the others are given without it (a
+        restart reads them again up to their offset) and counted in `states_left_out`, for a
+        later snapshot to take in."""
+        members = []
+        self.states_left_out = 0
+        for path, tracked in self._files.items():
+            if not tracked.position_moved:
+                position = tracked.encoded_position()
+            elif dumps is None or dumps > 0:
+                position = tracked.encoded_position()
+                dumps = None if dumps is None else dumps - 1
+            else:
+                position = orjson.dumps(tracked.position())
+                self.states_left_out += 1
+            members.append(orjson.dumps(path) + b":" + position)
+        return b"{" + b",".join(members) + b"}"
 
     def resume(self, files: Mapping[str, Mapping[str, Any]]) -> None:
         """Follow again the restored sessions' transcripts that are still the same file: each

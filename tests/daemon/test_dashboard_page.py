@@ -1,4 +1,4 @@
-"""The dashboard's own script, run in node over a minimal page, fed the `/api/status` document a
+"""The dashboard's own script, run in node over a minimal page, fed the `/api/v1/status` document a
 real status room makes: what it draws of every row, a row whose figures could not be computed
 included. (tests/daemon/test_http_dashboard.py drives the whole page in Chromium where one is
 installed; this runs wherever node is.)"""
@@ -63,7 +63,7 @@ done()
 
 
 def draw(doc: dict[str, Any]) -> dict[str, Any]:
-    """What the page draws of an `/api/status` document."""
+    """What the page draws of an `/api/v1/status` document."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node not installed")

@@ -225,8 +225,9 @@ def test_dashboard_and_its_status(world: World, http: Http) -> None:
     http.hook("claude", t.payload("PostToolUse"))
     status, headers, page = http.request("GET", "/")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b"/api/status" in page and b"http://" not in page.replace(b"http://www.w3.org", b"")
-    status, _, body = http.request("GET", "/api/status")
+    # the page reads the versioned document
+    assert b'"/api/v1/status"' in page and b"http://" not in page.replace(b"http://www.w3.org", b"")
+    status, _, body = http.request("GET", "/api/v1/status")
     doc = json.loads(body)
     assert [r["session_id"] for r in doc["status"]["sessions"]] == [t.session_id]
     assert world.cli("dashboard", "--print").stdout.strip() == http.base + "/"
@@ -234,7 +235,13 @@ def test_dashboard_and_its_status(world: World, http: Http) -> None:
 
 # ---------------------------------------------------------------------- the owner only
 
-PATHS = [("GET", "/"), ("GET", "/metrics"), ("GET", "/api/status"), ("GET", "/nowhere")]
+PATHS = [
+    ("GET", "/"),
+    ("GET", "/metrics"),
+    ("GET", "/api/v1/status"),
+    ("GET", "/api/status"),
+    ("GET", "/nowhere"),
+]
 NOBODY_CLIENT = """
 import json, sys, urllib.request, urllib.error
 base, paths = sys.argv[1], json.loads(sys.argv[2])
