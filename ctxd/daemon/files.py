@@ -154,7 +154,9 @@ class TranscriptFile:
         a snapshot of 10,000 transcripts of which a few moved encodes those few."""
         version = self._position_version()
         if self._encoded is None or self._encoded[0] != version:
-            self._encoded = (version, orjson.dumps(self.position(with_state=True)))
+            # Copied to its own size: orjson's result holds a ~16 KB buffer however short.
+            encoded = bytes(memoryview(orjson.dumps(self.position(with_state=True))))
+            self._encoded = (version, encoded)
         return self._encoded[1]
 
     def _position_version(self) -> tuple[object, ...]:
