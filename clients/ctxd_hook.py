@@ -24,6 +24,7 @@ would pull in anyio and orjson.
 # the client's imports in docs/benchmarks.md): the hot path uses the built-in `posix` module,
 # and `os` is imported only on the rare paths that need it.
 # Likewise no `from __future__ import annotations` (a real import): annotations are strings.
+import _signal  # type: ignore[import-not-found]  # built in and loaded; `signal` costs start-up
 import _socket
 import posix
 import sys
@@ -42,6 +43,8 @@ if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
     from collections.abc import Mapping
 
 DEFAULT_TIMEOUT = 2.0
+#: The most a hook waits for its payload to end (see `read_stdin`).
+STDIN_WAIT = 5.0
 #: How long a wrapped statusline waits for the daemon after the user's command has its input:
 #: the daemon answers in a millisecond or two; a hung one must not hold the user's line back.
 WRAP_TIMEOUT = 0.3
@@ -80,17 +83,33 @@ def exchange(path: str, request: bytes, timeout: float) -> "bytes | None":
     return wire.ok_result(body)
 
 
+class StdinTimeout(Exception):
+    """Stdin did not end within STDIN_WAIT."""
+
+
+def _stdin_timeout(signum: int, frame: object) -> None:
+    raise StdinTimeout
+
+
 def read_stdin(limit: int) -> bytes:
-    """Up to `limit` + 1 bytes of stdin (one more than allowed tells an oversize payload)."""
-    chunks = []
-    size = 0
-    while size <= limit:
-        chunk = posix.read(0, min(1 << 20, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+    """Up to `limit` + 1 bytes of stdin (one more than allowed tells an oversize payload).
+    StdinTimeout when it has not ended within STDIN_WAIT: an agent writes its payload and
+    closes the pipe at once, and one that kept it open must not have its hook wait on it until
+    its own hook timeout (a minute), on every call. `_signal` is loaded at start-up already."""
+    _signal.signal(_signal.SIGALRM, _stdin_timeout)
+    _signal.setitimer(_signal.ITIMER_REAL, STDIN_WAIT)
+    try:
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = posix.read(0, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
 
 
 def serve_argv(env: "Mapping[str, str]") -> "list[str] | None":
@@ -221,8 +240,6 @@ def start_wrapped(command: str) -> "tuple[int, int] | None":
     with this process's environment, stdout and stderr, and signals ignored here (SIGPIPE,
     SIGXFSZ: Python ignores them) back to their defaults; its stdin a pipe. Returns (pid,
     the pipe's write end), or None when no shell could be started."""
-    import _signal  # type: ignore[import-not-found]  # built in; `signal` costs start-up
-
     read_end, write_end = posix.pipe()
     try:
         env = _uncoerced(posix.environ)

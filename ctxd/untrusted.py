@@ -34,6 +34,7 @@ __all__ = [
     "MAX_SETTINGS_BYTES",
     "RefusedFile",
     "describe_mode",
+    "holdable_path",
     "open_regular",
     "read_chunks",
     "read_descriptor",
@@ -43,6 +44,9 @@ __all__ = [
     "stat_regular",
     "why",
 ]
+
+#: Linux's PATH_MAX: no system call takes a longer path, so a longer one is no file's name.
+MAX_PATH_BYTES = 4096
 
 #: Longer files are not settings files: the bound for an agent's settings or config file.
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
@@ -65,6 +69,13 @@ class RefusedFile(OSError):
         super().__init__(f"{os.fspath(path)}: {reason}")
         self.path = os.fspath(path)
         self.reason = reason
+
+
+def holdable_path(text: str) -> bool:
+    """Whether `text` could name a file at all: no NUL byte and shorter than PATH_MAX. A path
+    from a payload or an agent's database that is not is treated as absent: walking up a
+    megabyte of `a/a/a/...` costs a stat and a path object per level, quadratic, on the loop."""
+    return "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) < MAX_PATH_BYTES
 
 
 def describe_mode(mode: int) -> str:

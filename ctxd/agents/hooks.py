@@ -16,6 +16,7 @@ import orjson
 from ctxd.agents.dialect import Dialect
 from ctxd.core.events import HookEvent, Reply
 from ctxd.errors import InvalidInput
+from ctxd.untrusted import holdable_path
 
 __all__ = ["MAX_PAYLOAD_BYTES", "PLAIN_TOKEN", "load_payload", "parse_hook", "render_reply"]
 
@@ -160,9 +161,9 @@ def _token(value: object) -> str | None:
 
 
 def _path(value: object) -> str | None:
-    # A NUL byte cannot be in a real path; such a value is treated as absent, not trusted.
+    # A NUL byte or PATH_MAX bytes cannot be in a real path; such a value is absent, not trusted.
     text = _text(value)
-    return text if text is not None and "\x00" not in text else None
+    return text if text is not None and holdable_path(text) else None
 
 
 def _said(text: str | None) -> str | None:

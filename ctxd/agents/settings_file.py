@@ -105,11 +105,21 @@ def parse(text: str | None, path: Path) -> dict[str, Any]:
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "it was left untouched: fix it, or add ctxd's hooks by hand"
         ) from exc
+    except (RecursionError, ValueError) as exc:
+        # Nesting deeper than the parser's stack, or an integer of thousands of digits: a cloned
+        # repository can hold either, and neither is a settings file an agent would use.
+        raise SettingsFileError(
+            f"{path} is not usable JSON ({_first_line(exc)}); it was left untouched"
+        ) from exc
     if not isinstance(doc, dict):
         raise SettingsFileError(
             f"{path} holds a JSON {type(doc).__name__}, not an object; it was left untouched"
         )
     return doc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def settings_reader(

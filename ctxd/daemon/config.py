@@ -286,6 +286,8 @@ def parse_settings(text: str) -> Settings:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
+        raise ConfigError(f"not valid TOML: {str(exc).splitlines()[0]}") from None
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
     known |= {"http", "model_switch", "otlp"}
     unknown = sorted(set(doc) - known)
@@ -370,6 +372,8 @@ def load_http_settings(path: Path) -> HttpSettings:
         return _http(tomllib.loads(data.decode("utf-8")))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
+        raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0]}") from None
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
 

@@ -68,20 +68,29 @@ class TranscriptFile:
         self._encoded: tuple[tuple[object, ...], bytes] | None = None  # (at `_version`, JSON)
 
     @classmethod
-    def resume(cls, path: str, agent: str, saved: dict[str, Any]) -> TranscriptFile:
+    def resume(cls, path: str, agent: str, saved: dict[str, Any] | None) -> TranscriptFile:
         """A file read up to a saved `position()` before a restart. When it is still the same
         file (identity, size, and the fingerprint before the offset all agree), later calls
         read on from the offset with the saved reader state put back, or, without a state this
         code can take, read the bytes up to the offset again first, their updates dropped;
         otherwise it is read from the start like a new file."""
         tracked = cls(path, agent)
-        identity = saved.get("identity")
-        offset = int(saved.get("offset", 0))
-        tail = bytes.fromhex(str(saved.get("tail", "")))
         try:
             fd, info = open_regular(path)
         except OSError:
             return tracked  # gone or no longer a regular file: the next read says so
+        try:
+            if saved is None:
+                raise ValueError("no position saved")
+            identity = saved.get("identity")
+            identity = None if identity is None else tuple(int(n) for n in identity)
+            offset = int(saved.get("offset", 0))
+            tail = bytes.fromhex(str(saved.get("tail", "")))
+        except (TypeError, ValueError):
+            # A position damaged on disk, or none (`saved` None): the session holds what it held, so
+            # the file is taken as read up to its end now, its reader rebuilt from there; read
+            # from the start instead, everything in it would be counted twice.
+            identity, offset, tail = (info.st_dev, info.st_ino), info.st_size, b""
         try:
             same = (
                 identity is not None
@@ -97,7 +106,7 @@ class TranscriptFile:
             return tracked
         tracked.identity = (info.st_dev, info.st_ino)
         tracked.size = info.st_size
-        if tracked._load_state(saved.get("state")):
+        if saved is not None and tracked._load_state(saved.get("state")):
             tracked.offset, tracked._tail = offset, tail
             return tracked
         fresh = cls(path, agent)  # a state refused half-way may have changed the reader
@@ -145,7 +154,9 @@ class TranscriptFile:
         a snapshot of 10,000 transcripts of which a few moved encodes those few."""
         version = self._position_version()
         if self._encoded is None or self._encoded[0] != version:
-            self._encoded = (version, orjson.dumps(self.position(with_state=True)))
+            # Copied to its own size: orjson's result holds a ~16 KB buffer however short.
+            encoded = bytes(memoryview(orjson.dumps(self.position(with_state=True))))
+            self._encoded = (version, encoded)
         return self._encoded[1]
 
     def _position_version(self) -> tuple[object, ...]:

@@ -10,6 +10,7 @@ plain values.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -18,7 +19,20 @@ from ctxd.core import session as core
 from ctxd.core.policy import PolicyState
 from ctxd.core.session import SessionState
 
-__all__ = ["Sessions"]
+__all__ = ["MAX_SESSIONS", "Sessions"]
+
+logger = logging.getLogger(__name__)
+
+#: The most sessions kept at once. Every id a hook names, and every transcript in the watched
+#: roots, opens one: past this many (twice the most a user was seen to run), the least recently
+#: heard of are forgotten, ended ones first, so that a flood of ids cannot grow the daemon, its
+#: status or its snapshot without bound.
+MAX_SESSIONS = 20_000
+#: What one eviction drops, as a share of MAX_SESSIONS: sorting the sessions is then paid once
+#: per that many new ones, not once per session.
+_EVICT_SHARE = 10
+#: The most models whose windows are remembered (model names come from transcripts and hooks).
+MAX_MODELS = 4096
 
 
 class Sessions:
@@ -38,6 +52,7 @@ class Sessions:
         self.dirty = False
         self._dropped: list[Callable[[str], None]] = []
         self._opened_over: dict[str, str] = {}  # see `opened_over`
+        self._evicted = 0  # sessions forgotten for room, since the start (said once at first)
 
     def on_drop(self, forget: Callable[[str], None]) -> None:
         """Have `forget(key)` called whenever a session is dropped (what others keep by key)."""
@@ -96,8 +111,31 @@ class Sessions:
             earlier = self.key_for(agent, session_id)
             if earlier is not None and earlier != path:
                 self._opened_over[path] = earlier
+        if state.key not in self._by_key and len(self._by_key) >= MAX_SESSIONS:
+            self._make_room()
         self.store(state)
         return state
+
+    def _make_room(self) -> None:
+        """Forget sessions down to nine tenths of MAX_SESSIONS, the least worth keeping first."""
+        # Ended first, then those a hook named but no transcript backs (what a flood of ids
+        # makes), then by when last heard of.
+        ranked = sorted(
+            self._by_key.values(),
+            key=lambda s: (s.ended_at is None, s.transcript_path is not None, s.updated_at),
+        )
+        # Down to nine tenths of the bound, whatever the count (a snapshot restores any number).
+        victims = ranked[: len(ranked) - MAX_SESSIONS + MAX_SESSIONS // _EVICT_SHARE]
+        if not self._evicted:
+            logger.warning(
+                "tracking %d sessions, the most kept: forgetting the %d least recently heard of "
+                "(and as many again each time the count comes back)",
+                len(self._by_key),
+                len(victims),
+            )
+        self._evicted += len(victims)
+        for state in victims:
+            self.drop(state.key)
 
     def opened_over(self, key: str) -> str | None:
         """The session that had `key`'s id when `key` was opened, if another one did (an
@@ -130,10 +168,14 @@ class Sessions:
         """Remember the window `state`'s own report gave for its model, and what its usage
         proved of that window (only ever raised: a smaller figure proves nothing new)."""
         learned = core.learned_window(state)
+        if learned is not None and not _room_for(self.learned, learned[0]):
+            learned = None
         if learned is not None and self.learned.get(learned[0]) != learned[1]:
             self.learned[learned[0]] = learned[1]
             self.dirty = True
         proved = core.proved_window(state)
+        if proved is not None and not _room_for(self.proved, proved[0]):
+            proved = None
         if proved is not None and proved[1] > self.proved.get(proved[0], 0):
             self.proved[proved[0]] = proved[1]
             self.dirty = True
@@ -180,3 +222,8 @@ class Sessions:
         self.proved.update(proved or {})
         for state in sessions:
             self.store(state)
+
+
+def _room_for(known: Mapping[str, int], model: str) -> bool:
+    # A model already known is always updated; a new one only while there is room.
+    return model in known or len(known) < MAX_MODELS

@@ -74,7 +74,9 @@ class Exporter:
             known = self._kept.get(state.key)
             if known is None or known[0] is not state:
                 # orjson writes dataclasses (and enums) itself, as `asdict` would.
-                known = (state, orjson.dumps(state))
+                # Copied to its own size: orjson's result holds a buffer of ~16 KB however short
+                # the document (measured), so 20,000 kept sessions held 300 MB, not 14.
+                known = (state, bytes(memoryview(orjson.dumps(state))))
                 self.encoded += 1
             kept[state.key] = known
             parts.append(known[1])
@@ -239,9 +241,18 @@ def _journal_lines(data: bytes, after: int) -> list[dict[str, Any]]:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and entry["seq"] > after:
+        if isinstance(entry, dict) and _is_seq(entry.get("seq")) and entry["seq"] > after:
             entries.append(entry)
     return entries
+
+
+#: Past any count of answers, and far enough below 2**64 that the next numbers can be written
+#: (orjson writes 64-bit integers: a line numbered past it failed every journalled answer).
+_MAX_SEQ = 1 << 62
+
+
+def _is_seq(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_SEQ
 
 
 def _same_position(earlier: object, later: dict[str, Any]) -> bool:
@@ -261,15 +272,20 @@ def restore(
     try:
         data = _read_private(path, 1 << 30)
         doc = {} if data is None else orjson.loads(data)
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except OSError as exc:
         logger.warning("ignoring unreadable snapshot %s: %s", path, exc)
+    except orjson.JSONDecodeError as exc:  # damaged: kept for whoever looks into why
+        logger.warning("ignoring unreadable snapshot %s: %s%s", path, exc, _kept_aside(path))
     if not isinstance(doc, dict) or doc.get("format", FORMAT) != FORMAT:
-        logger.warning("ignoring snapshot %s: unknown format", path)
+        logger.warning("ignoring snapshot %s: unknown format%s", path, _kept_aside(path))
         doc = {}
-    seq = doc.get("journal", 0) if isinstance(doc.get("journal"), int) else 0
+    seq = doc.get("journal", 0) if _is_seq(doc.get("journal")) else 0
     saved: dict[str, SessionState] = {}
-    files: dict[str, Any] = dict(doc.get("files", {}))
-    raws: list[tuple[Any, Any]] = [(raw, None) for raw in doc.get("sessions", [])]
+    files: dict[str, dict[str, Any]] = {
+        k: v for k, v in _section(doc, "files", dict).items() if isinstance(v, dict)
+    }
+    rows = _section(doc, "sessions", list)
+    raws: list[tuple[Any, Any]] = [(raw, None) for raw in rows]
     if journal is not None:
         try:
             data = _read_private(journal.path, MAX_JOURNAL)
@@ -292,9 +308,11 @@ def restore(
             earlier = files.pop(state.key, None)
             later = entry.get("file")
             if isinstance(later, dict):
-                files[state.key] = earlier if _same_position(earlier, later) else later
-    learned = {str(k): int(v) for k, v in doc.get("learned", {}).items()}
-    proved = {str(k): int(v) for k, v in doc.get("proved", {}).items()}
+                files[state.key] = (
+                    earlier if earlier is not None and _same_position(earlier, later) else later
+                )
+    learned = _windows(_section(doc, "learned", dict))
+    proved = _windows(_section(doc, "proved", dict))
     sessions.restore(list(saved.values()), learned, proved)
     transcripts.resume(files)
     ended = doc.get("ended")
@@ -302,5 +320,38 @@ def restore(
     stores = doc.get("stores")
     transcripts.resume_stores(stores if isinstance(stores, dict) else {})
     # The next snapshot takes the journal's lines in; a plain restore changed nothing.
-    sessions.dirty = journal is not None and len(raws) > len(doc.get("sessions", []))
+    sessions.dirty = journal is not None and len(raws) > len(rows)
     return len(saved)
+
+
+def _kept_aside(path: Path) -> str:
+    """Move a snapshot this version cannot read (a newer ctxd's, before a downgrade; a damaged
+    one) out of the way of the next save, which would write over it; what the warning adds."""
+    aside = path.with_name(path.name + ".unknown")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        return f" (not kept aside: {exc.strerror or exc})"
+    return f"; kept as {aside}"
+
+
+def _section(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    """The snapshot's `key`, when it is of the `kind` (dict or list) ctxd writes; else an empty
+    one, said: a snapshot damaged on disk must cost what it holds, never the daemon's start
+    (each restart would meet it again)."""
+    value = doc.get(key)
+    if isinstance(value, kind):
+        return value
+    if value is not None:
+        logger.warning("ignoring the snapshot's %r: not a JSON %s", key, kind.__name__)
+    return kind()
+
+
+#: What the snapshot's writer (orjson, 64-bit integers) can write back.
+_MAX_INT = (1 << 63) - 1
+
+
+def _windows(raw: dict[str, Any]) -> dict[str, int]:
+    """The model -> tokens figures that are whole numbers the next snapshot can write (one it
+    cannot would fail every save after)."""
+    return {str(k): v for k, v in raw.items() if type(v) is int and 0 <= v <= _MAX_INT}

@@ -113,6 +113,9 @@ class Status:
         self._settings = settings
         self._config_error = config_error
         self._kept: dict[str, _KeptRow] = {}  # by session key
+        # The sessions whose row failed, and how: the traceback is logged once for each, not
+        # on every status (the dashboard asks twice a second, and the log would grow with it).
+        self._failed: dict[str, str] = {}
         self._kept_for: tuple[Settings, tuple[dict[str, int], dict[str, int]]] | None = None
         #: Rows built (not taken as kept) since start: what a test of the cache counts.
         self.rows_built = 0
@@ -262,7 +265,11 @@ class Status:
         try:
             return self.row(state, now)
         except Exception as exc:
-            logger.exception("status of session %s failed", state.key)
+            if self._failed.get(state.key) != type(exc).__name__:
+                if len(self._failed) > 4096:
+                    self._failed.clear()
+                self._failed[state.key] = type(exc).__name__
+                logger.exception("status of session %s failed", state.key)
             # What needs no computing still shows: the counts are the session's own.
             return {
                 "session_id": state.session_id,

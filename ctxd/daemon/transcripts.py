@@ -48,6 +48,7 @@ from ctxd.daemon.ended import EndedFiles
 from ctxd.daemon.files import TranscriptFile
 from ctxd.daemon.refused import RefusedFiles, is_absence, reason_of
 from ctxd.daemon.sessions import Sessions
+from ctxd.errors import InvalidInput
 from ctxd.untrusted import RefusedFile, describe_mode
 
 __all__ = ["HOOK_BUDGET", "QUIET_AFTER", "STEP_BUDGET", "Transcripts", "usable_transcript"]
@@ -360,8 +361,14 @@ class Transcripts:
         catching up until then."""
         for state in self.sessions:
             saved = files.get(state.key)
-            if saved and state.transcript_path:
-                self._files[state.key] = TranscriptFile.resume(state.key, state.agent, dict(saved))
+            if state.transcript_path:
+                # No position (lost with a damaged snapshot): `resume` takes the file as read.
+                position = dict(saved) if isinstance(saved, Mapping) else None
+                try:
+                    tracked = TranscriptFile.resume(state.key, state.agent, position)
+                except InvalidInput:  # an agent this version does not know (a newer's snapshot)
+                    continue
+                self._files[state.key] = tracked
                 self._defer(state.key)
 
     # ----------------------------------------------------------------- internals

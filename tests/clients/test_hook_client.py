@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 #: A hook must never make the agent wait: without a daemon it is done well within this.
 NO_DAEMON_BOUND = 1.0
 SPAWN_TIMEOUT = 10.0
+#: A payload whose pipe stays open is given up on within this (the client waits 5 s for it).
+STDIN_BOUND = 6.0
 
 
 def warning_payload(world: World) -> dict[str, Any]:
@@ -81,6 +83,29 @@ def test_hung_daemon_default_timeout_is_bounded(world: World) -> None:
         elapsed, result = timed_hook(world, warning_payload(world))
     assert (result.returncode, result.stdout) == (0, b"")
     assert elapsed < 3.0
+
+
+def test_a_payload_whose_pipe_never_closes_costs_at_most_the_stdin_bound(world: World) -> None:
+    """An agent that writes its payload and keeps the pipe open: the client waited for the end
+    of stdin until the agent's own hook timeout (a minute), on every call."""
+    with subprocess.Popen(
+        [sys.executable, "-S", "-I", str(Path(ctxd_hook.__file__)), "claude"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**world.env, "CTXD_NO_SPAWN": "1"},
+        cwd=world.work,
+    ) as hook:
+        assert hook.stdin is not None
+        hook.stdin.write(json.dumps(warning_payload(world)).encode())
+        hook.stdin.flush()  # and never closed
+        started = time.monotonic()
+        try:
+            code = hook.wait(STDIN_BOUND)
+        finally:
+            hook.kill()
+        assert code == 0 and time.monotonic() - started < STDIN_BOUND
+        assert hook.stderr is not None and hook.stderr.read() == b""
 
 
 def test_no_daemon_spawns_one_in_the_background(world: World) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "StatusView",
     "compact_window_from",
     "parse_statusline",
+    "percent",
     "render_figures",
     "render_statusline",
 ]
@@ -88,7 +89,7 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
     usage = context.get("current_usage")
     window = _count(context.get("context_window_size"))
     version = _text(data.get("version"))
-    used = _percent(context.get("used_percentage"))
+    used = percent(context.get("used_percentage"))
     tokens = context_tokens(usage)
     compact_window = None
     # Without a version the payload is taken as the newest's, as current installs are.
@@ -230,7 +231,7 @@ def _bar(pct: float | None, width: int) -> str:
     if pct is None:
         return _EMPTY * width
     # Rounded down: the bar is full only when the window is.
-    filled = min(width, max(0, math.floor(pct * width / 100)))
+    filled = min(width, max(0, math.floor(min(pct, 100.0) * width / 100)))
     return _FULL * filled + _EMPTY * (width - filled)
 
 
@@ -271,8 +272,14 @@ def _count(value: object) -> int | None:
     return value
 
 
-def _percent(value: object) -> float | None:
+#: The most a reported percentage may be: a context can pass its window a little, not tenfold.
+_MAX_PERCENT = 1000.0
+
+
+def percent(value: object) -> float | None:
+    """A payload's percentage as a float: None unless a finite number of 0 to _MAX_PERCENT."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     pct = float(value)
-    return pct if math.isfinite(pct) and pct >= 0.0 else None
+    # Past _MAX_PERCENT it is no share of any window (1.7e308 % overflowed the bar's width).
+    return pct if math.isfinite(pct) and 0.0 <= pct <= _MAX_PERCENT else None

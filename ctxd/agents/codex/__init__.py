@@ -43,7 +43,7 @@ def _read_config(path: Path) -> Json | None:
         return tomllib.loads(read_untrusted(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError, RecursionError):  # TOMLDecodeError and UnicodeDecodeError too
         return None
 
 
@@ -54,7 +54,7 @@ def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]
 def _read_settings(data: bytes) -> dict[str, str]:
     try:
         doc = tomllib.loads(data.decode("utf-8", "replace"))
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # thousands of digits, nesting past the stack
         return {}
     return settings_config(doc)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from ctxd.agents.claude.statusline import MAX_PAYLOAD_BYTES, render_figures
+from ctxd.agents.claude.statusline import MAX_PAYLOAD_BYTES, percent, render_figures
 from ctxd.agents.copilot.files import EVENTS_FILE
 from ctxd.agents.hooks import load_payload
 from ctxd.agents.lines import count
@@ -51,9 +51,7 @@ def parse_statusline(payload: bytes) -> StatuslineReport:
         model_id=_text(model.get("id")),
         model_name=_text(model.get("display_name")),
         window=window or None,
-        used_pct=float(pct)
-        if isinstance(pct, int | float) and not isinstance(pct, bool) and pct >= 0
-        else None,
+        used_pct=percent(pct),
         tokens=tokens,
         agent_version=_text(data.get("version")),
     )

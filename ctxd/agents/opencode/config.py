@@ -52,6 +52,7 @@ from typing import Any
 import orjson
 
 from ctxd.paths import home
+from ctxd.untrusted import holdable_path
 
 __all__ = [
     "LIMITS",
@@ -76,7 +77,7 @@ _DOT = ".opencode"
 def settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
     """OpenCode's config files for a session in `cwd`, lowest precedence first: `config_files`
     with the top of the walk looked for on disk."""
-    if not cwd or not os.path.isabs(cwd):
+    if not cwd or not os.path.isabs(cwd) or not holdable_path(cwd):  # cwds come from its db too
         return config_files(env, None, None)
     cwd = os.path.normpath(cwd)  # a `..` must not take the walk above where it may go
     return config_files(env, cwd, walk_top(env, cwd))
