@@ -225,3 +225,28 @@ def test_each_agent_is_one_package_listed_in_the_registry() -> None:
     assert packages == set(agents.AGENTS)
     for name in agents.AGENTS:
         assert agents.spec(name).name == name
+
+
+def _agent_of(module: str) -> str | None:
+    """The agent package `module` belongs to (`ctxd.agents.<name>...`), None for the others."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[:2] == ["ctxd", "agents"] and parts[2] in _agent_packages():
+        return parts[2]
+    return None
+
+
+def _agent_packages() -> set[str]:
+    return {p.parent.name for p in (PACKAGE / "agents").glob("*/__init__.py")}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if _agent_of(_name(p))],
+    ids=lambda p: _name(p),
+)
+def test_no_agent_imports_another_agent(path: Path) -> None:
+    """What two agents share lives beside them in `ctxd/agents/`, never in one of them: an
+    agent changed for its own users must not change another's behaviour."""
+    own = _agent_of(_name(path))
+    others = [m for m in _imports(path) if _agent_of(m) not in (None, own)]
+    assert not others, f"{_name(path)} imports another agent: {others}"

@@ -18,7 +18,7 @@ from ctxd.agents.claude.digest import ClaudeFacts
 from ctxd.agents.claude.hooks import DIALECT
 from ctxd.agents.claude.idle import compacts_at_resume, idle_compaction_at
 from ctxd.agents.claude.models import MODELS
-from ctxd.agents.claude.statusline import parse_statusline, render_figures
+from ctxd.agents.claude.statusline import parse_statusline
 from ctxd.agents.claude.transcript import ClaudeReader
 from ctxd.agents.hookcmd import CLIENT_SCRIPT, is_ctxd_command, unwrap_command
 from ctxd.agents.models import windows as model_windows
@@ -33,6 +33,7 @@ from ctxd.agents.spec import (
     Packaged,
     Statusline,
 )
+from ctxd.agents.statusline import render_figures
 from ctxd.core.compaction import for_agent
 
 __all__ = ["SPEC"]

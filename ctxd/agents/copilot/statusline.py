@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 
-from ctxd.agents.claude.statusline import MAX_PAYLOAD_BYTES, percent, render_figures
 from ctxd.agents.copilot.files import EVENTS_FILE
 from ctxd.agents.hooks import load_payload
 from ctxd.agents.lines import count
+from ctxd.agents.statusline import MAX_PAYLOAD_BYTES, percent, render_figures
 from ctxd.core.events import StatuslineReport
 
 __all__ = ["parse_statusline", "render_figures"]

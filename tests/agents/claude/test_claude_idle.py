@@ -73,7 +73,7 @@ def test_the_statusline_prompt_cache_is_read() -> None:
 def test_the_statusline_segment_shows_the_idle_compaction_time() -> None:
     import time
 
-    from ctxd.agents.claude.statusline import StatusView, render_statusline
+    from ctxd.agents.statusline import StatusView, render_statusline
 
     view = StatusView("Opus", 300_000, 1_000_000, "statusline", 30.0, 667_000, "ok")
     assert b"idle" not in render_statusline(view)

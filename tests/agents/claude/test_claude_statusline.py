@@ -8,12 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ctxd.agents.claude.statusline import (
-    MAX_PAYLOAD_BYTES,
-    StatusView,
-    parse_statusline,
-    render_statusline,
-)
+from ctxd.agents.claude.statusline import parse_statusline
+from ctxd.agents.statusline import MAX_PAYLOAD_BYTES, StatusView, render_statusline
 from ctxd.core.events import StatuslineReport
 from ctxd.errors import InvalidInput
 
