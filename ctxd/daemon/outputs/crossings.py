@@ -78,7 +78,8 @@ def _text(kind: str, row: Row, now: float) -> tuple[str, str]:
         return "context critical", left or "context critical"
     if kind == "compaction_near":
         calls = (row.get("forecast") or {}).get("calls_to_compaction")
-        return "compaction near", f"compaction in about {calls:.0f} tool calls" + (
+        plural = "" if round(calls) == 1 else "s"
+        return "compaction near", f"compaction in about {calls:.0f} tool call{plural}" + (
             f"; {left}" if left else ""
         )
     if kind == "idle_compaction_soon":

@@ -127,7 +127,7 @@ def dbus_notify(address: str, crossing: Crossing, timeout: float = DBUS_TIMEOUT)
             -1,
         ),
     )
-    with open_dbus_connection(address, timeout=timeout) as connection:
+    with open_dbus_connection(address, auth_timeout=timeout) as connection:
         reply = connection.send_and_get_reply(message, timeout=timeout)
     if reply.header.message_type == MessageType.error:
         raise OSError(f"notification server: {reply.header.fields} {reply.body}")
