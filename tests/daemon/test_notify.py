@@ -174,10 +174,12 @@ def test_nothing_when_not_enabled(
     world: World, bus: str, server: NotificationServer, tmp_path: Path
 ) -> None:
     command, received = _recorder(tmp_path)
-    world.write_config(f"[notify]\ncommand = {json.dumps(command)}\n")
+    # The table is read and accepted (a config error would leave notifications off too).
+    world.write_config(f"[notify]\nenabled = false\ncommand = {json.dumps(command)}\n")
     world.env["DBUS_SESSION_BUS_ADDRESS"] = bus
     world.start()
     _cross_critical(world)
+    assert world.status()["config_error"] is None
     time.sleep(1.5)
     assert server.calls == []
     assert not received.exists()
