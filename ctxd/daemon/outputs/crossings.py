@@ -77,9 +77,9 @@ def _text(kind: str, row: Row, now: float) -> tuple[str, str]:
     if kind == "critical":
         return "context critical", left or "context critical"
     if kind == "compaction_near":
-        calls = (row.get("forecast") or {}).get("calls_to_compaction")
-        plural = "" if round(calls) == 1 else "s"
-        return "compaction near", f"compaction in about {calls:.0f} tool call{plural}" + (
+        calls = round(float((row.get("forecast") or {}).get("calls_to_compaction") or 0))
+        plural = "" if calls == 1 else "s"
+        return "compaction near", f"compaction in about {calls} tool call{plural}" + (
             f"; {left}" if left else ""
         )
     if kind == "idle_compaction_soon":
