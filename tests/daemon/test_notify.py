@@ -183,3 +183,24 @@ def test_nothing_when_not_enabled(
     time.sleep(1.5)
     assert server.calls == []
     assert not received.exists()
+
+
+def test_a_hung_command_costs_the_hooks_nothing(world: World, tmp_path: Path) -> None:
+    """A command that never ends is cut at its timeout, in the notifier's thread: the hooks
+    answer as fast as ever, and the log says what happened."""
+    hang = [sys.executable, "-c", "import time; time.sleep(60)"]
+    world.write_config(
+        f"[notify]\nenabled = true\ntimeout_seconds = 1\ncommand = {json.dumps(hang)}\n"
+    )
+    world.env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    world.start()
+    t = world.claude()
+    slowest = 0.0
+    for tokens in (100_000, 760_000, *range(761_000, 770_000, 1_000)):
+        t.assistant(tokens)
+        started = time.monotonic()
+        world.hook_out("claude", t.payload("PostToolUse"))
+        slowest = max(slowest, time.monotonic() - started)
+        time.sleep(0.3)
+    world.wait_for(lambda: "did not end within 1 s" in world.log(), 10, "the timeout's log line")
+    assert slowest < 1.0, slowest

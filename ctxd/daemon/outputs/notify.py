@@ -21,6 +21,7 @@ import contextlib
 import logging
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -143,6 +144,7 @@ class Notifier:
         self.queue: queue.Queue[Crossing | None] = queue.Queue(QUEUE)
         self._thread = threading.Thread(target=self._send_all, name="ctxd-notify", daemon=True)
         self._warned: set[str] = set()
+        self._child: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -158,6 +160,10 @@ class Notifier:
         # When the queue is full the thread is left: a daemon thread, it ends with the process.
         with contextlib.suppress(queue.Full):
             self.queue.put_nowait(None)
+        child = self._child
+        if child is not None:
+            with contextlib.suppress(OSError):
+                child.kill()
 
     def _send_all(self) -> None:
         while (crossing := self.queue.get()) is not None:
@@ -195,22 +201,30 @@ class Notifier:
 
     def _run(self, argv: list[str], stdin: bytes) -> None:
         try:
-            done = subprocess.run(
+            child = subprocess.Popen(
                 argv,
-                input=stdin,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=self.env,
-                timeout=self.settings.timeout_seconds,
-                check=False,
             )
-        except subprocess.TimeoutExpired:
-            self._warn_once(f"{argv[0]} did not end within {self.settings.timeout_seconds:g} s")
         except OSError as exc:
             self._warn_once(f"cannot run {argv[0]}: {exc}")
-        else:
-            if done.returncode != 0:
-                self._warn_once(f"{argv[0]} exited {done.returncode}")
+            return
+        self._child = child  # so that `stop` can end it: a daemon's exit must not orphan it
+        try:
+            child.communicate(stdin, timeout=self.settings.timeout_seconds)
+        except subprocess.TimeoutExpired:
+            self._warn_once(f"{argv[0]} did not end within {self.settings.timeout_seconds:g} s")
+        except OSError:  # it did not read its stdin: what it does with nothing is its business
+            pass
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            self._child = None
+        if child.returncode not in (0, -signal.SIGKILL):
+            self._warn_once(f"{argv[0]} exited {child.returncode}")
 
 
 def _step(
