@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from conftest import ClaudeTranscript
-
 if TYPE_CHECKING:
     from conftest import World
 
@@ -36,8 +34,8 @@ def two_projects(world: World) -> tuple[Path, Path]:
         d.mkdir(parents=True)
     for cwd, tokens in ((a, 650_000), (b, 100_000)):
         sid = f"{cwd.name}-0000-4000-8000-000000000000"
-        path = world.claude_projects / f"-{cwd.name}" / f"{sid}.jsonl"
-        t = ClaudeTranscript(path, sid, cwd)
+        t = world.claude(sid, slug=f"-{cwd.name}")
+        t.cwd = cwd  # the directory the session's hooks and lines name
         t.assistant(tokens)
         world.hook_out("claude", t.payload("PostToolUse"))
         world.wait_row(t, lambda row, n=tokens: row["tokens"] == n)
@@ -135,3 +133,8 @@ def test_tmux_status_bar_shows_the_pane_session(ctxd: World) -> None:
         for fd in (master, slave):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def test_readme_shows_the_snippet_the_test_runs() -> None:
+    readme = (SNIPPET.parents[2] / "README.md").read_text()
+    assert SNIPPET.read_text().strip() in readme
