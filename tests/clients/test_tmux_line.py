@@ -93,9 +93,25 @@ def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
     return seen
 
 
+def readme_fast_line() -> str:
+    """The README's `status-right` that runs the copy `ctxd install` made, without site."""
+    readme = (SNIPPET.parents[2] / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith("set") and "ctxd_line.py" in ln]
+    return line
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_tmux_status_bar_shows_the_pane_session(ctxd: World) -> None:
+@pytest.mark.parametrize("setup", ["snippet", "readme-installed-copy"])
+def test_tmux_status_bar_shows_the_pane_session(ctxd: World, setup: str) -> None:
     _, b = two_projects(ctxd)
+    if setup == "readme-installed-copy":
+        from ctxd.agents.hookcmd import install_client
+
+        install_client(ctxd.env)  # what `ctxd install` does, into the world's home
+        conf = ctxd.root / "fast.tmux"
+        conf.write_text(SNIPPET.read_text() + readme_fast_line() + "\n")
+    else:
+        conf = SNIPPET
     env = {**line_env(ctxd), "TMUX_TMPDIR": str(ctxd.root), "TERM": "xterm-256color"}
     tmux = ["tmux", "-u", "-L", f"ctxd-test-{secrets.token_hex(4)}", "-f", "/dev/null"]
     master, slave = pty.openpty()
@@ -108,7 +124,7 @@ def test_tmux_status_bar_shows_the_pane_session(ctxd: World) -> None:
             check=True,
             timeout=10,
         )
-        subprocess.run([*tmux, "source-file", str(SNIPPET)], env=env, check=True, timeout=10)
+        subprocess.run([*tmux, "source-file", str(conf)], env=env, check=True, timeout=10)
         # The bar is drawn for a client: attach one on a terminal of our own.
         client = subprocess.Popen(
             [*tmux, "attach", "-t", "s"],
