@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import pty
 import secrets
@@ -38,8 +39,12 @@ def two_projects(world: World) -> tuple[Path, Path]:
         t.cwd = cwd  # the directory the session's hooks and lines name
         t.assistant(tokens)
         world.hook_out("claude", t.payload("PostToolUse"))
-        world.wait_row(t, lambda row, n=tokens: row["tokens"] == n)
+        world.wait_row(t, functools.partial(_has_tokens, tokens))
     return a, b
+
+
+def _has_tokens(tokens: int, row: dict[str, object]) -> bool:
+    return row["tokens"] == tokens
 
 
 def line_env(world: World) -> dict[str, str]:
