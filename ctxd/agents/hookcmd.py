@@ -38,8 +38,9 @@ from ctxd.fileio import write_atomic
 
 CLIENT_MODULE = "ctxd_hook"
 CLIENT_SCRIPT = "ctxd-hook"
-#: The modules copied into the client directory: the client and the wire module it imports.
-CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire")
+#: The modules copied into the client directory: the client, the wire module it imports, and
+#: the tmux line (run from there by the base interpreter with `-S -I`, it starts fastest).
+CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire", "ctxd_line")
 #: Plugin files of agents that load a plugin instead of running a command (`clients/<path>`),
 #: copied beside the client: where `ctxd install` points the agent at them.
 CLIENT_FILES = ("opencode/ctxd.js", "pi/ctxd.ts")

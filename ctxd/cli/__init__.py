@@ -483,6 +483,21 @@ def _watch_arguments(watch: argparse.ArgumentParser) -> None:
     )
 
 
+def _line_arguments(line: argparse.ArgumentParser) -> None:
+    line.add_argument(
+        "--cwd", metavar="DIR", help="the pane's directory (default: the current one)"
+    )
+    line.add_argument("--tmux", action="store_true", help="coloured with tmux #[fg=...] styles")
+
+
+def cmd_line(args: argparse.Namespace) -> int:
+    import ctxd_line  # the stdlib client `ctxd-line`, which tmux runs without ctxd's imports
+
+    return ctxd_line.main(
+        [*(["--tmux"] if args.tmux else []), *(["--cwd", args.cwd] if args.cwd else [])]
+    )
+
+
 def _no_arguments(parser: argparse.ArgumentParser) -> None:
     pass
 
@@ -623,6 +638,7 @@ VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Verb]] = 
     "serve": ("run the daemon in the foreground", _serve_arguments, cmd_serve),
     "status": ("every tracked session's context usage", _status_arguments, cmd_status),
     "watch": ("redraw the status live", _watch_arguments, cmd_watch),
+    "line": ("one line for a terminal bar (tmux)", _line_arguments, cmd_line),
     "stop": ("stop the daemon", _no_arguments, cmd_stop),
     "replay": ("the usage timeline of a transcript", _replay_arguments, cmd_replay),
     "install": ("register ctxd's hooks in an agent's settings", _install_arguments, cmd_install),
@@ -637,7 +653,7 @@ VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Verb]] = 
 #: The verbs that only look at what the daemon answers, and are run often (a `watch` redraws
 #: every second): they leave the hook client's copy to be refreshed by any other verb or by the
 #: daemon's own start, since refreshing it imports the agent registry (~100 ms).
-_LOOKS = frozenset({"status", "watch"})
+_LOOKS = frozenset({"status", "watch", "line"})
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
@@ -683,6 +699,11 @@ def _refresh_client() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["line"] and not {"-h", "--help"} & set(words):
+        # A bar runs this every few seconds: straight to the client, without argparse.
+        import ctxd_line
+
+        return ctxd_line.main(words[1:])
     args = build_parser(_verb(words)).parse_args(words)
     func: Verb = args.func
     if args.verb not in _LOOKS:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+import orjson
 from anyio.abc import TaskGroup
 
 from ctxd import __version__, agents, paths
@@ -33,7 +34,7 @@ from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
-from ctxd.daemon.outputs import notify, otlp
+from ctxd.daemon.outputs import line, notify, otlp
 from ctxd.daemon.rundir import AlreadyRunning, DaemonPaths, exclusive_lock
 from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
@@ -77,7 +78,13 @@ class Daemon:
         self.paths = DaemonPaths.from_env(env)
         self.centre = Centre.open(env, agents.transcript_roots(env), clock)
         self.server = Server(
-            {"hook": self._hook, "status": self._status, "stop": self._stop, "ping": self._ping}
+            {
+                "hook": self._hook,
+                "status": self._status,
+                "line": self._line,
+                "stop": self._stop,
+                "ping": self._ping,
+            }
         )
         self.journal = snapshot.Journal(self.paths.journal)
         self.started_at = time.time()
@@ -134,6 +141,13 @@ class Daemon:
         return await self.centre.status.encoded_in_slices(
             str(session) if session else None, self.statistics().as_json()
         )
+
+    async def _line(self, request: Request) -> bytes:
+        """The one-line status for a terminal bar: the session of the directory in the payload
+        (raw bytes, so the client need not encode JSON), else the worst live one."""
+        document = orjson.loads(await self.centre.status.encoded_in_slices(None))
+        cwd = request.payload[:4096].decode(errors="replace") or None
+        return line.render_line(document["sessions"], cwd, tmux=request.header.get("tmux") is True)
 
     def _stop(self, request: Request) -> Answer:
         self._stopping.set()
