@@ -41,8 +41,9 @@ __all__ = ["POLL", "QUEUE", "Notifier", "dbus_notify", "osascript_argv", "run", 
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between two looks at the status rows.
-POLL = 1.0
+#: Seconds between two looks at the status rows: a notification need not be faster, and at
+#: 10,000 sessions a status document costs the daemon tens of ms (docs/benchmarks.md §21).
+POLL = 2.0
 #: Notifications waiting to be sent, at most.
 QUEUE = 32
 #: Seconds a D-Bus call may take.
