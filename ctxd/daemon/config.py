@@ -38,6 +38,10 @@ timeout_seconds = 10  # one export's bound, retries included
 include_cwd = false   # the session's working directory as an attribute
 [otlp.headers]        # merged over OTEL_EXPORTER_OTLP_HEADERS
 [otlp.resource_attributes]  # merged over OTEL_RESOURCE_ATTRIBUTES
+[notify]              # desktop notifications when a session crosses a line (read at start)
+enabled = false       # D-Bus (ctxd[notify]) or notify-send on Linux, osascript on macOS
+command = ["my-alert"]  # also run this (argv, no shell) per notification: JSON on stdin
+timeout_seconds = 10  # the command's bound
 ```
 
 The keys of `[compaction.<agent>]` belong to the agent (`ctxd.agents.<agent>.compaction`); their
@@ -78,9 +82,11 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_WINDOWS",
     "HttpSettings",
+    "NotifySettings",
     "OtlpTable",
     "default_settings",
     "load_http_settings",
+    "load_notify_settings",
     "load_otlp_table",
     "load_settings",
     "parse_settings",
@@ -289,12 +295,13 @@ def parse_settings(text: str) -> Settings:
     except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
         raise ConfigError(f"not valid TOML: {str(exc).splitlines()[0]}") from None
     known = {"thresholds", "handoff", "windows", "window", "compaction", "sessions", "continuity"}
-    known |= {"http", "model_switch", "otlp"}
+    known |= {"http", "model_switch", "otlp", "notify"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"unknown section [{unknown[0]}]; known: {', '.join(sorted(known))}")
     _http(doc)  # checked with the rest; the listener reads it when the daemon starts
     _otlp(doc)  # likewise, for the exporter
+    _notify(doc)  # and the notifier
     window = _table(doc, "window", {"default"})
     windows, agent_windows = _windows(doc)
     try:
@@ -440,6 +447,52 @@ def load_otlp_table(path: Path) -> OtlpTable:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
         return _otlp(tomllib.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """`[notify]`: desktop notifications (ctxd/daemon/outputs/notify.py)."""
+
+    enabled: bool = False
+    #: run per notification, as given (never through a shell); empty: none
+    command: tuple[str, ...] = ()
+    timeout_seconds: float = 10.0  # NOTIFY_TIMEOUT
+
+
+NOTIFY_TIMEOUT = 10.0
+
+
+def _notify(doc: Mapping[str, Any]) -> NotifySettings:
+    t = _table(doc, "notify", {"enabled", "command", "timeout_seconds"})
+    command = t.get("command", [])
+    if not isinstance(command, list) or not all(isinstance(w, str) and w for w in command):
+        raise ConfigError(
+            f"notify.command must be a list of words (argv, no shell), got {command!r}"
+        )
+    return NotifySettings(
+        enabled=bool(_flag(t, "enabled", "notify")),
+        command=tuple(command),
+        timeout_seconds=_number(t, "timeout_seconds", "notify", 0.1, 300)
+        if "timeout_seconds" in t
+        else NOTIFY_TIMEOUT,
+    )
+
+
+def load_notify_settings(path: Path) -> NotifySettings:
+    """`[notify]` from the config file at `path` (off when there is none); ConfigError naming
+    the file when it cannot be used."""
+    try:
+        data = _read_config(path)
+    except FileNotFoundError:
+        return NotifySettings()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return _notify(tomllib.loads(data.decode("utf-8")))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     except ConfigError as exc:

@@ -34,7 +34,7 @@ from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
-from ctxd.daemon.outputs import line, otlp
+from ctxd.daemon.outputs import line, notify, otlp
 from ctxd.daemon.rundir import AlreadyRunning, DaemonPaths, exclusive_lock
 from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
@@ -74,6 +74,7 @@ def _load_settings(path: Path) -> tuple[Settings, bool]:
 class Daemon:
     def __init__(self, env: Mapping[str, str], clock: Callable[[], float] = time.time) -> None:
         self.env = env
+        self.clock = clock
         self.paths = DaemonPaths.from_env(env)
         self.centre = Centre.open(env, agents.transcript_roots(env), clock)
         self.server = Server(
@@ -282,6 +283,8 @@ class Daemon:
             # Optional ([otlp] or OTEL_* variables): the status rows pushed to a collector.
             status = self.centre.status.encoded_in_slices
             tg.start_soon(otlp.run, self.env, self.paths.config, status)
+            # Optional ([notify] enabled): desktop notifications when a session crosses a line.
+            tg.start_soon(notify.run, self.env, self.paths.config, status, self.clock)
             async with anyio.create_task_group() as serving:
                 # Optional ([http] enabled): Claude Code's HTTP hooks, /metrics, the dashboard;
                 # listening before the socket answers, so a daemon that answers serves both.
