@@ -58,11 +58,11 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxd.agents import AGENTS, builtin_windows, spec
 from ctxd.core.compaction import CompactionOverrides
@@ -76,6 +76,8 @@ from ctxd.core.settings import (
 )
 from ctxd.core.window import DEFAULT_WINDOW, model_key
 from ctxd.errors import ConfigError, InvalidInput
+
+_T = TypeVar("_T")
 
 __all__ = [
     "DEFAULT_WINDOWS",
@@ -366,23 +368,29 @@ def _http(doc: Mapping[str, Any]) -> HttpSettings:
     return HttpSettings(enabled=enabled, port=port or default_http_port())
 
 
-def load_http_settings(path: Path) -> HttpSettings:
-    """`[http]` from the config file at `path` (disabled when there is none); ConfigError
-    naming the file when it cannot be used."""
+def _load_table(path: Path, parse: Callable[[Mapping[str, Any]], _T], absent: _T) -> _T:
+    """One table of the config file at `path`, read by `parse`; `absent` when there is no file;
+    ConfigError naming the file when it cannot be used."""
     try:
         data = _read_config(path)
     except FileNotFoundError:
-        return HttpSettings(port=default_http_port())
+        return absent
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
-        return _http(tomllib.loads(data.decode("utf-8")))
+        return parse(tomllib.loads(data.decode("utf-8")))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     except (RecursionError, ValueError) as exc:  # nested past the stack, thousands of digits
         raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0]}") from None
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+
+
+def load_http_settings(path: Path) -> HttpSettings:
+    """`[http]` from the config file at `path` (disabled when there is none); ConfigError
+    naming the file when it cannot be used."""
+    return _load_table(path, _http, HttpSettings(port=default_http_port()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,18 +447,7 @@ def _otlp(doc: Mapping[str, Any]) -> OtlpTable:
 def load_otlp_table(path: Path) -> OtlpTable:
     """`[otlp]` from the config file at `path` (empty when there is none); ConfigError naming
     the file when it cannot be used."""
-    try:
-        data = _read_config(path)
-    except FileNotFoundError:
-        return OtlpTable()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        return _otlp(tomllib.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+    return _load_table(path, _otlp, OtlpTable())
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,18 +482,7 @@ def _notify(doc: Mapping[str, Any]) -> NotifySettings:
 def load_notify_settings(path: Path) -> NotifySettings:
     """`[notify]` from the config file at `path` (off when there is none); ConfigError naming
     the file when it cannot be used."""
-    try:
-        data = _read_config(path)
-    except FileNotFoundError:
-        return NotifySettings()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        return _notify(tomllib.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+    return _load_table(path, _notify, NotifySettings())
 
 
 def _read_config(path: Path) -> bytes:

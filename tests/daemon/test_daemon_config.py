@@ -130,3 +130,23 @@ async def test_the_log_says_when_there_is_no_config_file(
     with caplog.at_level(logging.INFO, logger="ctxd.daemon.lifecycle"):
         await daemon.load_config()
     assert f"config loaded from {config}" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "loader", ["load_http_settings", "load_otlp_table", "load_notify_settings"]
+)
+@pytest.mark.parametrize(
+    "content", ["x = " + "[" * 100_000, "x = " + "9" * 5_000], ids=["nested", "digits"]
+)
+def test_each_table_of_a_choking_config_is_one_clear_error(
+    tmp_path: Path, loader: str, content: str
+) -> None:
+    """A config TOML's parser chokes on (nested past its stack, an integer of thousands of digits)
+    is a ConfigError naming the file, from whichever table is read first, never a traceback."""
+    from ctxd.daemon import config
+    from ctxd.errors import ConfigError
+
+    path = tmp_path / "config.toml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=str(path)):
+        getattr(config, loader)(path)
