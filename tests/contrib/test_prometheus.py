@@ -12,7 +12,6 @@ import json
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+from loopback import free_port
 
 if TYPE_CHECKING:
     from conftest import World
@@ -105,12 +105,6 @@ def test_configs_are_valid(config: str) -> None:
 
 
 # ---------------------------------------------------------------------- the fleet, for real
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def poll(probe: Callable[[], T | None], timeout: float, what: str) -> T:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from loopback import free_port
 
 from ctxd.agents.claude import install as claude
 
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
     from conftest import World
 
 NOBODY = 65534
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Http:

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,17 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from loopback import free_port
 
 from ctxd.daemon.history import HISTORY_TICK
 
 if TYPE_CHECKING:
     from conftest import World
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def find_chromium() -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
+from loopback import free_port
 
 from ctxd.daemon.http import HttpServer
 from ctxd.daemon.listeners import open_http_listener
@@ -23,12 +24,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def hook(request: Request) -> bytes:

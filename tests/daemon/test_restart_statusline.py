@@ -5,23 +5,18 @@ the hook client, the HTTP listener)."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from loopback import free_port
 
 if TYPE_CHECKING:
     from conftest import World
 
 #: Claude Code 2.1.332's statusline payloads, as it wrote them (the third has `prompt_cache`).
 STATUSLINE = Path(__file__).parents[1] / "data" / "payloads" / "statusline" / "claude-2.1.332.jsonl"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def api_status(port: int) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import shutil
-import socket
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import pytest
+from loopback import free_port
 from opencode_db import CAPTURED, copy_capture
 from referencing import Registry, Resource
 
@@ -190,12 +190,6 @@ AGENTS: dict[str, Callable[[World], tuple[str, str, list[str]]]] = {
     "pi": _pi,
     "qwen": _qwen,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def http_get(port: int, path: str) -> bytes:

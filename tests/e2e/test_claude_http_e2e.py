@@ -11,7 +11,6 @@ import json
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from e2e_support import (
     run,
     wait_for,
 )
+from loopback import free_port
 from test_claude_e2e import (
     CRITICAL,
     HANDOFF,
@@ -61,12 +61,6 @@ CACHE_READ = [
     765_000,
     775_000,
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def http_config(port: int, extra: str = WINDOW_BASIS) -> str:

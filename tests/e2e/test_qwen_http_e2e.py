@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from e2e_support import Json
+from loopback import free_port
 from test_claude_http_e2e import (
     ctxd_processes,
     executed,
-    free_port,
     requires_strace,
     strace_prefix,
 )
