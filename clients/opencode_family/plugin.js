@@ -1,4 +1,7 @@
-// ctxd's plugin for OpenCode. After each tool call it asks the ctxd daemon over its Unix socket
+// ctxd's plugin for OpenCode and its fork Kilo CLI, shared: clients/opencode/ctxd.js and
+// clients/kilo/ctxd.js each make it for their agent (`ctxdPlugin(agent)`), the name the daemon
+// is told whose session a call is about (both load every function a plugin file exports, so this
+// module, which exports the factory, is named in no config). After each tool call it asks the ctxd daemon over its Unix socket
 // and appends its warning to the tool output the model sees; when a session goes idle it asks
 // again and sends ctxd's handoff request, if any, as the user's next message (OpenCode has no
 // Stop hook to block, so this is the one way to have the model answer it), marking the next idle
@@ -11,7 +14,8 @@
 // idle, for ever). When no daemon listens
 // it starts one (at any point of the session, at most once per SPAWN_MS), as pi's extension
 // does (clients/pi/ctxd.ts), and goes on without waiting.
-// `ctxd install opencode` copies this file beside the hook client and names it in opencode.json.
+// `ctxd install opencode` (`kilo`) copies these files beside the hook client and names the
+// agent's own in opencode.json (kilo.json).
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import net from "node:net"
@@ -53,7 +57,7 @@ function startDaemon() {
   } catch {}
 }
 
-function ask(event, payload) {
+function ask(agent, event, payload) {
   return new Promise((resolve) => {
     let done = false
     const chunks = []
@@ -83,7 +87,7 @@ function ask(event, payload) {
       }
     })
     sock.on("end", () => finish(null))
-    const head = `{"v":1,"op":"hook","agent":"opencode","event":"${event}"}\n`
+    const head = `{"v":1,"op":"hook","agent":"${agent}","event":"${event}"}\n`
     const body = Buffer.from(head + JSON.stringify({ hook_event_name: event, ...payload }))
     const size = Buffer.alloc(4)
     size.writeUInt32BE(body.length)
@@ -99,7 +103,7 @@ function parsed(result) {
   }
 }
 
-export const CtxdPlugin = async ({ client, directory }) => {
+export const ctxdPlugin = (agent) => async ({ client, directory }) => {
   // Sessions whose last idle sent ctxd's request as a prompt: their next idle is the one that
   // prompt caused (Claude Code's `stop_hook_active`), and sends nothing, whatever the answer.
   const continued = new Set()
@@ -108,7 +112,7 @@ export const CtxdPlugin = async ({ client, directory }) => {
   const idle = async (id) => {
     const active = continued.delete(id)
     const payload = { session_id: id, cwd: directory, stop_hook_active: active }
-    const answer = await ask("session_idle", payload)
+    const answer = await ask(agent, "session_idle", payload)
     const text = answer?.decision === "block" ? answer.reason : null
     if (active || typeof text !== "string" || !text) return
     continued.add(id)
@@ -124,7 +128,7 @@ export const CtxdPlugin = async ({ client, directory }) => {
     "tool.execute.after": async (input, output) => {
       try {
         const payload = { session_id: input.sessionID, cwd: directory, tool_use_id: input.callID }
-        const answer = await ask("tool_execute_after", payload)
+        const answer = await ask(agent, "tool_execute_after", payload)
         const text = answer?.hookSpecificOutput?.additionalContext
         if (typeof text === "string" && text && typeof output.output === "string") {
           output.output += `\n\n${text}`
@@ -137,7 +141,7 @@ export const CtxdPlugin = async ({ client, directory }) => {
         if (event.type === "session.idle" && id) {
           idling = idle(id).catch(() => {})
         } else if (event.type === "session.compacted" && id) {
-          await ask("session_compacted", { session_id: id, cwd: directory })
+          await ask(agent, "session_compacted", { session_id: id, cwd: directory })
         }
       } catch {}
     },

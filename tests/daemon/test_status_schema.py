@@ -21,7 +21,7 @@ from loopback import free_port
 from opencode_db import CAPTURED, copy_capture
 from referencing import Registry, Resource
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.opencode import database_path
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
 
