@@ -46,7 +46,7 @@ def threshold_point(
     / 100) when the config sets that percentage (see the module docstring)."""
     point = compaction_point(window, model, overrides, config)
     percent = setting(config, "threshold_percent")
-    if point is None or type(percent) not in (int, float) or not 0 <= percent:
+    if point is None or type(percent) not in (int, float) or not percent >= 0:
         return point
     context = limit(config, "context", model) or window
     return at_least_one(min(point, math.floor(context * (percent / 100))))

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents import state as reader_state
-from ctxd.agents.opencode_family.family import Family
 from ctxd.agents.opencode_family.digest import OpenCodeFacts, decoded_part, fold_part
+from ctxd.agents.opencode_family.family import Family
 from ctxd.agents.opencode_family.usage import step_usage
 from ctxd.agents.store import StoreProblem, StoreUpdate
 from ctxd.core.digest import Digest
