@@ -187,8 +187,8 @@ def _rss_kib() -> int:
 
 
 def child(path: str, steps: int) -> dict[str, Any]:
-    from ctxd.agents.opencode.digest import session_digest
-    from ctxd.agents.opencode.store import OpenCodeStore
+    from ctxd.agents.opencode_family.digest import session_digest
+    from ctxd.agents.opencode_family.store import OpenCodeStore
 
     # OpenCode holds the database open (its WAL there) while the daemon reads it.
     writer = sqlite3.connect(path)
