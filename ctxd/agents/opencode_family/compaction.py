@@ -18,7 +18,7 @@ Kilo's point (`threshold_point`): the one a session reaches first at a user's tu
 turn's tool loop Kilo goes on to the usable context).
 
 The limits come from OpenCode's model catalogue (models.dev), which ctxd does not read, or from
-its config (`ctxd.agents.opencode.config`: `provider.<id>.models.<id>.limit`), which it does:
+its config (`ctxd.agents.opencode_family.config`: `provider.<id>.models.<id>.limit`), which it does:
 the window is the config's `limit.context` when it sets one (`config.configured_window`), else
 ctxd's (`[windows]`); without the config's `limit.output` the output reserve is taken as the
 largest OpenCode uses, 32,000 (a model with a smaller output limit compacts a little later).
