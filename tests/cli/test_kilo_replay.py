@@ -30,6 +30,18 @@ def test_replay_of_a_kilo_database_names_kilo_and_the_mocks_figures(env: dict[st
     assert final["compaction_at"] == 168_000
 
 
+def test_replay_of_kilos_export_of_that_session_names_kilo_and_the_same_figures(
+    env: dict[str, str],
+) -> None:
+    export = CAPTURE.with_name("export.compact.json")  # `kilo export` of that database's session
+    rows = json_lines(ctxd(env, "replay", "--json", "--window", "200000", str(export)))
+    assert [row["tokens"] for row in rows[:-1]] == PROMPTS
+    assert (rows[-1]["agent"], rows[-1]["compactions"]) == ("kilo", 1)
+    # OpenCode's own export stays OpenCode's
+    opencode = CAPTURE.parents[1] / "opencode-1.18.33" / "export.compact.json"
+    assert json_lines(ctxd(env, "replay", "--json", str(opencode)))[-1]["agent"] == "opencode"
+
+
 def test_kilo_is_refused_for_an_opencode_database(env: dict[str, str]) -> None:
     opencode = CAPTURE.parents[1] / "opencode-1.18.33" / "opencode.db"
     result = ctxd(env, "replay", "--agent", "kilo", str(opencode))
