@@ -1,5 +1,5 @@
-"""OpenCode's database, as the daemon reads it (`ctxd/agents/opencode/store.py`): the first read
-of a large database, and each later read (the cost of one new step), with RSS.
+"""OpenCode's database, as the daemon reads it (`ctxd/agents/opencode_family/store.py`): the
+first read of a large database, and each later read (the cost of one new step), with RSS.
 
 For each size, a database is built in a temporary directory with OpenCode 1.18.33's schema,
 copied from the captured tests/data/transcripts/opencode-1.18.33/opencode.db (every table and

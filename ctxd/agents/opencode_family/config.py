@@ -38,6 +38,13 @@ The top of the walk is looked for once, when the daemon first lists a session di
 files, and the files listed are then stat-checked as every agent's settings files are
 (`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
 
+Kilo CLI (7.7.7) reads the same places under its own names (`family.Family`, declared in
+`ctxd.agents.kilo`): `$XDG_CONFIG_HOME/kilo/` (`config.json`, `kilo.json`, `kilo.jsonc`,
+`opencode.json`, `opencode.jsonc`: the order its log shows it loading them), `KILO_CONFIG`, the
+project's `kilo.json(c)` and `opencode.json(c)`, its `.kilo`, `.kilocode` and `.opencode` folders
+(the order among the three on one level is not verified), `KILO_CONFIG_DIR` and
+`KILO_DISABLE_PROJECT_CONFIG`; and its `compaction.threshold_percent`.
+
 The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelID`) and
 `compaction.<name>`, each value as JSON text.
 """
