@@ -1,0 +1,68 @@
+"""What a newcomer meets in the first hour with `ctxd`, each as a real process: bare `ctxd`, each
+verb's `--help`, windows written as ctxd prints them, plurals, reasons in words."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ctxd.cli import VERBS
+
+if TYPE_CHECKING:
+    from conftest import World
+
+
+def test_bare_ctxd_prints_a_short_usage_with_every_verb(world: World) -> None:
+    done = world.cli()
+
+    assert done.returncode == 2
+    assert "error:" not in done.stderr and "required" not in done.stderr, done.stderr
+    assert done.stderr.startswith("usage: ctxd VERB"), done.stderr
+    assert len(done.stderr.splitlines()) <= len(VERBS) + 3
+    for verb, (text, _, _) in VERBS.items():
+        assert f"  {verb} " in done.stderr and text in done.stderr, verb
+
+
+@pytest.mark.parametrize("verb", ["status", "replay", "install", "stop", "doctor"])
+def test_each_verbs_help_says_what_it_does(world: World, verb: str) -> None:
+    done = world.cli(verb, "--help")
+
+    assert done.returncode == 0, done.stderr
+    text, _, _ = VERBS[verb]
+    # usage, a blank line, then the description (argparse printed no description at all)
+    assert done.stdout.split("\n\n")[1].strip() == text[0].upper() + text[1:] + ".", done.stdout
+
+
+@pytest.mark.parametrize("window", ["200k", "200K", "200_000", "200,000", "200000"])
+def test_replay_takes_a_window_as_ctxd_prints_one(world: World, window: str) -> None:
+    t = world.claude()
+    t.assistant(150_000)
+
+    done = world.cli("replay", "--json", "--window", window, str(t.path))
+
+    assert done.returncode == 0, done.stderr
+    final = json.loads(done.stdout.splitlines()[-1])
+    assert (final["window"], final["used_pct"]) == (200_000, 75.0)
+
+
+@pytest.mark.parametrize("window", ["1M", "1m"])
+def test_replay_takes_a_window_in_millions(world: World, window: str) -> None:
+    t = world.claude()
+    t.assistant(150_000)
+
+    done = world.cli("replay", "--json", "--window", window, str(t.path))
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["window"] == 1_000_000
+
+
+def test_a_window_that_is_no_number_is_one_line(world: World) -> None:
+    t = world.claude()
+    t.assistant(150_000)
+
+    done = world.cli("replay", "--window", "lots", str(t.path))
+
+    assert done.returncode == 2
+    assert "not a number of tokens: 'lots' (e.g. 200000, 200k, 1M)" in done.stderr
