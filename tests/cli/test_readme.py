@@ -139,3 +139,61 @@ def test_every_ctxd_command_in_the_code_blocks_parses() -> None:
 def test_the_shown_status_fits_in_100_columns() -> None:
     shown = [block for block in _blocks("text") if "AGENT   SESSION" in block]
     assert shown and all(len(line) <= 100 for line in shown[0].splitlines())
+
+
+def _path_without_node(tmp_path: Path, npm: str | None = None) -> str:
+    """A PATH with every program of this machine's but Node's (`npm`: a script put there as
+    npm instead)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = {"node", "nodejs", "npm", "npx", "corepack"}
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for program in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else ():
+            link = bin_dir / program.name
+            if program.name not in node and not link.exists():
+                link.symlink_to(program)
+    if npm is not None:
+        (bin_dir / "npm").write_text(npm)
+        (bin_dir / "npm").chmod(0o755)
+    return str(bin_dir)
+
+
+def _install_step() -> list[str]:
+    """The README's test command's install step, as its words."""
+    (_, tests) = (block.strip() for block in _blocks("sh")[:2])
+    (step,) = (part.strip() for part in tests.split("&&") if "install-agents" in part)
+    return step.split()
+
+
+@pytest.mark.slow
+def test_the_test_commands_install_step_goes_on_without_node(tmp_path: Path) -> None:
+    env = {"PATH": _path_without_node(tmp_path), "HOME": str(tmp_path)}
+    env["CTXD_E2E_CACHE"] = str(tmp_path / "cache")
+
+    done = subprocess.run(_install_step(), cwd=REPO, env=env, capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr  # so `&& .venv/bin/python -m pytest` runs
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("[install-agents] npm not found: ") and "will skip" in line, line
+    required = subprocess.run(
+        _install_step(), cwd=REPO, env={**env, "CTXD_E2E_REQUIRED": "1"}, capture_output=True
+    )
+    assert required.returncode == 1
+
+
+@pytest.mark.slow
+def test_an_install_that_can_run_and_fails_stops_the_command(tmp_path: Path) -> None:
+    """With npm there, a failed download still fails the command (CI must see it), after
+    saying what it was to download and how big, and which package failed."""
+    npm = "#!/bin/sh\necho 'npm ERR! network unreachable'\nexit 1\n"
+    env = {"PATH": _path_without_node(tmp_path, npm), "HOME": str(tmp_path)}
+    env["CTXD_E2E_CACHE"] = str(tmp_path / "cache")
+
+    done = subprocess.run(_install_step(), cwd=REPO, env=env, capture_output=True, text=True)
+
+    assert done.returncode == 1
+    plan = next(line for line in done.stderr.splitlines() if "to download:" in line)
+    assert re.search(r"to download: \d+ package\(s\), about [1-9]\d* MB", plan), plan
+    assert "@anthropic-ai/claude-code@" in plan
+    assert re.search(r"\[1/\d+\] npm install \S+ \(\d+ MB\)", done.stderr), done.stderr
+    assert "failed, see " in done.stderr and "npm ERR! network unreachable" in done.stderr
