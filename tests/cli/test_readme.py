@@ -8,12 +8,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ctxd.agents import AGENTS, spec
 from ctxd.daemon.config import parse_settings
 from ctxd.errors import ConfigError
+
+if TYPE_CHECKING:
+    from conftest import World
 
 REPO = Path(__file__).parents[2]
 README = (REPO / "README.md").read_text()
@@ -77,7 +81,9 @@ def _keys(section: str) -> set[str]:
 
 def test_the_first_commands_use_a_venv_and_ci_runs_the_test_command_verbatim() -> None:
     install, tests = (block.strip() for block in _blocks("sh")[:2])
-    assert install == "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ctxd serve"
+    assert install == (
+        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ctxd install claude"
+    )
     assert tests.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert tests in ci
@@ -197,3 +203,17 @@ def test_an_install_that_can_run_and_fails_stops_the_command(tmp_path: Path) -> 
     assert "@anthropic-ai/claude-code@" in plan
     assert re.search(r"\[1/\d+\] npm install \S+ \(\d+ MB\)", done.stderr), done.stderr
     assert "failed, see " in done.stderr and "npm ERR! network unreachable" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_first_command_ends_without_blocking_on_a_fresh_home(world: World) -> None:
+    """Its last step (`ctxd ...` after the install) returns at once in a HOME with nothing in
+    it, having said what it did: it is no foreground daemon (the first hook starts that)."""
+    (install, _) = (block.strip() for block in _blocks("sh")[:2])
+    last = install.split("&&")[-1].split()
+    assert last[0] == ".venv/bin/ctxd"
+
+    done = world.cli(*last[1:], timeout=30)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("registered ctxd's hooks in "), done.stdout
