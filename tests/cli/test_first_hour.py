@@ -66,3 +66,45 @@ def test_a_window_that_is_no_number_is_one_line(world: World) -> None:
 
     assert done.returncode == 2
     assert "not a number of tokens: 'lots' (e.g. 200000, 200k, 1M)" in done.stderr
+
+
+def test_status_says_why_a_session_ended_in_words_and_json_keeps_the_code(ctxd: World) -> None:
+    t = ctxd.claude()
+    t.assistant(300_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+    ctxd.hook_out("claude", t.payload("SessionEnd", reason="prompt_input_exit"))
+
+    text = ctxd.cli("status")
+    one = ctxd.cli("status", t.session_id[:8])
+    doc = json.loads(ctxd.cli("status", "--json").stdout)
+
+    assert text.returncode == 0, text.stderr
+    assert "ended (the user quit)" in text.stdout, text.stdout
+    assert "prompt_input_exit" not in text.stdout + one.stdout
+    assert "ended:" in one.stdout and "the user quit" in one.stdout, one.stdout
+    assert [r["ended_reason"] for r in doc["sessions"]] == ["prompt_input_exit"]
+    # One session, and the used share says what it is a share of.
+    assert " · 1 session · " in text.stdout.splitlines()[0]
+    assert "USED OF WINDOW" in text.stdout
+
+
+def test_a_forecast_of_one_call_is_said_in_the_singular() -> None:
+    from ctxd.cli.report import session_lines
+
+    row = {
+        "session_id": "s1",
+        "agent": "claude",
+        "window": 200_000,
+        "window_source": "table",
+        "severity": "warning",
+        "updated_at": 0.0,
+        "forecast": {
+            "tokens_per_call": 5_000.0,
+            "calls_to_next_threshold": 1,
+            "calls_to_compaction": 1,
+        },
+    }
+
+    (forecast,) = (line for line in session_lines(row, now=1.0) if line.startswith("forecast"))
+
+    assert forecast.endswith("~1 call to next threshold, ~1 call to compaction"), forecast
