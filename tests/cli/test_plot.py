@@ -43,7 +43,7 @@ def test_plot_of_a_real_transcript(tmp_path: Path) -> None:
     # The turn axis names each turn once, though turn 6 has two rows (before and after its
     # compaction).
     axis_y = max(float(t.get("y") or 0) for t in root.iter(f"{SVG}text") if t.text == "1")
-    turns = [t.text for t in root.iter(f"{SVG}text") if float(t.get("y") or 0) == axis_y]
+    turns = [str(t.text) for t in root.iter(f"{SVG}text") if float(t.get("y") or 0) == axis_y]
     assert turns == sorted(set(turns), key=int), turns
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from ctxd.daemon.config import NotifySettings, load_notify_settings, parse_settings
 from ctxd.daemon.outputs.crossings import COMPACTION_NEAR_CALLS, IDLE_SOON_SECONDS, crossings
-from ctxd.daemon.outputs.notify import osascript_argv, watch
+from ctxd.daemon.outputs.notify import TYPING, osascript_argv, typed_in, watch
 from ctxd.errors import ConfigError
 
 NOW = 1_800_000_000.0
@@ -95,6 +95,38 @@ def test_watch_takes_a_baseline_first() -> None:
     later = {"sessions": [CRITICAL, row(session_id="s2", severity="critical")]}
     _, found = watch(rows, NOW, later, NOW + 1)
     assert [(c.session_id, c.kind) for c in found] == [("s2", "critical")]
+
+
+def _typing_row(session: str, prompted: float | None, **fields: Any) -> dict[str, Any]:
+    return row(session_id=session, transcript_path=f"/t/{session}.jsonl", prompted_at=prompted)
+
+
+@pytest.mark.parametrize(
+    ("prompts", "typed"),
+    [
+        ({"s1": None, "s2": None}, None),  # no prompt seen (an agent without a prompt hook)
+        ({"s1": NOW - 5, "s2": None}, "/t/s1.jsonl"),
+        ({"s1": NOW - 50, "s2": NOW - 5}, "/t/s2.jsonl"),  # the latest prompt of all
+        ({"s1": NOW - TYPING - 1, "s2": None}, None),  # too long ago: the user may be away
+        ({"s1": NOW - TYPING, "s2": NOW - TYPING - 30}, "/t/s1.jsonl"),
+    ],
+)
+def test_the_session_typed_in(prompts: dict[str, float | None], typed: str | None) -> None:
+    assert typed_in([_typing_row(s, at) for s, at in prompts.items()], NOW) == typed
+
+
+def test_nothing_for_the_session_typed_in_nor_its_subagents() -> None:
+    calm = [_typing_row("s1", NOW - 5), _typing_row("s2", None)]
+    sub = row(session_id="sub", parent="/t/s1.jsonl")
+    rows, _ = watch(None, 0.0, {"sessions": [*calm, sub]}, NOW)
+    later = [r | {"severity": "critical", "basis_used_pct": 80.0} for r in (*calm, sub)]
+
+    _, found = watch(rows, NOW, {"sessions": later}, NOW + 1)
+
+    assert [c.session_id for c in found] == ["s2"]
+    # Once the prompt is older than TYPING, the same session is announced like any other.
+    _, found = watch(rows, NOW, {"sessions": later}, NOW + TYPING + 10)
+    assert sorted(c.session_id for c in found) == ["s1", "s2", "sub"]
 
 
 def test_the_macos_command_escapes_what_it_shows() -> None:
