@@ -4,7 +4,7 @@ verb's `--help`, windows written as ctxd prints them, plurals, reasons in words.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -108,3 +108,25 @@ def test_a_forecast_of_one_call_is_said_in_the_singular() -> None:
     (forecast,) = (line for line in session_lines(row, now=1.0) if line.startswith("forecast"))
 
     assert forecast.endswith("~1 call to next threshold, ~1 call to compaction"), forecast
+
+
+def test_backups_are_pruned_to_the_first_and_the_newest_five(world: World) -> None:
+    settings = world.claude_dir / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    original = '{"theme": "dark"}\n'
+    settings.write_text(original)
+
+    for _ in range(5):
+        for verb in ("install", "uninstall"):
+            done = world.cli(verb, "claude")
+            assert done.returncode == 0, done.stderr
+
+    backups = sorted(settings.parent.glob("settings.json.ctxd-backup-*"), key=_mtime)
+    assert len(backups) == 1 + 5, backups  # ten changes, ten backups made
+    # The first is the file as it was before ctxd ever changed it.
+    assert backups[0].read_text() == original
+    assert json.loads(settings.read_text()) == json.loads(original)  # the last uninstall
+
+
+def _mtime(path: Any) -> int:
+    return int(path.stat().st_mtime_ns)
