@@ -4,6 +4,7 @@ verb's `--help`, windows written as ctxd prints them, plurals, reasons in words.
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -130,3 +131,56 @@ def test_backups_are_pruned_to_the_first_and_the_newest_five(world: World) -> No
 
 def _mtime(path: Any) -> int:
     return int(path.stat().st_mtime_ns)
+
+
+USER_LINE = {"type": "command", "command": "my-line --fancy 'a b'", "padding": 2}
+
+
+@pytest.mark.parametrize(
+    "remove", [["uninstall", "claude"], ["uninstall", "claude", "--statusline"]]
+)
+def test_statusline_replaced_then_uninstalled_is_the_users_own_again(
+    ctxd: World, remove: list[str]
+) -> None:
+    settings = ctxd.claude_dir / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"statusLine": USER_LINE}))
+
+    first = ctxd.cli("install", "claude")  # the user's line kept, run by ctxd's client
+    replaced = ctxd.cli("install", "claude", "--statusline")
+    again = ctxd.cli("install", "claude")  # a later plain reinstall keeps what it carries
+
+    for done in (first, replaced, again):
+        assert done.returncode == 0, done.stderr
+    assert "puts it back exactly as it was" in replaced.stdout, replaced.stdout
+    line = json.loads(settings.read_text())["statusLine"]
+    assert "my-line" in line["command"]  # carried, not run: ctxd's own line is drawn
+    t = ctxd.claude()
+    t.assistant(300_000)
+    shown = subprocess.run(
+        line["command"],
+        shell=True,
+        input=json.dumps(t.payload("PostToolUse")).encode(),
+        env=ctxd.env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert shown.returncode == 0 and b"300k/1M" in shown.stdout, shown
+
+    done = ctxd.cli(*remove)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(settings.read_text())["statusLine"] == USER_LINE
+
+
+def test_copilot_statusline_replaced_then_uninstalled_is_the_users_own_again(world: World) -> None:
+    assert world.cli("install", "copilot").returncode == 0
+    settings = next(world.root.rglob(".copilot/settings.json"))
+    doc = json.loads(settings.read_text())
+    settings.write_text(json.dumps({**doc, "statusLine": USER_LINE}))
+
+    assert world.cli("install", "copilot", "--statusline").returncode == 0
+    assert world.cli("uninstall", "copilot").returncode == 0
+
+    assert json.loads(settings.read_text())["statusLine"] == USER_LINE
