@@ -431,25 +431,14 @@ def _columns() -> int:
         return 80
 
 
-#: The suffixes a number of tokens may carry, as ctxd prints them (`725k`, `1M`).
-_TOKEN_UNITS = {"k": 1_000, "m": 1_000_000}
-
-
 def _positive_int(text: str) -> int:
-    """A number of tokens as a person writes it: `200000`, `200_000`, `200,000`, `200k`, `200K`,
-    `1M`, `1m`, `1.5M`."""
-    plain = text.strip().replace("_", "").replace(",", "")
-    unit = _TOKEN_UNITS.get(plain[-1:].lower(), 1) if plain else 1
-    digits = plain[:-1] if unit != 1 else plain
+    """A number of tokens as ctxd prints one (`725k`, `1M`) or in digits (`parse_tokens`)."""
+    from ctxd.core.measure import parse_tokens
+
     try:
-        value = int(digits) * unit if unit == 1 or digits.isdigit() else round(float(digits) * unit)
-    except (ValueError, OverflowError):
-        raise argparse.ArgumentTypeError(
-            f"not a number of tokens: {text!r} (e.g. 200000, 200k, 1M)"
-        ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of tokens, got {text}")
-    return value
+        return parse_tokens(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_seconds(text: str) -> float:
