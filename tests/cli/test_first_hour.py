@@ -184,3 +184,15 @@ def test_copilot_statusline_replaced_then_uninstalled_is_the_users_own_again(wor
     assert world.cli("uninstall", "copilot").returncode == 0
 
     assert json.loads(settings.read_text())["statusLine"] == USER_LINE
+
+
+def test_the_daemons_log_counts_in_the_singular(world: World) -> None:
+    world.start()
+    t = world.claude()
+    t.assistant(100_000)
+    world.hook_out("claude", t.payload("PostToolUse"))
+    world.stop()
+
+    world.start()
+
+    assert "restored 1 session\n" in world.log(), world.log()
