@@ -127,7 +127,7 @@ install_queued() {
     if [ -n "$mb" ]; then total=$((total + mb)); else unknown=$((unknown + 1)); fi
     list+=" ${Q_PKG[$i]}"
   done
-  log "to download: $n package(s), about $total MB installed$([ "$unknown" = 0 ] || echo " plus $unknown of unknown size") (the first run's whole set is about 2.5 GB):$list"
+  log "to download: $n package(s), about $total MB installed$([ "$unknown" = 0 ] || echo " plus $unknown of unknown size"):$list"
   for ((i = 0; i < n; i++)); do
     local dir="${Q_DIR[$i]}" pkg="${Q_PKG[$i]}"
     mb="$(approx_mb "$pkg")"
