@@ -149,7 +149,7 @@ def test_crossing_critical_raises_one_notification(
     assert (app, replaces, actions) == ("ctxd", 0, [])
     assert summary == "work (claude): context critical"
     row = world.status()["sessions"][0]
-    assert body == f"{100 - row['basis_used_pct']:.0f}% of its context left"
+    assert body == f"{100 - row['basis_used_pct']:.0f}% of the room before compaction left"
     assert hints["urgency"] == ("y", 2)
     time.sleep(2.5)  # still critical: no second one
     assert len(critical()) == 1

@@ -82,8 +82,10 @@ def test_an_idle_compaction_crosses_as_time_passes() -> None:
 def test_the_text_names_project_and_agent() -> None:
     (found,) = crossings(row(), NOW, CRITICAL, NOW)
     assert found.summary == "shop (claude): context critical"
-    assert found.body == "20% of its context left"
+    assert found.body == "20% of the room before compaction left"
     assert (found.project, found.agent, found.session_id) == ("shop", "claude", "s1")
+    (windowed,) = crossings(row(), NOW, CRITICAL | {"basis": "window"}, NOW)
+    assert windowed.body == "20% of the window left"  # the basis the thresholds count on
     (nameless,) = crossings(row(), NOW, CRITICAL | {"cwd": None}, NOW)
     assert nameless.summary == "a session (claude): context critical"
 
@@ -136,7 +138,7 @@ def test_the_macos_command_escapes_what_it_shows() -> None:
     assert argv == [
         "osascript",
         "-e",
-        'display notification "20% of its context left" with title "ctxd"'
+        'display notification "20% of the room before compaction left" with title "ctxd"'
         ' subtitle "a \\"quoted\\" \\\\ dir (claude): context critical"',
     ]
 
