@@ -523,7 +523,12 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
         help=f"of an agent's session database ({_WITH_STORE}): only the session whose "
         "id starts with ID (default: every session, each subagent's after its parent's)",
     )
-    replay.add_argument("--window", type=_positive_int, help="measure against this window")
+    replay.add_argument(
+        "--window",
+        type=_positive_int,
+        metavar="N",
+        help="measure against this window: tokens, as 200000, 200k or 1M",
+    )
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
     replay.add_argument(
         "--plot",
