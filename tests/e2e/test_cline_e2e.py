@@ -36,6 +36,7 @@ from e2e_support import (
     marks,
     missing_cli_reason,
     run,
+    wait_for,
     write_json,
 )
 
@@ -48,6 +49,8 @@ MODEL = "mock-model"
 WINDOW = 40_000
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
+HANDOFF = "CONTEXT HANDOFF:"
+NOTE = "[ctxd continuity]"
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ctxd_hook.py"
 
 
@@ -164,6 +167,7 @@ def make_rig(cline_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[
             mock.start()
             cline_prepare(rd, mock, cline_bin)
             hook_in(rd)
+            hook_in(rd, "TaskComplete")
             cleanup.callback(ctxd.stop)
             ctxd.start(mock.wrap)
             return Rig(cline_bin, rd, ctxd, mock)
@@ -179,8 +183,9 @@ def test_warnings_reach_the_model_and_reset_after_a_real_compaction(
     point predicts. Call 4 is still CRITICAL, inside the debounce: quiet. Call 5, the first
     after the compaction, warns at once: without the reset it would be inside the debounce."""
     # call:   0       1       2 (W)   3 (C)   4 (C, debounced; >= 36,000: compacted after it)
-    prompts = [12_000, 18_000, 24_000, 28_000, 38_000, 24_500, 25_000]
-    # call 5: past WARNING again after the compaction; call 6 debounced
+    prompts = [12_000, 18_000, 24_000, 28_000, 38_000, 24_500, 26_000]
+    # call 5: past WARNING again after the compaction, with the continuity note; call 6
+    # debounced; the answer after it (TaskComplete: 72 % used) passes the handoff point
     rig = make_rig(steps(prompts))
     res = rig.cline("Run the steps")
 
@@ -192,12 +197,20 @@ def test_warnings_reach_the_model_and_reset_after_a_real_compaction(
     assert kinds.index("aux") == 5, kinds
     assert at_calls(main, CRITICAL) == [3]
     assert at_calls(main, WARNING) == [2, 5]
+    assert at_calls(main, NOTE) == [5]  # once, with the first hook after the compaction
 
     row = rig.ctxd.session(rig.session_id())
     assert row["agent"] == "cline"
     assert row["compactions"] == 1
     assert row["tokens"] == prompts[-1]  # exactly what the mock reported last
     assert row["window"] == WINDOW
+
+    # Cline runs TaskComplete hooks detached and reads nothing they print: the handoff is
+    # asked once (its draft written for the user, `ctxd handoff`), and never reaches the model.
+    assert wait_for(lambda: rig.ctxd.session(rig.session_id())["handoff_asked"], 10)
+    drafts = list((rig.rd.root / "state" / "ctxd" / "handoffs").glob("*.md"))
+    assert [d.name for d in drafts] == [f"{rig.session_id()}.md"], drafts
+    assert not any(HANDOFF in json.dumps(r["body"]) for r in rig.mock.requests())
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ctxd.agents.cline import files, install
 from ctxd.agents.cline.compaction import compaction_point, configured_window, settings_config
+from ctxd.agents.cline.digest import ClineFacts
 from ctxd.agents.cline.hooks import DIALECT
 from ctxd.agents.cline.transcript import ClineReader
 from ctxd.agents.reader import NO_FACTS, FactListener
@@ -22,7 +23,11 @@ NAME = "cline"
 def _open_reader(
     path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
 ) -> ClineReader:
-    return ClineReader(path)  # it keeps no digest: usage is all it does
+    return ClineReader(path, facts, usage)
+
+
+def _open_facts(path: str | None) -> ClineFacts:
+    return ClineFacts()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -52,5 +57,6 @@ SPEC = AgentSpec(
     read_settings=settings_reader(settings_config),
     configured_window=configured_window,
     implied_transcript=_implied_transcript,
+    open_facts=_open_facts,
     version_command=("cline", "--version"),
 )

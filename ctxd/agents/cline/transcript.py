@@ -27,8 +27,10 @@ from typing import Any
 
 import orjson
 
+from ctxd.agents.cline.digest import COMPACTION
 from ctxd.agents.cline.files import compaction_path
 from ctxd.agents.lines import epoch_seconds
+from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 from ctxd.untrusted import RefusedFile, read_head, stat_regular
 
@@ -58,8 +60,16 @@ class ClineReader:
     #: The file is rewritten whole: read it again from the start whenever it changes.
     rewritten_whole = True
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(
+        self, path: str | None = None, facts: FactListener = NO_FACTS, usage: bool = True
+    ) -> None:
         self.path = path
+        #: Told each message once, and each compaction where it happened (the digest).
+        self.facts = facts
+        self.usage = usage
+        #: How many messages were handed to the listener (the list only grows: a compaction
+        #: leaves it whole).
+        self._handed = 0
         self._data = bytearray()
         self._oversize = False
         #: Ids of the assistant messages already reported.
@@ -87,7 +97,9 @@ class ClineReader:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
-        return self._new_updates(messages)
+        updates = self._new_updates(messages)
+        self.facts.flush()
+        return updates if self.usage else []
 
     def reset(self) -> None:
         """Start the file over (it was rewritten). What was reported stays reported."""
@@ -118,10 +130,16 @@ class ClineReader:
     def _new_updates(self, messages: list[Any]) -> list[UsageUpdate]:
         updates: list[UsageUpdate] = []
         compaction = self._new_compaction(len(messages))
+        take = self.facts.take if self.facts.wants_records else None
+        if len(messages) < self._handed:
+            self._handed = 0  # another history in its place: told again from its start
         for index, message in enumerate(messages):
             if compaction is not None and index == compaction[0]:
                 updates.append(self._compacted(compaction))
                 compaction = None
+            if take is not None and index >= self._handed and isinstance(message, dict):
+                take(message)
+                self._handed = index + 1
             if not isinstance(message, dict) or message.get("role") != "assistant":
                 continue
             self._note_tool_uses(message.get("content"))
@@ -150,6 +168,8 @@ class ClineReader:
     def _compacted(self, compaction: tuple[int, str, int]) -> UsageUpdate:
         count, updated, size = compaction
         self._compactions.append([count, updated])
+        if self.facts.wants_records:
+            self.facts.take(dict(COMPACTION))
         return UsageUpdate(
             tokens=max(1, size // _CHARS_PER_TOKEN),
             at=epoch_seconds(updated),
