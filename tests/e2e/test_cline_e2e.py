@@ -10,8 +10,9 @@ the figures the mock reports (Cline scales its estimate by that factor at most: 
 ctxd/agents/cline/compaction.py).
 
 No proxy variables here (Cline sends the mock's own requests through one, refused): the
-namespace alone keeps it from outside hosts. Every Cline run sets CLINE_SESSION_BACKEND_MODE=local: otherwise the CLI starts a
-background "hub" daemon that outlives it.
+namespace alone keeps it from outside hosts. Every Cline run sets
+CLINE_SESSION_BACKEND_MODE=local: otherwise the CLI starts a background "hub" daemon that
+outlives it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from e2e_support import (
     write_json,
 )
 
-from ctxd.agents.cline.install import hook_script
+from ctxd.agents.cline.install import HOOK_FILES, hook_script
 from ctxd.agents.hookcmd import build_command
 
 pytestmark = pytest.mark.e2e
@@ -73,8 +74,18 @@ def cline_prepare(rd: RunDir, mock: Mock, bin: Path) -> Path:
     window added to its settings; returns providers.json."""
     res = run(
         mock.wrap(
-            [str(bin), "auth", "-p", "openai-compatible", "-k", "sk-dummy", "-m", MODEL]
-            + ["-b", f"{mock.url}/v1"]
+            [
+                str(bin),
+                "auth",
+                "-p",
+                "openai-compatible",
+                "-k",
+                "sk-dummy",
+                "-m",
+                MODEL,
+                "-b",
+                f"{mock.url}/v1",
+            ]
         ),
         cwd=rd.work,
         env=base_env(rd, {}),
@@ -87,9 +98,10 @@ def cline_prepare(rd: RunDir, mock: Mock, bin: Path) -> Path:
     return path
 
 
-def hook_in(rd: RunDir, event: str = "PostToolUse") -> Path:
-    """Cline's hook file for `event`, running ctxd's hook client from this checkout."""
-    path = rd.home / ".cline" / "hooks" / event
+def hook_in(rd: RunDir, name: str) -> Path:
+    """The hook file `name` of those `ctxd install cline` names, as its note says to save it,
+    running ctxd's hook client from this checkout."""
+    path = rd.home / ".cline" / "hooks" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(hook_script(build_command(PYTHON, CLIENT, "cline")), encoding="utf-8")
     path.chmod(0o755)
@@ -161,13 +173,13 @@ def make_rig(cline_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[
         def make(script_steps: list[Json], config: str = "") -> Rig:
             rd = RunDir.create(tmp_path)
             ctxd = Ctxd(rd, config, {})
-            script: Json = {"steps": script_steps, "step_mode": "counter", "aux_text": "MOCK-SUMMARY"}
+            script: Json = {"steps": script_steps, "step_mode": "counter", "aux_text": "SUMMARY"}
             mock = Mock("mock_openai_chat", rd.root, script, netns=netns)
             cleanup.callback(mock.stop)
             mock.start()
             cline_prepare(rd, mock, cline_bin)
-            hook_in(rd)
-            hook_in(rd, "TaskComplete")
+            for name in HOOK_FILES:
+                hook_in(rd, name)
             cleanup.callback(ctxd.stop)
             ctxd.start(mock.wrap)
             return Rig(cline_bin, rd, ctxd, mock)

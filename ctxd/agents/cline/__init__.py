@@ -51,6 +51,7 @@ SPEC = AgentSpec(
         settings_path=install.settings_path,
         install=install.install,
         uninstall=install.uninstall,
+        placed_checks=install.placed_checks,
     ),
     config_env=("CLINE_DATA_DIR",),
     settings_files=_settings_files,

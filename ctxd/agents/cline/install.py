@@ -1,27 +1,61 @@
-"""`ctxd install cline`: not done by this version of ctxd.
+"""`ctxd install cline`, and what `ctxd doctor` checks of Cline's hooks.
 
 Cline CLI reads no hook list from a settings document: a hook is an executable file named by
-its event in a hooks folder (`hooks.py`). ctxd's installer edits one settings document; writing
-a hook file (`~/.cline/hooks/PostToolUse`, a shell script that runs ctxd's hook command, kept
-apart from a user's own file of that name) needs an installer of files, which is not written
-yet. Until then `install` says what to put there by hand, and changes nothing.
+its event in a hooks folder (`hooks.py`), and every file there for one event runs (`PostToolUse`
+and `PostToolUse.sh` both, their contexts joined). ctxd's installer edits one settings
+document, so it cannot place that file yet: `install` changes nothing and says, in its notes,
+the exact file to save (`hook_script`); `uninstall` has nothing of ctxd's in the document to
+take out. `ctxd doctor` looks in the hooks folder beside Cline's data (`placed_checks`) for a
+PostToolUse file that runs ctxd's hook command.
+
+Cline takes a file's name before its extension as the event, so ctxd's file is
+`PostToolUse.bash` (an extension Cline runs, and one a user's own hook is unlikely to have): the
+user's own `PostToolUse` or `PostToolUse.sh` keeps running beside it.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
 from ctxd.agents.cline.files import data_dir
-from ctxd.agents.spec import InstallRequest, Json
-from ctxd.errors import InvalidInput
+from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.spec import Check, InstallRequest, Json
+from ctxd.untrusted import RefusedFile, read_untrusted
 
-__all__ = ["hook_script", "install", "settings_path", "uninstall"]
+__all__ = [
+    "HOOK_FILE",
+    "HOOK_FILES",
+    "checks_in",
+    "hook_script",
+    "hooks_dir",
+    "install",
+    "placed_checks",
+    "settings_path",
+    "uninstall",
+]
+
+#: ctxd's hook files in Cline's hooks folder: the one whose answer reaches the model, and two
+#: whose answers Cline does not read but whose events ctxd follows (a stop, the session's end).
+HOOK_FILES = ("PostToolUse.bash", "TaskComplete.bash", "SessionShutdown.bash")
+HOOK_FILE = HOOK_FILES[0]
+_EVENTS = ("posttooluse",)
+_EXTENSIONS = ("", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py")
+#: A hook file larger than this is not a wrapper of ctxd's.
+_SCRIPT_LIMIT = 64 * 1024
 
 
 def settings_path(env: Mapping[str, str]) -> Path:
     """Cline's provider settings (what ctxd reads; it writes nothing there)."""
     return data_dir(env) / "settings" / "providers.json"
+
+
+def hooks_dir(settings: Path) -> Path:
+    """The user's hooks folder, `~/.cline/hooks`, for the settings file at `settings`
+    (`~/.cline/data/settings/providers.json`)."""
+    return settings.parent.parent.parent / "hooks"
 
 
 def hook_script(command: str) -> str:
@@ -30,11 +64,70 @@ def hook_script(command: str) -> str:
 
 
 def install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
-    raise InvalidInput(
-        "ctxd install cline is not supported yet: save this as ~/.cline/hooks/PostToolUse"
-        f" (executable): {hook_script(request.command(None))!r}"
+    folder = hooks_dir(request.path)
+    script = hook_script(request.command(None))
+    return doc, (
+        "Cline CLI runs hook files, not hooks listed in its settings: ctxd writes none yet.",
+        f"Save this as {', '.join(str(folder / n) for n in HOOK_FILES)} and make them"
+        f" executable (chmod +x): {script!r}",
     )
 
 
 def uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
-    return doc, ()
+    folder = hooks_dir(request.path)
+    return doc, (f"remove {', '.join(str(folder / n) for n in HOOK_FILES)} if you saved them",)
+
+
+def _runs_ctxd(path: Path) -> bool:
+    try:
+        text = read_untrusted(path, _SCRIPT_LIMIT).decode("utf-8", "replace")
+    except (OSError, RefusedFile):
+        return False
+    for line in text.splitlines():
+        words = line.strip()
+        if words.startswith("exec "):
+            words = words[5:]
+        try:
+            parts = shlex.split(words)
+        except ValueError:
+            continue
+        if parts and is_ctxd_command(shlex.join(parts)):
+            return True
+    return False
+
+
+def checks_in(folder: Path) -> list[Check]:
+    """Whether a PostToolUse hook file in `folder` runs ctxd's hook command, and can be run."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        names = []
+    found = [
+        folder / name
+        for name in names
+        if os.path.splitext(name)[0].lower() in _EVENTS and os.path.splitext(name)[1] in _EXTENSIONS
+    ]
+    ours = [p for p in found if p.is_file() and _runs_ctxd(p)]
+    if not ours:
+        return [
+            Check(
+                "cline hook",
+                False,
+                f"no PostToolUse hook file in {folder} runs ctxd's hook command",
+                "`ctxd install cline` prints the file to save",
+            )
+        ]
+    runnable = [p for p in ours if os.access(p, os.X_OK)]
+    return [
+        Check(
+            "cline hook",
+            bool(runnable),
+            f"{ours[0]} runs ctxd's hook command"
+            + ("" if runnable else ", but it is not executable"),
+            None if runnable else f"chmod +x {ours[0]}",
+        )
+    ]
+
+
+def placed_checks(doc: Json, path: Path) -> list[Check]:
+    return checks_in(hooks_dir(path))
