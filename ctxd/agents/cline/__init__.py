@@ -52,6 +52,7 @@ SPEC = AgentSpec(
         install=install.install,
         uninstall=install.uninstall,
         placed_checks=install.placed_checks,
+        edits_settings=False,
     ),
     config_env=("CLINE_DATA_DIR",),
     settings_files=_settings_files,
