@@ -51,7 +51,7 @@ SPEC = AgentSpec(
         settings_path=install.settings_path,
         install=install.install,
         uninstall=install.uninstall,
-        placed_checks=install.placed_checks,
+        packaged=install.packaged,
         edits_settings=False,
     ),
     config_env=("CLINE_DATA_DIR",),

@@ -5,8 +5,8 @@ its event in a hooks folder (`hooks.py`), and every file there for one event run
 and `PostToolUse.sh` both, their contexts joined). ctxd's installer edits one settings
 document, so it cannot place that file yet: `install` changes nothing and says, in its notes,
 the exact file to save (`hook_script`); `uninstall` has nothing of ctxd's in the document to
-take out. `ctxd doctor` looks in the hooks folder beside Cline's data (`placed_checks`) for a
-PostToolUse file that runs ctxd's hook command.
+take out. `ctxd doctor` looks in the hooks folder beside Cline's data (`packaged`) for a
+PostToolUse file that runs ctxd's hook command, and runs that file as Cline would.
 
 Cline takes a file's name before its extension as the event, so ctxd's file is
 `PostToolUse.bash` (an extension Cline runs, and one a user's own hook is unlikely to have): the
@@ -22,17 +22,17 @@ from pathlib import Path
 
 from ctxd.agents.cline.files import data_dir
 from ctxd.agents.hookcmd import is_ctxd_command
-from ctxd.agents.spec import Check, InstallRequest, Json
+from ctxd.agents.spec import InstallRequest, Json, Packaged
 from ctxd.untrusted import RefusedFile, read_untrusted
 
 __all__ = [
     "HOOK_FILE",
     "HOOK_FILES",
-    "checks_in",
     "hook_script",
     "hooks_dir",
     "install",
-    "placed_checks",
+    "ours_in",
+    "packaged",
     "settings_path",
     "uninstall",
 ]
@@ -96,38 +96,23 @@ def _runs_ctxd(path: Path) -> bool:
     return False
 
 
-def checks_in(folder: Path) -> list[Check]:
-    """Whether a PostToolUse hook file in `folder` runs ctxd's hook command, and can be run."""
+def ours_in(folder: Path) -> Path | None:
+    """ctxd's PostToolUse hook file in `folder`, if one there runs ctxd's hook command."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
-        names = []
-    found = [
-        folder / name
-        for name in names
-        if os.path.splitext(name)[0].lower() in _EVENTS and os.path.splitext(name)[1] in _EXTENSIONS
-    ]
-    ours = [p for p in found if p.is_file() and _runs_ctxd(p)]
-    if not ours:
-        return [
-            Check(
-                "cline hook",
-                False,
-                f"no PostToolUse hook file in {folder} runs ctxd's hook command",
-                "`ctxd install cline` prints the file to save",
-            )
-        ]
-    runnable = [p for p in ours if os.access(p, os.X_OK)]
-    return [
-        Check(
-            "cline hook",
-            bool(runnable),
-            f"{ours[0]} runs ctxd's hook command"
-            + ("" if runnable else ", but it is not executable"),
-            None if runnable else f"chmod +x {ours[0]}",
-        )
-    ]
+        return None
+    for name in names:
+        stem, ext = os.path.splitext(name)
+        path = folder / name
+        if stem.lower() in _EVENTS and ext in _EXTENSIONS and path.is_file() and _runs_ctxd(path):
+            return path
+    return None
 
 
-def placed_checks(doc: Json, path: Path) -> list[Check]:
-    return checks_in(hooks_dir(path))
+def packaged(doc: Json, path: Path) -> Packaged | None:
+    """`ctxd doctor`: ctxd's hook file, run as Cline runs it (the file itself)."""
+    found = ours_in(hooks_dir(path))
+    if found is None:
+        return None
+    return Packaged("hook file", str(found), shlex.quote(str(found)))

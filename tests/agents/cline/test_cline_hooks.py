@@ -22,9 +22,9 @@ def test_a_tool_result_is_a_tool_call_of_the_root_session() -> None:
     event = agents.parse("cline", _payload("tool_result"))
     assert (event.name, event.kind) == ("tool_result", "tool_call")
     # the session is the folder of its messages, not the conversation id (`taskId`)
-    assert event.session_id == "1796553708033_u2yk2"
+    assert event.session_id == "1796555003918_0ta12"
     assert event.cwd == "$SCRATCH/work"
-    assert event.tool_use_id == "call_mock0001dcb03f2179e1"
+    assert event.tool_use_id == "call_mock00013955ca2cd527"
 
 
 @pytest.mark.parametrize(
@@ -44,9 +44,7 @@ def test_context_goes_as_context_modification_on_a_tool_result_only() -> None:
 
 
 def test_a_stop_says_nothing_cline_would_not_read() -> None:
-    payload = json.loads(_payload("tool_result"))
-    payload["hookName"] = "agent_end"
-    event = agents.parse("cline", json.dumps(payload).encode())
+    event = agents.parse("cline", _payload("agent_end"))
     assert event.kind == "stop"
     assert agents.render(event, Reply(user_message="h", block_reason="h")) == b""
 
@@ -64,9 +62,9 @@ def test_a_nested_session_id_that_is_a_path_is_refused() -> None:
 def test_the_hook_names_its_transcript_by_the_layout(tmp_path: Path) -> None:
     spec = agents.spec("cline")
     env = {"HOME": str(tmp_path)}
-    path = spec.implied_transcript("1796553708033_u2yk2", env)
+    path = spec.implied_transcript("1796555003918_0ta12", env)
     assert path == str(
-        tmp_path / ".cline/data/sessions/1796553708033_u2yk2/1796553708033_u2yk2.messages.json"
+        tmp_path / ".cline/data/sessions/1796555003918_0ta12/1796555003918_0ta12.messages.json"
     )
     assert spec.implied_transcript("..", env) is None
     moved = spec.implied_transcript("a_b", {**env, "CLINE_DATA_DIR": str(tmp_path / "d")})

@@ -39,15 +39,13 @@ def _hook(folder: Path, name: str, text: str, mode: int = 0o755) -> Path:
 
 
 def test_doctor_finds_ctxds_file_beside_the_users_own(tmp_path: Path) -> None:
-    folder = tmp_path / "hooks"
+    folder = tmp_path / ".cline" / "hooks"
+    settings = tmp_path / ".cline" / "data" / "settings" / "providers.json"
     _hook(folder, "PostToolUse", "#!/bin/sh\necho '{}'\n")  # the user's own
-    assert not install.checks_in(folder)[0].ok
+    assert install.packaged({}, settings) is None
     ours = _hook(folder, "PostToolUse.bash", install.hook_script(COMMAND))
-    [check] = install.checks_in(folder)
-    assert check.ok and str(ours) in check.detail
-    ours.chmod(0o644)
-    [check] = install.checks_in(folder)
-    assert not check.ok and check.fix == f"chmod +x {ours}"
+    found = install.packaged({}, settings)
+    assert found is not None and found.where == str(ours)
 
 
 def test_doctor_is_not_held_by_a_fifo_named_as_a_hook(tmp_path: Path) -> None:
@@ -56,8 +54,35 @@ def test_doctor_is_not_held_by_a_fifo_named_as_a_hook(tmp_path: Path) -> None:
     folder = tmp_path / "hooks"
     folder.mkdir()
     os.mkfifo(folder / "PostToolUse.sh")
-    assert not install.checks_in(folder)[0].ok
-    assert not install.checks_in(tmp_path / "missing")[0].ok
+    assert install.ours_in(folder) is None
+    assert install.ours_in(tmp_path / "missing") is None
+
+
+def test_doctor_runs_the_hook_file_as_cline_does(tmp_path: Path) -> None:
+    from ctxd.agents.hookcmd import hook_command, install_client
+
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    (tmp_path / "run").mkdir(mode=0o700)
+    install_client(env)
+    _hook(
+        tmp_path / ".cline" / "hooks",
+        "PostToolUse.bash",
+        install.hook_script(hook_command("cline", None, env)),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "ctxd", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    lines = [line for line in out.stdout.splitlines() if "cline hook" in line]
+    assert len(lines) == 2 and all(line.startswith("ok") for line in lines), out.stdout
 
 
 def test_the_cli_prints_the_files_and_writes_nothing(tmp_path: Path) -> None:
