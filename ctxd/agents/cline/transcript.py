@@ -7,9 +7,9 @@ its cache reads and writes included (`cacheReadTokens` is a part of it, never an
 the mock's `prompt_tokens` 12,000 of which 8,000 cached, the record says `inputTokens` 12000.
 
 The file is one JSON document rewritten whole at every change, so the reader keeps the bytes
-until they parse as a whole (a half-written file waits for the next change) and reports the
-assistant messages it has not reported yet, in order. It holds at most `MAX_DOCUMENT` bytes: a
-bigger document is passed over until the file is written again.
+until they parse as a whole (a half-written file waits for the next change; a whole one is let
+go) and reports the assistant messages it has not reported yet, in order. It holds at most
+`MAX_DOCUMENT` bytes: a bigger document is passed over until the file is written again.
 
 A compaction leaves the messages as they were (the file keeps the whole history) and writes
 `<id>.compaction.json` beside it: `{updated_at, source_message_count, messages: [the summary,
@@ -94,6 +94,9 @@ class ClineReader:
             doc = orjson.loads(self._data)
         except orjson.JSONDecodeError:
             return []
+        # Whole: whatever changes next is a rewrite, read again from 0 (`reset`), so the bytes
+        # need not be held (nor kept in every snapshot of the reader).
+        self._data = bytearray()
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []

@@ -113,3 +113,17 @@ def test_the_digest_has_the_request_the_commands_and_the_compaction(tmp_path: Pa
     assert digest.compactions == 1
     assert facts.book.first_ask == "Run the steps"
     assert len(digest.commands) == 7
+
+
+def test_a_whole_document_is_let_go_and_the_state_is_small(tmp_path: Path) -> None:
+    from ctxd.agents import state
+
+    path = _session(tmp_path)
+    reader = ClineReader(str(path))
+    reader.feed(path.read_bytes())
+    assert len(reader._data) == 0
+    kept = state.dump(reader, (reader.facts,))
+    fresh = ClineReader(str(path))
+    state.load_into(fresh, kept, keep=("facts",))
+    fresh.reset()
+    assert fresh.feed(path.read_bytes()) == []  # a restart reports nothing twice
