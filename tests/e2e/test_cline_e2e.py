@@ -68,15 +68,17 @@ def cline_bin() -> Path:
     return found
 
 
-def cline_prepare(rd: RunDir, mock: Mock, bin: Path) -> Path:
+def cline_prepare(rd: RunDir, mock: Mock, bin: Path, data_dir: Path | None = None) -> Path:
     """The mock as an OpenAI-compatible provider, set by the real `cline auth` (a
     providers.json written by hand is not taken: the CLI then asks Cline's own API), then the
-    window added to its settings; returns providers.json."""
+    window added to its settings; returns providers.json. `data_dir`: `--data-dir`'s."""
+    moved = [] if data_dir is None else ["--data-dir", str(data_dir)]
     res = run(
         mock.wrap(
             [
                 str(bin),
                 "auth",
+                *moved,
                 "-p",
                 "openai-compatible",
                 "-k",
@@ -91,7 +93,8 @@ def cline_prepare(rd: RunDir, mock: Mock, bin: Path) -> Path:
         env=base_env(rd, {}),
     )
     assert res.returncode == 0, res.describe()
-    path = rd.home / ".cline" / "data" / "settings" / "providers.json"
+    data = rd.home / ".cline" / "data" if data_dir is None else data_dir
+    path = data / "settings" / "providers.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["providers"]["openai-compatible"]["settings"]["contextWindow"] = WINDOW
     write_json(path, doc)
@@ -140,7 +143,7 @@ class Rig:
     ctxd: Ctxd
     mock: Mock
 
-    def cline(self, prompt: str, **extra_env: str) -> Result:
+    def cline(self, prompt: str, *args: str, **extra_env: str) -> Result:
         env = base_env(
             self.rd,
             {
@@ -149,7 +152,7 @@ class Rig:
                 **extra_env,
             },
         )
-        res = run(self.mock.wrap([str(self.bin), prompt]), cwd=self.rd.work, env=env)
+        res = run(self.mock.wrap([str(self.bin), *args, prompt]), cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
         return res
 
@@ -170,14 +173,14 @@ class Rig:
 def make_rig(cline_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     with ExitStack() as cleanup:
 
-        def make(script_steps: list[Json], config: str = "") -> Rig:
+        def make(script_steps: list[Json], config: str = "", data_dir: str = "") -> Rig:
             rd = RunDir.create(tmp_path)
             ctxd = Ctxd(rd, config, {})
             script: Json = {"steps": script_steps, "step_mode": "counter", "aux_text": "SUMMARY"}
             mock = Mock("mock_openai_chat", rd.root, script, netns=netns)
             cleanup.callback(mock.stop)
             mock.start()
-            cline_prepare(rd, mock, cline_bin)
+            cline_prepare(rd, mock, cline_bin, rd.root / data_dir if data_dir else None)
             for name in HOOK_FILES:
                 hook_in(rd, name)
             cleanup.callback(ctxd.stop)
@@ -232,3 +235,17 @@ def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., 
     assert "All done." in res.stdout, res.describe()
     assert "CONTEXT " not in json.dumps([r["body"] for r in rig.main()])
     assert not os.path.exists(rig.ctxd.env["CTXD_SOCKET"])
+
+
+def test_a_data_dir_of_its_own_is_followed_through_the_hooks(make_rig: Callable[..., Rig]) -> None:
+    """`cline --data-dir D` keeps its sessions and settings in D and hands its hooks
+    CLINE_DATA_DIR=D, which the hook client passes on: ctxd finds the session (the daemon
+    itself watches only ~/.cline/data) and the window in D's settings."""
+    rig = make_rig(steps([12_000, 24_000, 25_000]), data_dir="cline-data")
+    data_dir = rig.rd.root / "cline-data"
+    rig.cline("Run the steps", "--data-dir", str(data_dir))
+
+    assert at_calls(rig.main(), WARNING) == [1]
+    row = rig.ctxd.session(rig.session_id())
+    assert row["transcript_path"].startswith(f"{data_dir}/sessions/")
+    assert (row["tokens"], row["window"]) == (25_000, WINDOW)
