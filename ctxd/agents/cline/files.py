@@ -2,8 +2,9 @@
 
 `<data>/sessions/<id>/<id>.messages.json` (3.0.65), `<data>` being `$CLINE_DATA_DIR`, else
 `~/.cline/data` (`cline --data-dir D` sets CLINE_DATA_DIR=D for its hooks, which the hook
-client passes on: ctxd follows such a session through its hooks). The file is one JSON document `{version, updated_at, agent, sessionId, origin,
-messages, system_prompt}`, written whole again at every change. Beside it Cline keeps
+client passes on: ctxd follows such a session through its hooks). The file is one JSON
+document `{version, updated_at, agent, sessionId, origin, messages, system_prompt}`, written
+whole again at every change. Beside it Cline keeps
 `<id>.json` (the session's manifest) and, once it compacted, `<id>.compaction.json` (what the
 model is sent in place of the messages it compacted). Session ids are `<ms>_<5 characters>`.
 """
