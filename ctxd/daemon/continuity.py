@@ -56,9 +56,17 @@ class Continuity:
         self.dir = handoff_dir(env)
         #: Session key -> the digest's compaction count when the note was last injected.
         self._injected: dict[str, int] = {}
+        #: Session key -> the handoff draft written for it since start (for the status rows);
+        #: forgotten with the session.
+        self._drafts: dict[str, str] = {}
 
     def forget(self, key: str) -> None:
         self._injected.pop(key, None)
+        self._drafts.pop(key, None)
+
+    def draft_of(self, key: str) -> str | None:
+        """The path of the handoff draft written for session `key` since start, if any."""
+        return self._drafts.get(key)
 
     def amend(
         self,
@@ -79,6 +87,7 @@ class Continuity:
         if asked and c.handoff_file and (reply.block_reason or reply.user_message):
             path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:
+                self._drafts[after.key] = str(path)
                 reply = _naming_draft(reply, path)
         # Every hook asks how many compactions there were; the digest is built only when used.
         compactions = reader.compactions
