@@ -196,24 +196,30 @@ async def record_history(
         await anyio.to_thread.run_sync(load_history, history, path)
     saved_at, saved_changes = anyio.current_time(), history.changes
     while not stopping.is_set():
-        try:
-            history.record(
-                (
-                    state.transcript_path or state.key,
-                    state.usage_at or state.updated_at,
-                    state.tokens,
-                    state.compactions,
-                )
-                for state in sessions
-            )
-        except Exception:  # the chart is not worth the daemon
-            logger.exception("recording the history failed")
+        _record(history, sessions)
         due = anyio.current_time() - saved_at >= HISTORY_SAVE
         if path is not None and due and history.changes != saved_changes:
             saved_at, saved_changes = anyio.current_time(), history.changes
             await _save(history, path)
         with anyio.move_on_after(HISTORY_TICK):
             await stopping.wait()
-    if path is not None and history.changes != saved_changes:
-        # Not cancellable once started (a worker thread): the file is written whole.
-        await _save(history, path)
+    if path is not None:
+        _record(history, sessions)  # the figures of the last moment too
+        if history.changes != saved_changes:
+            # Not cancellable once started (a worker thread): the file is written whole.
+            await _save(history, path)
+
+
+def _record(history: History, sessions: Sessions) -> None:
+    try:
+        history.record(
+            (
+                state.transcript_path or state.key,
+                state.usage_at or state.updated_at,
+                state.tokens,
+                state.compactions,
+            )
+            for state in sessions
+        )
+    except Exception:  # the chart is not worth the daemon
+        logger.exception("recording the history failed")
