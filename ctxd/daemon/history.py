@@ -11,6 +11,7 @@ first, until HISTORY_FILE_MAX would be passed (the rest are left out, and logged
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import Iterable
@@ -125,7 +126,7 @@ class History:
                 skipped += 1
                 continue
             points = saved.points[-self.points :]
-            ordered = all(a[0] < b[0] for a, b in zip(points, points[1:], strict=False))
+            ordered = all(a[0] < b[0] for a, b in itertools.pairwise(points))
             if not points or not ordered or any(p[1] < 0 or p[2] < 0 for p in points):
                 skipped += 1
                 continue

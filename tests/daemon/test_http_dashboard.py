@@ -350,15 +350,22 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
         t.assistant(tokens)
         world.hook_out("claude", t.payload("PostToolUse"))
     world.hook_out("claude", ended.payload("SessionEnd", reason="prompt_input_exit"))
-    world.wait_for(lambda: (r := world.row(ended)) and r["ended_at"] or None, 5, "the end")
+    world.wait_for(lambda: ((r := world.row(ended)) and r["ended_at"]) or None, 5, "the end")
     before = world.wait_for(
-        lambda: len(h := api(port)["history"].get(str(charted.path), [])) >= 8 and h or None,
+        lambda: (len(h := api(port)["history"].get(str(charted.path), [])) >= 8 and h) or None,
         5,
         "the charted session's history",
     )
     # Each call a point, and the compaction's own (its summary's size) between them.
     assert [(p[1] // 1000, p[2]) for p in before] == [
-        (150, 0), (260, 0), (60, 1), (200, 1), (330, 1), (450, 1), (570, 1), (680, 1)
+        (150, 0),
+        (260, 0),
+        (60, 1),
+        (200, 1),
+        (330, 1),
+        (450, 1),
+        (570, 1),
+        (680, 1),
     ]
 
     assert world.stop() == 0
@@ -369,7 +376,7 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
     # One more call after the restart: the series goes on from where it was.
     charted.assistant(700_000)
     world.hook_out("claude", charted.payload("PostToolUse"))
-    world.wait_for(lambda: (r := world.row(charted)) and r["tokens"] == 700_000 or None, 5)
+    world.wait_for(lambda: ((r := world.row(charted)) and r["tokens"] == 700_000) or None, 5)
     # Past 70 % used, the end of a turn asks for a handoff note; ctxd drafts it.
     world.hook_out("claude", charted.payload("Stop"))
     row = world.wait_for(lambda: (r := world.row(charted)) and r["handoff_draft"] and r, 5)
@@ -407,7 +414,9 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
     assert draft == row["handoff_draft"] and Path(draft).is_file(), draft
     assert "handoff asked: draft at" in text, text
     # The most urgent first, the ended last, its reason in words.
-    order = browser.evaluate("[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)")
+    order = browser.evaluate(
+        "[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)"
+    )
     assert order == [urgent.session_id, charted.session_id, quiet.session_id, ended.session_id]
     ending = f"document.querySelector(\"[data-session='{ended.session_id}']\")"
     assert browser.evaluate(f"{ending}.querySelector('.sev').textContent") == "ended"
