@@ -2,20 +2,24 @@
 restarts in the private state dir (`history.json`, beside the snapshot).
 
 The file is ctxd's own but read as if it were not: at most HISTORY_FILE_MAX bytes (a bigger one
-is logged and the history starts empty), each series read back by its declared types
-(`ctxd.daemon.typed`) and skipped alone when damaged; nothing in it can stop the daemon. It is
-written whole or not at all (`fileio.write_atomic`), in a worker thread, every HISTORY_SAVE
-seconds while something changed and when the daemon stops; the most recently moved series
-first, until HISTORY_FILE_MAX would be passed (the rest are left out, and logged).
+is logged and the history starts empty), each point checked for its types and order and a
+series skipped alone when damaged; nothing in it can stop the daemon. (The points are checked
+by hand, not read by `ctxd.daemon.typed`: a full file holds hundreds of thousands of them, and
+reading each by its declared types cost several times as much: docs/benchmarks.md §30.)
+
+It is written whole or not at all (`fileio.write_atomic`), in a worker thread, every
+HISTORY_SAVE seconds while something changed and when the daemon stops: the series whose last
+point is latest first, until HISTORY_FILE_MAX would be passed (the rest are left out, logged).
+Its bytes are the members the dashboard's answer keeps (`History.encoded`), so a save encodes
+only the series that changed since.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
+import math
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -23,7 +27,6 @@ import anyio.to_thread
 import orjson
 
 from ctxd.daemon.sessions import Sessions
-from ctxd.daemon.typed import from_plain
 from ctxd.fileio import write_atomic
 from ctxd.untrusted import read_untrusted
 
@@ -52,15 +55,6 @@ HISTORY_SAVE = 10.0
 _FORMAT = 1
 
 Point = tuple[float, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class SavedSeries:
-    """One session's series as the history file holds it: its key and (time, tokens,
-    compactions) points, oldest first."""
-
-    key: str
-    points: tuple[tuple[float, int, int], ...]
 
 
 class History:
@@ -94,44 +88,49 @@ class History:
             self.changes += 1
 
     def saved(self, limit: int = HISTORY_FILE_MAX) -> tuple[bytes, int]:
-        """The history file's bytes (at most `limit`) and how many series did not fit: the
-        series whose last point is latest go first."""
-        head = b'{"format":' + orjson.dumps(_FORMAT) + b',"series":['
-        parts: list[bytes] = []
-        size = len(head) + 2
-        order = sorted(self.series.items(), key=lambda item: -item[1][-1][0])
-        for n, (key, series) in enumerate(order):
-            part = orjson.dumps({"key": key, "points": list(series)})
+        """The history file's bytes (at most `limit`) and how many series did not fit: a
+        first line naming the format, then one line per series (`{"key":[[t,tokens,n],...]}`),
+        the series whose last point is latest first. Made of the members `encoded` keeps, so a
+        save encodes only the series that changed."""
+        members = self._members()
+        parts = [b'{"format":' + orjson.dumps(_FORMAT) + b"}"]
+        size = len(parts[0])
+        order = sorted(members, key=lambda key: -members[key][0][1][0])
+        for n, key in enumerate(order):
+            part = b"{" + members[key][1] + b"}"
             if size + len(part) + 1 > limit:
-                return head + b",".join(parts) + b"]}", len(order) - n
+                return b"\n".join(parts) + b"\n", len(order) - n
             parts.append(part)
             size += len(part) + 1
-        return head + b",".join(parts) + b"]}", 0
+        return b"\n".join(parts) + b"\n", 0
 
     def restore(self, data: bytes) -> tuple[int, int]:
         """Take in the series of a history file's bytes; (series taken, series skipped as
-        damaged). A document that is not a history file is a ValueError; a series already
-        recorded since start is kept as it is."""
-        doc = orjson.loads(data)
-        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        damaged: a line that is not one series, a point that is not [time, tokens,
+        compactions] of those types, times not rising, a negative count). A first line that
+        does not name this format is a ValueError; a series already recorded since start is
+        kept as it is. Line by line, so that a worker thread doing this lets the event loop
+        in between (one parse of the whole file held the interpreter throughout)."""
+        lines = data.split(b"\n")
+        head = orjson.loads(lines[0])
+        if not isinstance(head, dict) or head.get("format") != _FORMAT:
             raise ValueError("not a history file of this version")
-        raw = doc.get("series")
-        if not isinstance(raw, list):
-            raise ValueError("no series")
         taken = skipped = 0
-        for item in raw:
+        for line in lines[1:]:
+            if not line:
+                continue
             try:
-                saved = from_plain(SavedSeries, item)
-            except (TypeError, ValueError):
+                raw = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raw = None
+            series = None
+            if isinstance(raw, dict) and len(raw) == 1:
+                ((key, points),) = raw.items()
+                series = _points(points, self.points)
+            if series is None:
                 skipped += 1
-                continue
-            points = saved.points[-self.points :]
-            ordered = all(a[0] < b[0] for a, b in itertools.pairwise(points))
-            if not points or not ordered or any(p[1] < 0 or p[2] < 0 for p in points):
-                skipped += 1
-                continue
-            if saved.key not in self.series:
-                self.series[saved.key] = deque(points, maxlen=self.points)
+            elif key not in self.series:
+                self.series[key] = series
                 taken += 1
         return taken, skipped
 
@@ -141,6 +140,10 @@ class History:
     def encoded(self) -> bytes:
         """`export()` as JSON, a series encoded again only when it changed: the dashboard asks
         twice a second, and most of 10,000 sessions' series stay as they were."""
+        return b"{" + b",".join(member for _, member in self._members().values()) + b"}"
+
+    def _members(self) -> dict[str, tuple[tuple[int, Point], bytes]]:
+        """Each series' JSON member (`"key":[[...],...]`) with the version it was made at."""
         kept = {}
         for key, series in self.series.items():
             version = (len(series), series[-1])
@@ -149,7 +152,26 @@ class History:
                 known = (version, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
             kept[key] = known
         self._encoded = kept
-        return b"{" + b",".join(member for _, member in kept.values()) + b"}"
+        return kept
+
+
+def _points(raw: object, keep: int) -> deque[Point] | None:
+    """The last `keep` points of a saved series, or None when it is not one."""
+    if not isinstance(raw, list) or not raw:
+        return None
+    out: deque[Point] = deque(maxlen=keep)
+    last = -math.inf
+    for point in raw[-keep:]:
+        if type(point) is not list or len(point) != 3:
+            return None
+        at, tokens, compactions = point
+        if type(at) not in (float, int) or type(tokens) is not int or type(compactions) is not int:
+            return None
+        if not last < at < math.inf or tokens < 0 or compactions < 0:  # NaN fails too
+            return None
+        last = at
+        out.append((float(at), tokens, compactions))
+    return out
 
 
 def load_history(history: History, path: Path) -> None:

@@ -40,11 +40,16 @@ def test_the_history_file_gives_back_what_was_saved_newest_series_first_within_i
     assert back.restore(data) == (2, 0)
     assert back.export() == history.export()
     # A bound that holds one series keeps the one that moved last.
-    one = len(orjson.dumps({"key": "new", "points": list(history.series["new"])}))
-    data, left_out = history.saved(limit=one + 40)
-    assert left_out == 1 and len(data) <= one + 40
+    one = len(orjson.dumps({"new": list(history.series["new"])}))
+    data, left_out = history.saved(limit=one + 20)
+    assert left_out == 1 and len(data) <= one + 20
     back = History(points=4)
     back.restore(data)
+    assert list(back.series) == ["new"]
+    # A file cut short (a disk full, say) keeps its whole lines.
+    whole = history.saved()[0]
+    back = History(points=4)
+    assert back.restore(whole[: whole.rindex(b"\n", 0, len(whole) - 1) + 5]) == (1, 1)
     assert list(back.series) == ["new"]
     # Fewer points kept now than then: the newest stay.
     short = History(points=2)
@@ -55,22 +60,26 @@ def test_the_history_file_gives_back_what_was_saved_newest_series_first_within_i
 def test_a_damaged_series_is_skipped_alone_and_a_damaged_file_leaves_the_history_empty(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    good = {"key": "a", "points": [[1.0, 5, 0], [2.0, 7, 1]]}
-    bad = [
-        {"key": "b", "points": [[2.0, 5, 0], [1.0, 7, 0]]},  # time going back
-        {"key": "c", "points": [[1.0, -5, 0]]},  # negative tokens
-        {"key": "d", "points": [[1.0, "5", 0]]},  # a string for a count
-        {"key": 4, "points": []},
-        {"points": [[1.0, 5, 0]]},
-        "e",
-    ]
+    good = {"a": [[1.0, 5, 0], [2, 7, 1]]}
+    bad = {
+        "b": [[2.0, 5, 0], [1.0, 7, 0]],  # time going back
+        "c": [[1.0, -5, 0]],  # negative tokens
+        "d": [[1.0, "5", 0]],  # a string for a count
+        "e": [[1.0, 5.5, 0]],  # a fraction of a token
+        "f": [[1.0, 5]],
+        "g": [],
+        "h": "points",
+    }
+    lines = [b'{"format":1}', orjson.dumps(good)]
+    lines += [orjson.dumps({key: points}) for key, points in bad.items()]
+    lines += [b'{"x": [[1.0, 5, 0]], "y": [[1.0, 5, 0]]}', b"[1, 2]", b'{"z": [[1.0, 5']
     history = History()
-    taken = history.restore(orjson.dumps({"format": 1, "series": [good, *bad]}))
-    assert taken == (1, 6)
+    taken = history.restore(b"\n".join(lines))
+    assert taken == (1, 10)
     assert history.export() == {"a": [(1.0, 5, 0), (2.0, 7, 1)]}
 
     path = tmp_path / HISTORY_FILE
-    for damaged in (b"\x00garbage{", b'{"format": 99, "series": []}', b"[1, 2]"):
+    for damaged in (b"\x00garbage{", b'{"format": 99}\n{"a": [[1.0, 5, 0]]}', b"[1, 2]"):
         path.write_bytes(damaged)
         history = History()
         load_history(history, path)
@@ -93,7 +102,7 @@ def test_a_daemon_with_a_damaged_history_file_serves_and_writes_a_good_one(world
     world.write_config(f"[http]\nenabled = true\nport = {port}\n")
     kept = world.state_file.parent / HISTORY_FILE
     kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    kept.write_bytes(b'{"format": 1, "series": [{"key": "x", "points": [[1.0, "' + b"9" * 4096)
+    kept.write_bytes(b'{"format": 1' + b"9" * 4096)
     world.start()
     t = world.claude()
     t.assistant(120_000)
@@ -101,6 +110,6 @@ def test_a_daemon_with_a_damaged_history_file_serves_and_writes_a_good_one(world
     world.wait_for(lambda: world.row(t), 5, "the session")
     assert "history not restored" in world.log()
     assert world.stop() == 0
-    saved = orjson.loads(kept.read_bytes())
-    assert [s["key"] for s in saved["series"]] == [str(t.path)]
-    assert saved["series"][0]["points"][-1][1:] == [120_000, 0]
+    head, series, end = kept.read_bytes().split(b"\n")
+    assert (orjson.loads(head), end) == ({"format": 1}, b"")
+    assert orjson.loads(series)[str(t.path)][-1][1:] == [120_000, 0]

@@ -1,0 +1,112 @@
+"""Benchmark 30: the dashboard's history kept across restarts, and the page's weight.
+
+For N sessions each with HISTORY_POINTS points (a realistic shape: a second apart, the context
+growing by a few thousand tokens a point, a compaction now and then), measures in process:
+the memory the series hold (tracemalloc), `History.saved()` (the bytes written at each save, on
+the event loop) and its size against HISTORY_FILE_MAX, how many series it leaves out, and
+`load_history` of that file in a worker thread as the daemon's start does it, with the longest
+the event loop waited meanwhile (a task ticking every 1 ms). Then the page's bytes.
+
+    .venv/bin/python bench/dashboard_history.py [--sessions 100 500 2000 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import statistics
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from ctxd.daemon.history import HISTORY_FILE_MAX, HISTORY_POINTS, History, load_history
+
+
+def filled(sessions: int) -> History:
+    history = History()
+    start = 1_780_000_000.0
+    for n in range(HISTORY_POINTS):
+        at = start + n + 0.123
+        history.record(
+            (
+                f"/home/dev/.claude/projects/-home-dev-work-project-{s % 40:03d}/"
+                f"{s:08d}-1dbc-4085-bfe2-3aea289cc05b.jsonl",
+                at,
+                20_000 + (n * 3_000 + s * 7) % 600_000,
+                n // 200,
+            )
+            for s in range(sessions)
+        )
+    return history
+
+
+def timed(fn, runs: int = 3):  # type: ignore[no-untyped-def]
+    times, result = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def load_in_thread(path: Path) -> tuple[float, float]:
+    """`load_history` in a worker thread: its wall time and the event loop's longest wait."""
+    gaps: list[float] = []
+
+    async def run() -> float:
+        done = False
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while not done:
+                await anyio.sleep(0.001)
+                gaps.append(time.perf_counter() - last)
+                last = time.perf_counter()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            t = time.perf_counter()
+            await anyio.to_thread.run_sync(load_history, History(), path)
+            took = time.perf_counter() - t
+            done = True
+        return took
+
+    took = anyio.run(run)
+    return took, max(gaps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, nargs="+", default=[100, 500, 2000, 10000])
+    args = parser.parse_args()
+    print(f"HISTORY_POINTS={HISTORY_POINTS} HISTORY_FILE_MAX={HISTORY_FILE_MAX}")
+    print(
+        "| sessions | series in memory | per session | saved() | file | left out "
+        "| load (thread) | longest loop wait |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for sessions in args.sessions:
+        tracemalloc.start()
+        history = filled(sessions)
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        save_s, (data, left_out) = timed(history.saved)
+        with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as folder:
+            path = Path(folder) / "history.json"
+            path.write_bytes(data)
+            load_s, gap = load_in_thread(path)
+        print(
+            f"| {sessions:,} | {held / 2**20:.1f} MiB | {held / sessions / 1024:.1f} KiB "
+            f"| {save_s * 1000:.0f} ms | {len(data) / 2**20:.2f} MiB | {left_out:,} "
+            f"| {load_s * 1000:.0f} ms | {gap * 1000:.0f} ms |"
+        )
+    page = importlib.resources.files("ctxd.daemon").joinpath("dashboard.html").read_bytes()
+    print(f"dashboard.html: {len(page):,} bytes")
+
+
+if __name__ == "__main__":
+    main()
