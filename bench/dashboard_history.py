@@ -4,7 +4,9 @@ For N sessions each with HISTORY_POINTS points (a realistic shape: a second apar
 growing by a few thousand tokens a point, a compaction now and then), measures in process:
 the memory the series hold (tracemalloc), `History.saved()` (the bytes written at each save, on
 the event loop) and its size against HISTORY_FILE_MAX, how many series it leaves out, and
-`load_history` of that file in a worker thread as the daemon's start does it, with the longest
+`load_history` of that file as the daemon's start does it (read in a worker thread, taken in on
+the event loop in slices; the series measured before are let go first, and the collector set as
+the daemon sets it), with the longest
 the event loop waited meanwhile (a task ticking every 1 ms). Then the page's bytes.
 
     .venv/bin/python bench/dashboard_history.py [--sessions 100 500 2000 10000]
@@ -13,6 +15,7 @@ the event loop waited meanwhile (a task ticking every 1 ms). Then the page's byt
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.resources
 import statistics
 import tempfile
@@ -21,7 +24,6 @@ import tracemalloc
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 
 from ctxd.daemon.history import HISTORY_FILE_MAX, HISTORY_POINTS, History, load_history
 
@@ -54,7 +56,7 @@ def timed(fn, runs: int = 3):  # type: ignore[no-untyped-def]
 
 
 def load_in_thread(path: Path) -> tuple[float, float]:
-    """`load_history` in a worker thread: its wall time and the event loop's longest wait."""
+    """`load_history`: its wall time and the event loop's longest wait meanwhile."""
     gaps: list[float] = []
 
     async def run() -> float:
@@ -70,7 +72,7 @@ def load_in_thread(path: Path) -> tuple[float, float]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(tick)
             t = time.perf_counter()
-            await anyio.to_thread.run_sync(load_history, History(), path)
+            await load_history(History(), path)
             took = time.perf_counter() - t
             done = True
         return took
@@ -86,7 +88,7 @@ def main() -> None:
     print(f"HISTORY_POINTS={HISTORY_POINTS} HISTORY_FILE_MAX={HISTORY_FILE_MAX}")
     print(
         "| sessions | series in memory | per session | saved() | file | left out "
-        "| load (thread) | longest loop wait |"
+        "| load | longest loop wait |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for sessions in args.sessions:
@@ -95,10 +97,16 @@ def main() -> None:
         held = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         save_s, (data, left_out) = timed(history.saved)
+        del history
+        gc.collect()
+        gc.freeze()  # as the daemon does with what it holds at start
+        gc.set_threshold(50_000, 20, 100)
         with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as folder:
             path = Path(folder) / "history.json"
             path.write_bytes(data)
             load_s, gap = load_in_thread(path)
+        gc.unfreeze()
+        gc.set_threshold(700, 10, 10)
         print(
             f"| {sessions:,} | {held / 2**20:.1f} MiB | {held / sessions / 1024:.1f} KiB "
             f"| {save_s * 1000:.0f} ms | {len(data) / 2**20:.2f} MiB | {left_out:,} "

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import orjson
 
@@ -38,6 +40,7 @@ __all__ = [
     "HISTORY_TICK",
     "History",
     "load_history",
+    "read_history",
     "record_history",
     "save_history",
 ]
@@ -52,6 +55,8 @@ HISTORY_TICK = 1.0
 HISTORY_FILE = "history.json"
 HISTORY_FILE_MAX = 8 * 1024 * 1024
 HISTORY_SAVE = 10.0
+#: Seconds of reading the file back after which the event loop is given back.
+SLICE = 0.002
 _FORMAT = 1
 
 Point = tuple[float, int, int]
@@ -105,18 +110,32 @@ class History:
         return b"\n".join(parts) + b"\n", 0
 
     def restore(self, data: bytes) -> tuple[int, int]:
-        """Take in the series of a history file's bytes; (series taken, series skipped as
-        damaged: a line that is not one series, a point that is not [time, tokens,
-        compactions] of those types, times not rising, a negative count). A first line that
-        does not name this format is a ValueError; a series already recorded since start is
-        kept as it is. Line by line, so that a worker thread doing this lets the event loop
-        in between (one parse of the whole file held the interpreter throughout)."""
+        """`restoring`, at once."""
+        steps = self.restoring(data)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: tuple[int, int] = done.value
+                return result
+
+    def restoring(self, data: bytes) -> Generator[None, None, tuple[int, int]]:
+        """Take in the series of a history file's bytes, yielding every SLICE seconds (where
+        the event loop may take over: a full file takes a good part of a second); (series
+        taken, series skipped as damaged: a line that is not one series, a point that is not
+        [time, tokens, compactions] of those types, times not rising, a negative count). A
+        first line that does not name this format is a ValueError; a series already recorded
+        since start is kept as it is."""
         lines = data.split(b"\n")
         head = orjson.loads(lines[0])
         if not isinstance(head, dict) or head.get("format") != _FORMAT:
             raise ValueError("not a history file of this version")
         taken = skipped = 0
+        due = time.perf_counter() + SLICE
         for line in lines[1:]:
+            if time.perf_counter() > due:
+                yield
+                due = time.perf_counter() + SLICE
             if not line:
                 continue
             try:
@@ -174,18 +193,34 @@ def _points(raw: object, keep: int) -> deque[Point] | None:
     return out
 
 
-def load_history(history: History, path: Path) -> None:
-    """Take in the history file at `path` when there is one; whatever is wrong with it is
-    logged and leaves the history empty (the daemon serves on). Blocking: a worker thread's."""
+def read_history(path: Path) -> bytes | None:
+    """The history file's bytes, None when there is none or it cannot be read (logged: the
+    history then starts empty). Blocking: a worker thread's."""
     try:
-        data = read_untrusted(path, HISTORY_FILE_MAX)
+        return read_untrusted(path, HISTORY_FILE_MAX)
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         logger.warning("history not restored, starting empty: %s", exc)
+        return None
+
+
+async def load_history(history: History, path: Path) -> None:
+    """Take in the history file at `path` when there is one, read in a worker thread and
+    taken in on the event loop in slices; whatever is wrong with it is logged and leaves the
+    history empty (the daemon serves on)."""
+    data = await anyio.to_thread.run_sync(read_history, path)
+    if data is None:
         return
+    steps = history.restoring(data)
     try:
-        taken, skipped = history.restore(data)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                taken, skipped = done.value
+                break
+            await anyio.lowlevel.checkpoint()
     except ValueError as exc:  # orjson's JSONDecodeError is one
         logger.warning("history not restored from %s, starting empty: %s", path, exc)
         return
@@ -216,7 +251,7 @@ async def record_history(
     a `path`, the history is read from it first and written to it every HISTORY_SAVE seconds
     while it changed, and once more at the end."""
     if path is not None:
-        await anyio.to_thread.run_sync(load_history, history, path)
+        await load_history(history, path)
     saved_at, saved_changes = anyio.current_time(), history.changes
     while not stopping.is_set():
         _record(history, sessions)

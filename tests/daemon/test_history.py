@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 import orjson
 import pytest
 from loopback import free_port
@@ -82,18 +83,18 @@ def test_a_damaged_series_is_skipped_alone_and_a_damaged_file_leaves_the_history
     for damaged in (b"\x00garbage{", b'{"format": 99}\n{"a": [[1.0, 5, 0]]}', b"[1, 2]"):
         path.write_bytes(damaged)
         history = History()
-        load_history(history, path)
+        anyio.run(load_history, history, path)
         assert history.export() == {}
     with path.open("wb") as f:  # sparse: past the bound without writing it
         f.truncate(HISTORY_FILE_MAX + 1)
-    load_history(history, path)
+    anyio.run(load_history, history, path)
     assert history.export() == {} and "larger than" in caplog.text
     path.unlink()
     os.mkfifo(path)  # a FIFO is refused, not waited on
-    load_history(history, path)
+    anyio.run(load_history, history, path)
     assert history.export() == {} and "FIFO" in caplog.text
     path.unlink()
-    load_history(history, path)  # none: nothing to say
+    anyio.run(load_history, history, path)  # none: nothing to say
     assert history.export() == {}
 
 
