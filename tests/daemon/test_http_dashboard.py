@@ -16,16 +16,21 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 from loopback import free_port
 
+from ctxd.daemon.centre import Centre
 from ctxd.daemon.history import HISTORY_FILE, HISTORY_TICK
+from ctxd.daemon.http import HttpServer
+from ctxd.daemon.listeners import open_http_listener
 
 if TYPE_CHECKING:
     from conftest import World
@@ -433,3 +438,72 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
         )
         time.sleep(0.6)
         browser.screenshot(Path(shot))
+
+
+@contextlib.contextmanager
+def serving_status(status: Callable[[], bytes]) -> Iterator[int]:
+    """A real HttpServer on a loopback port, in a thread, answering `status()` as the
+    daemon's status handler; its port."""
+    port = free_port()
+    stop = threading.Event()
+    listening = threading.Event()
+
+    async def serve() -> None:
+        stopping = anyio.Event()
+        server = HttpServer(lambda request: b"", lambda request: status(), port=port)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, open_http_listener(port), stopping)
+            listening.set()
+            while not stop.is_set():
+                await anyio.sleep(0.05)
+            stopping.set()
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    try:
+        assert listening.wait(10)
+        yield port
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def test_the_dashboard_draws_a_row_that_cannot_be_computed_as_an_error(
+    world: World, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    centre = Centre.open(world.env, {"claude": world.claude_projects}, monotonic=lambda: 0.0)
+    ended, broken, live = world.claude(), world.claude(), world.claude()
+    for t in (ended, broken, live):
+        t.assistant(100_000)
+        centre.answers.handle_hook("claude", None, json.dumps(t.payload("PostToolUse")).encode())
+    end = ended.payload("SessionEnd", reason="prompt_input_exit")
+    centre.answers.handle_hook("claude", None, json.dumps(end).encode())
+    grounds = centre.answers.grounds
+
+    def failing_for_one(state: Any) -> Any:
+        if state.key == str(broken.path):
+            raise AttributeError("a state restored wrong")
+        return grounds(state)
+
+    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    with serving_status(centre.status.encoded) as port:
+        browser.go(f"http://127.0.0.1:{port}/")
+        order = browser.wait(
+            "document.querySelectorAll('[data-session]').length === 3 && "
+            "[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)",
+            10,
+        )
+        card = f"document.querySelector(\"[data-session='{broken.session_id}']\")"
+        assert order == [broken.session_id, live.session_id, ended.session_id]
+        assert browser.evaluate(f"{card}.className") == "card failed"
+        assert browser.evaluate(f"{card}.querySelector('.sev').textContent") == "error"
+        assert browser.evaluate(f"{card}.querySelector('.error').textContent") == (
+            "cannot compute this session's figures: AttributeError"
+        )
+        # No bar, no chart, no figure drawn as if it were one.
+        assert browser.evaluate(f"{card}.querySelectorAll('svg, .bar').length") == 0
+        text = browser.evaluate("document.body.innerText")
+        assert not re.search(r"undefined|NaN|null|prompt_input_exit", text), text
+        assert "the user exited the agent" in text
+        errors = browser.console_errors()
+        assert errors == [], errors
