@@ -64,9 +64,21 @@ class Continuity:
         self._injected.pop(key, None)
         self._drafts.pop(key, None)
 
-    def draft_of(self, key: str) -> str | None:
-        """The path of the handoff draft written for session `key` since start, if any."""
-        return self._drafts.get(key)
+    def draft_of(self, state: SessionState) -> str | None:
+        """The path of the handoff draft written for this session: the one written since
+        start, or, for a session whose handoff was asked before the daemon started, its draft
+        if one is there (a stat in ctxd's own private folder)."""
+        known = self._drafts.get(state.key)
+        if known is not None or not state.policy.handoff_asked:
+            return known
+        path = self._draft_path(state)
+        try:
+            return str(path) if path.is_file() else None
+        except OSError:
+            return None
+
+    def _draft_path(self, state: SessionState) -> Path:
+        return self.dir / f"{state.session_id}.md"
 
     def amend(
         self,
@@ -103,7 +115,7 @@ class Continuity:
         return reply
 
     def _write_draft(self, state: SessionState, digest: Digest, limit: int) -> Path | None:
-        path = self.dir / f"{state.session_id}.md"
+        path = self._draft_path(state)
         text = render_markdown(digest, handoff_title(state), limit)
         try:
             ensure_private_dir(self.dir)

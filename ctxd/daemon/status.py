@@ -316,7 +316,7 @@ class Status:
             },
             "warned": state.policy.warned.label,
             "handoff_asked": state.policy.handoff_asked,
-            "handoff_draft": self.answers.continuity.draft_of(state.key),
+            "handoff_draft": self.answers.continuity.draft_of(state),
             "transcript_path": state.transcript_path,
             "cwd": state.cwd,
             "parent": state.parent,

@@ -356,6 +356,9 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
         world.hook_out("claude", t.payload("PostToolUse"))
     world.hook_out("claude", ended.payload("SessionEnd", reason="prompt_input_exit"))
     world.wait_for(lambda: ((r := world.row(ended)) and r["ended_at"]) or None, 5, "the end")
+    # Past 70 % used, the end of a turn asks for a handoff note; ctxd drafts it.
+    world.hook_out("claude", charted.payload("Stop"))
+    asked = world.wait_for(lambda: (r := world.row(charted)) and r["handoff_draft"], 5)
     before = world.wait_for(
         lambda: (len(h := api(port)["history"].get(str(charted.path), [])) >= 8 and h) or None,
         5,
@@ -381,10 +384,9 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
     # One more call after the restart: the series goes on from where it was.
     charted.assistant(700_000)
     world.hook_out("claude", charted.payload("PostToolUse"))
-    world.wait_for(lambda: ((r := world.row(charted)) and r["tokens"] == 700_000) or None, 5)
-    # Past 70 % used, the end of a turn asks for a handoff note; ctxd drafts it.
-    world.hook_out("claude", charted.payload("Stop"))
-    row = world.wait_for(lambda: (r := world.row(charted)) and r["handoff_draft"] and r, 5)
+    row = world.wait_for(lambda: (r := world.row(charted)) and r["tokens"] == 700_000 and r, 5)
+    # The draft asked for before the restart is still named.
+    assert row["handoff_asked"] and row["handoff_draft"] == asked
     assert row["severity"] == "warning" and row["forecast"]["calls_to_compaction"]
 
     browser.go(f"http://127.0.0.1:{port}/")
