@@ -7,7 +7,9 @@ the event loop) and its size against HISTORY_FILE_MAX, how many series it leaves
 `load_history` of that file as the daemon's start does it (read in a worker thread, taken in on
 the event loop in slices; the series measured before are let go first, and the collector set as
 the daemon sets it), with the longest
-the event loop waited meanwhile (a task ticking every 1 ms). Then the page's bytes.
+the event loop waited meanwhile (a task ticking every 1 ms); and, for the file, the time of
+its parse, of the points checked by hand (as `History.restore` does) and of the same read by
+declared types (`ctxd.daemon.typed.from_plain`). Then the page's bytes.
 
     .venv/bin/python bench/dashboard_history.py [--sessions 100 500 2000 10000]
 """
@@ -21,11 +23,20 @@ import statistics
 import tempfile
 import time
 import tracemalloc
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import orjson
 
-from ctxd.daemon.history import HISTORY_FILE_MAX, HISTORY_POINTS, History, load_history
+from ctxd.daemon.history import (
+    HISTORY_FILE_MAX,
+    HISTORY_POINTS,
+    History,
+    _points,
+    load_history,
+)
+from ctxd.daemon.typed import from_plain
 
 
 def filled(sessions: int) -> History:
@@ -53,6 +64,30 @@ def timed(fn, runs: int = 3):  # type: ignore[no-untyped-def]
         result = fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times), result
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A series as `typed` would read it."""
+
+    key: str
+    points: tuple[tuple[float, int, int], ...]
+
+
+def checks(data: bytes) -> tuple[float, float, float]:
+    """Seconds to parse the file's lines, to check their points by hand, to read them typed."""
+    lines = data.split(b"\n")[1:-1]
+    t = time.perf_counter()
+    docs = [orjson.loads(line) for line in lines]
+    parsed = time.perf_counter()
+    for doc in docs:
+        ((_, points),) = doc.items()
+        _points(points, HISTORY_POINTS)
+    by_hand = time.perf_counter()
+    for doc in docs:
+        ((key, points),) = doc.items()
+        from_plain(Typed, {"key": key, "points": points})
+    return parsed - t, by_hand - parsed, time.perf_counter() - by_hand
 
 
 def load_in_thread(path: Path) -> tuple[float, float]:
@@ -91,6 +126,7 @@ def main() -> None:
         "| load | longest loop wait |"
     )
     print("|---|---|---|---|---|---|---|---|")
+    check_lines: list[str] = []
     for sessions in args.sessions:
         tracemalloc.start()
         history = filled(sessions)
@@ -107,11 +143,17 @@ def main() -> None:
             load_s, gap = load_in_thread(path)
         gc.unfreeze()
         gc.set_threshold(700, 10, 10)
+        parse_s, hand_s, typed_s = checks(data)
+        check_lines.append(
+            f"{sessions:,} sessions: parse {parse_s * 1000:.0f} ms, points checked by hand "
+            f"{hand_s * 1000:.0f} ms, read by declared types {typed_s * 1000:.0f} ms"
+        )
         print(
             f"| {sessions:,} | {held / 2**20:.1f} MiB | {held / sessions / 1024:.1f} KiB "
             f"| {save_s * 1000:.0f} ms | {len(data) / 2**20:.2f} MiB | {left_out:,} "
             f"| {load_s * 1000:.0f} ms | {gap * 1000:.0f} ms |"
         )
+    print("\n".join(check_lines))
     page = importlib.resources.files("ctxd.daemon").joinpath("dashboard.html").read_bytes()
     print(f"dashboard.html: {len(page):,} bytes")
 

@@ -5,7 +5,7 @@ The file is ctxd's own but read as if it were not: at most HISTORY_FILE_MAX byte
 is logged and the history starts empty), each point checked for its types and order and a
 series skipped alone when damaged; nothing in it can stop the daemon. (The points are checked
 by hand, not read by `ctxd.daemon.typed`: a full file holds hundreds of thousands of them, and
-reading each by its declared types cost several times as much: docs/benchmarks.md §30.)
+reading each by its declared types cost four to five times as much: docs/benchmarks.md §30.)
 
 It is written whole or not at all (`fileio.write_atomic`), in a worker thread, every
 HISTORY_SAVE seconds while something changed and when the daemon stops: the series whose last
