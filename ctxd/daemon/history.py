@@ -237,11 +237,23 @@ def save_history(data: bytes, path: Path) -> None:
         logger.warning("cannot save the history to %s: %s", path, exc)
 
 
-async def _save(history: History, path: Path) -> None:
-    data, left_out = history.saved()
-    if left_out:
-        logger.warning("history: %d sessions' series left out of %s (its bound)", left_out, path)
-    await anyio.to_thread.run_sync(save_history, data, path)
+class _Saver:
+    """Writes the history file in a worker thread; says when series start (or stop) being
+    left out of it, not at every save."""
+
+    def __init__(self, history: History, path: Path) -> None:
+        self.history = history
+        self.path = path
+        self.left_out = 0
+
+    async def save(self) -> None:
+        data, left_out = self.history.saved()
+        if left_out and not self.left_out:
+            logger.warning(
+                "history: %d sessions' series left out of %s (its bound)", left_out, self.path
+            )
+        self.left_out = left_out
+        await anyio.to_thread.run_sync(save_history, data, self.path)
 
 
 async def record_history(
@@ -250,22 +262,23 @@ async def record_history(
     """Record every session's context in `history` every HISTORY_TICK until `stopping`; with
     a `path`, the history is read from it first and written to it every HISTORY_SAVE seconds
     while it changed, and once more at the end."""
+    saver = None if path is None else _Saver(history, path)
     if path is not None:
         await load_history(history, path)
     saved_at, saved_changes = anyio.current_time(), history.changes
     while not stopping.is_set():
         _record(history, sessions)
         due = anyio.current_time() - saved_at >= HISTORY_SAVE
-        if path is not None and due and history.changes != saved_changes:
+        if saver is not None and due and history.changes != saved_changes:
             saved_at, saved_changes = anyio.current_time(), history.changes
-            await _save(history, path)
+            await saver.save()
         with anyio.move_on_after(HISTORY_TICK):
             await stopping.wait()
-    if path is not None:
+    if saver is not None:
         _record(history, sessions)  # the figures of the last moment too
         if history.changes != saved_changes:
             # Not cancellable once started (a worker thread): the file is written whole.
-            await _save(history, path)
+            await saver.save()
 
 
 def _record(history: History, sessions: Sessions) -> None:
