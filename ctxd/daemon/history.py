@@ -277,8 +277,10 @@ async def record_history(
     if saver is not None:
         _record(history, sessions)  # the figures of the last moment too
         if history.changes != saved_changes:
-            # Not cancellable once started (a worker thread): the file is written whole.
-            await saver.save()
+            # Shielded: the shutdown's grace may be spent already, and this is one bounded
+            # write of a file written whole or not at all.
+            with anyio.CancelScope(shield=True):
+                await saver.save()
 
 
 def _record(history: History, sessions: Sessions) -> None:
