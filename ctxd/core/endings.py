@@ -1,29 +1,34 @@
-"""Why a session ended, in words: the reason codes the agents' session-end hooks send (and the
-daemon's own) as a person would say them, for the dashboard and the status rows."""
+"""Why a session ended, in words: the codes the agents' end hooks send (several agents share
+them) and ctxd's own, as a person reads them; for `ctxd status` and the dashboard (the status
+rows' `ended_why`). `ctxd status --json` keeps the code too."""
 
 from __future__ import annotations
 
-__all__ = ["ended_words"]
+__all__ = ["ENDED_REASONS", "ended_words"]
 
 #: The codes seen in session-end payloads and the daemon's own reasons, in words. A code not
-#: here is shown with its underscores as spaces: new codes appear with new agent versions.
-_WORDS = {
-    "prompt_input_exit": "the user exited the agent",
-    "exit": "the user exited the agent",
+#: here is shown as it is: new codes come with new agent versions.
+ENDED_REASONS = {
+    "prompt_input_exit": "the user quit",
+    "exit": "the user quit",
+    "user_exit": "the user quit",
     "logout": "the user logged out",
-    "clear": "the user cleared the conversation",
-    "other": "the agent ended it",
-    "session end": "the agent ended it",
+    "clear": "cleared with /clear",
+    "resume": "another session resumed it",
     "bypass_permissions_disabled": "bypass-permissions mode was turned off",
-    "idle": "no activity for too long",
+    "complete": "the agent finished",
+    "error": "an error stopped it",
+    "abort": "aborted",
+    "timeout": "timed out",
+    "other": "reason not given",
+    "session end": "reason not given",
+    "idle": "no activity for [sessions] idle_minutes",
     "transcript deleted": "its transcript was deleted",
-    "transcript replaced": "its transcript was replaced by a new one",
+    "transcript replaced": "its transcript was replaced",
 }
 
 
-def ended_words(reason: str | None) -> str:
-    """`reason` (a hook's code or the daemon's) in words; "ended" when there is none."""
-    if not reason:
-        return "ended"
-    known = _WORDS.get(reason.strip().lower())
-    return known if known is not None else reason.replace("_", " ").strip()
+def ended_words(reason: object) -> str:
+    """`reason` (a hook's code or the daemon's) in words; "reason not given" when none."""
+    code = str(reason) if reason else "session end"
+    return ENDED_REASONS.get(code, code)

@@ -325,6 +325,7 @@ class Status:
             "ended_at": state.ended_at,
             "ended_reason": state.ended_reason,
             "ended_why": None if state.ended_at is None else ended_words(state.ended_reason),
+            "prompted_at": state.prompted_at,
         }
 
     def _refused_for(self, state: SessionState) -> list[dict[str, object]]:

@@ -82,16 +82,16 @@ def test_the_level_lines_start_where_the_levels_do(
 @pytest.mark.parametrize(
     ("reason", "words"),
     [
-        ("prompt_input_exit", "the user exited the agent"),
-        ("exit", "the user exited the agent"),
-        ("clear", "the user cleared the conversation"),
+        ("prompt_input_exit", "the user quit"),
+        ("exit", "the user quit"),
+        ("clear", "cleared with /clear"),
         ("logout", "the user logged out"),
-        ("other", "the agent ended it"),
-        ("idle", "no activity for too long"),
-        ("transcript replaced", "its transcript was replaced by a new one"),
-        ("some_new_code", "some new code"),
-        (None, "ended"),
-        ("", "ended"),
+        ("other", "reason not given"),
+        ("idle", "no activity for [sessions] idle_minutes"),
+        ("transcript replaced", "its transcript was replaced"),
+        ("some_new_code", "some_new_code"),
+        (None, "reason not given"),
+        ("", "reason not given"),
     ],
 )
 def test_an_ending_is_said_in_words(reason: str | None, words: str) -> None:

@@ -139,4 +139,4 @@ def test_an_error_row_is_drawn_as_an_error_and_an_ended_one_says_why_in_words(
     assert "error" in failed["text"] and "ok" not in failed["text"].lower().split()
     assert "chart" not in failed["attrs"]  # no figures, so no chart drawn as if there were
     assert "ended" in over["attrs"] and "ended at " in over["text"]
-    assert ": the user exited the agent" in over["text"] and "prompt_input_exit" not in over["text"]
+    assert ": the user quit" in over["text"] and "prompt_input_exit" not in over["text"]

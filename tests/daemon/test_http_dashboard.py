@@ -427,7 +427,7 @@ def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_end
     assert order == [urgent.session_id, charted.session_id, quiet.session_id, ended.session_id]
     ending = f"document.querySelector(\"[data-session='{ended.session_id}']\")"
     assert browser.evaluate(f"{ending}.querySelector('.sev').textContent") == "ended"
-    assert ": the user exited the agent" in browser.evaluate(f"{ending}.innerText")
+    assert ": the user quit" in browser.evaluate(f"{ending}.innerText")
     page = browser.evaluate("document.body.innerText")
     assert "prompt_input_exit" not in page and "undefined" not in page and "NaN" not in page
     errors = browser.console_errors()
@@ -506,6 +506,6 @@ def test_the_dashboard_draws_a_row_that_cannot_be_computed_as_an_error(
         assert browser.evaluate(f"{card}.querySelectorAll('svg, .bar').length") == 0
         text = browser.evaluate("document.body.innerText")
         assert not re.search(r"undefined|NaN|null|prompt_input_exit", text), text
-        assert "the user exited the agent" in text
+        assert "the user quit" in text
         errors = browser.console_errors()
         assert errors == [], errors
