@@ -36,6 +36,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
+  CLINE_V="${CTXD_E2E_CLINE:-latest}"
   KILO_V="${CTXD_E2E_KILO:-latest}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
@@ -48,6 +49,7 @@ else
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22.23.5}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
+  CLINE_V="${CTXD_E2E_CLINE:-3.0.65}"
   KILO_V="${CTXD_E2E_KILO:-7.7.7}"  # newer ones (7.8.1) lack the @kilocode/cli-linux-x64 binary
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
@@ -164,6 +166,7 @@ check qwen @qwen-code/qwen-code "$QWEN_V"
 check opencode opencode-ai "$OPENCODE_V"
 check pi @mariozechner/pi-coding-agent "$PI0_V"
 check copilot @github/copilot "$COPILOT_V"
+check cline cline "$CLINE_V"  # its binary comes in the optional @cline/cli-linux-x64
 check kilo @kilocode/cli "$KILO_V"
 
 if [ ${#want[@]} -gt 0 ]; then
@@ -218,6 +221,7 @@ install_queued
   echo "pi $(installed_version "$CACHE/bin/pi") (node $("$NODE22" --version 2>/dev/null))"
   echo "pi0 $(installed_version "$BIN/pi")"
   echo "copilot $(installed_version "$BIN/copilot")"
+  echo "cline $(installed_version "$BIN/cline")"
   echo "kilo $(installed_version "$BIN/kilo")"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2
