@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the figures come from the core; only their type is needed h
 __all__ = [
     "AgentSpec",
     "Check",
+    "DocumentFormat",
     "InstallRequest",
     "Installer",
     "Json",
@@ -101,6 +102,18 @@ class Packaged:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentFormat:
+    """A settings file that is not JSON (a TOML config): how its text becomes the document the
+    installer transforms, and how a new document goes back into the user's text."""
+
+    #: (text, None when there is no file; its path) -> the document; SettingsFileError when
+    #: the text is not in the format.
+    parse: Callable[[str | None, Path], Json]
+    #: (new document, the file's text) -> the text to write; SettingsFileError when it cannot.
+    render: Callable[[Json, str | None], str]
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -114,6 +127,8 @@ class Installer:
     #: Extra `ctxd doctor` lines that need where the settings file is (a file beside it that
     #: decides whether the agent runs ctxd's hooks at all): (document, its path) -> lines.
     placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
+    #: The settings file's format, when it is not JSON.
+    document: DocumentFormat | None = None
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`

@@ -71,6 +71,12 @@ def settings_path(agent: str, env: Mapping[str, str] = os.environ) -> Path:
     return agents.spec(agent).installer.settings_path(env)
 
 
+def _parse(agent: str, text: str | None, path: Path) -> dict[str, Any]:
+    """The settings file's document, in the agent's format (JSON unless it declares another)."""
+    document = agents.spec(agent).installer.document
+    return document.parse(text, path) if document is not None else parse(text, path)
+
+
 def _finish(
     agent: str,
     path: Path,
@@ -81,6 +87,9 @@ def _finish(
 ) -> Plan:
     if new == old:
         return Plan(agent, path, before, before if before is not None else "", False, notes)
+    document = agents.spec(agent).installer.document
+    if document is not None:  # its renderer keeps the user's text as it is
+        return Plan(agent, path, before, document.render(new, before), True, notes)
     if comments(before):
         notes = (
             *notes,
@@ -150,7 +159,7 @@ def plan_install(
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
     before = read_text(path)
-    doc = parse(before, path)
+    doc = _parse(agent, before, path)
     http_url = None
     if transport == "http":
         from ctxd.cli.web import hook_url
@@ -195,7 +204,7 @@ def plan_uninstall(
     before = read_text(path)
     if before is None:
         return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
-    doc = parse(before, path)
+    doc = _parse(agent, before, path)
     request = InstallRequest(
         path=path, command=lambda event: hook_command(agent, event, env), client_dir=client_dir(env)
     )
@@ -311,7 +320,7 @@ def apply_plan(plan: Plan) -> Path | None:
     if plan.before is not None:
         # Re-parse to be sure the plan was made from this text: never overwrite a file that
         # does not parse (a hand-built Plan could carry anything).
-        parse(plan.before, plan.path)
+        _parse(plan.agent, plan.before, plan.path)
     if not plan.after.strip():
         raise SettingsFileError(f"refusing to write an empty {plan.path}")
     return write_settings(plan.path, plan.after, plan.before)
