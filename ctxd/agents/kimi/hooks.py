@@ -18,7 +18,8 @@ What a hook's answer does (exit 0, stdout one JSON object `{"message", "hookSpec
   request. It is the one event whose output reaches the model.
 - Stop: `permissionDecision: "deny"` with a `permissionDecisionReason` (or exit code 2 with the
   reason on stderr) adds the reason as a user message and lets the model go on; Stop then fires
-  no more until the next turn.
+  no more until the next turn, whose Stop says `stop_hook_active: false` like every other: the
+  block is delivered, and there is no echo of it to wait for (`block_echo`).
 - PreToolUse: a deny refuses the call. Every other event is fired and forgotten (PostToolUse,
   PostToolUseFailure, PostCompact, ...) or has its answer ignored (SessionStart, PreCompact).
 
@@ -74,4 +75,5 @@ DIALECT = KimiDialect(
     block_events=frozenset({"Stop"}),
     user_message_events=frozenset(),
     session_start_compact=False,
+    block_echo=False,
 )
