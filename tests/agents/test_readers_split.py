@@ -27,6 +27,7 @@ SAMPLES: list[tuple[str, str]] = [
     ("codex", "codex-cli-0.171.0/rollout.ctxerror.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.compact.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.print.jsonl"),
+    ("kimi", "kimi-code-2.1.0/wire.compact.jsonl"),
 ]
 
 

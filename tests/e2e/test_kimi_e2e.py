@@ -49,6 +49,7 @@ CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 #: The first words of Kimi's compaction request (its last user message).
 COMPACTION_PROMPT = "You are about to run out of context"
+USER_CONFIG = "# my own Kimi settings\n[loop_control]\nreserved_context_size = 20000\n"
 _RESUME = re.compile(r"kimi -r (session_[A-Za-z0-9-]+)")
 
 
@@ -64,9 +65,7 @@ def kimi_prepare(rd: RunDir) -> Path:
     """Write `~/.kimi-code/config.toml` (returned): a user's own setting that ctxd keeps."""
     path = rd.home / ".kimi-code" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "# my own Kimi settings\n[loop_control]\nreserved_context_size = 20000\n", encoding="utf-8"
-    )
+    path.write_text(USER_CONFIG, encoding="utf-8")
     return path
 
 
@@ -158,16 +157,18 @@ def make_rig(kimi_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[.
         yield make
 
 
-def test_install_keeps_the_users_config_and_registers_the_hooks(make_rig: Callable[..., Rig]) -> None:
+def test_install_keeps_the_users_config_and_uninstall_gives_it_back(
+    make_rig: Callable[..., Rig],
+) -> None:
     rig = make_rig([1_000])
-    text = (rig.rd.home / ".kimi-code" / "config.toml").read_text(encoding="utf-8")
-    assert text.startswith("# my own Kimi settings\n[loop_control]\nreserved_context_size = 20000\n")
+    config = rig.rd.home / ".kimi-code" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith(USER_CONFIG)
     assert text.count("[[hooks]]") == 7 and "ctxd_hook" in text
     rig.turn("Say hi")  # Kimi reads it: a config it refused would fail the run
-    res = rig.ctxd.ctl("uninstall", "kimi", "--settings", str(rig.rd.home / ".kimi-code/config.toml"))
+    res = rig.ctxd.ctl("uninstall", "kimi", "--settings", str(config))
     assert res.returncode == 0, res.describe()
-    after = (rig.rd.home / ".kimi-code" / "config.toml").read_text(encoding="utf-8")
-    assert after == "# my own Kimi settings\n[loop_control]\nreserved_context_size = 20000\n"
+    assert config.read_text(encoding="utf-8") == USER_CONFIG
 
 
 def test_warnings_reach_the_model_at_kimis_point_and_the_handoff_once(

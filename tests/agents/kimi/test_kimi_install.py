@@ -1,0 +1,107 @@
+"""`ctxd install kimi`: ctxd's hooks in config.toml, the user's text kept byte for byte, and
+uninstall giving it back; the status line command's payload."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ctxd import agents
+from ctxd.agents.kimi.install import EVENTS
+from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
+from ctxd.errors import SettingsFileError
+
+USER = """# my Kimi
+default_model = "k2"   # comment kept
+
+[models.k2]
+provider = "moonshot"
+model = "kimi-k2.6"
+max_context_size = 262144
+
+[[hooks]]
+event = "Stop"
+command = "notify-send done"
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {"HOME": str(home), "PATH": os.environ.get("PATH", "")}
+
+
+def test_install_appends_a_block_and_uninstall_gives_the_text_back(env: dict[str, str]) -> None:
+    path = settings_path("kimi", env)
+    path.parent.mkdir(parents=True)
+    path.write_text(USER)
+    plan = plan_install("kimi", env=env)
+    assert plan.after.startswith(USER)
+    apply_plan(plan)
+    doc = tomllib.loads(path.read_text())
+    assert doc["default_model"] == "k2"
+    hooks = doc["hooks"]
+    assert hooks[0] == {"event": "Stop", "command": "notify-send done"}
+    assert [h["event"] for h in hooks[1:]] == list(EVENTS)
+    assert all("ctxd_hook" in h["command"] and h["timeout"] == 10 for h in hooks[1:])
+    assert not plan_install("kimi", env=env).changed  # idempotent
+
+    apply_plan(plan_uninstall("kimi", env=env))
+    assert path.read_text() == USER
+
+
+def test_a_new_file_gets_the_block_alone(env: dict[str, str]) -> None:
+    plan = plan_install("kimi", env=env)
+    assert plan.after.startswith("# >>> ctxd hooks")
+    assert len(tomllib.loads(plan.after)["hooks"]) == len(EVENTS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hooks = []\n",  # an inline array: [[hooks]] after it would not parse
+        "hooks = 3\n",
+        "[hooks]\nx = 1\n",
+    ],
+)
+def test_a_config_whose_hooks_are_not_tables_is_refused_untouched(
+    text: str, env: dict[str, str]
+) -> None:
+    path = settings_path("kimi", env)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(SettingsFileError):
+        plan_install("kimi", env=env)
+    assert path.read_text() == text
+
+
+def test_doctor_sees_ctxds_hooks(env: dict[str, str]) -> None:
+    doc = tomllib.loads(plan_install("kimi", env=env).after)
+    (check,) = agents.spec("kimi").installer.checks(doc)
+    assert check.ok
+    doc["hooks"] = doc["hooks"][:2]
+    (check,) = agents.spec("kimi").installer.checks(doc)
+    assert not check.ok and "Stop" in check.detail
+
+
+def test_the_status_lines_payload_gives_the_window_and_the_model() -> None:
+    # The shape of 2.1.0's statusLinePayload (its UI alone runs the command).
+    payload = (
+        b'{"model":"Kimi K2.6","cwd":"/w","gitBranch":null,"permissionMode":"default",'
+        b'"planMode":false,"contextUsage":0.25,"contextTokens":50040,"maxContextTokens":200000,'
+        b'"sessionId":"session_1","version":"2.1.0"}'
+    )
+    statusline = agents.spec("kimi").statusline
+    assert statusline is not None
+    report = statusline.parse(payload)
+    assert (report.session_id, report.window, report.model_name, report.agent_version) == (
+        "session_1",
+        200_000,
+        "Kimi K2.6",
+        "2.1.0",
+    )
+    assert report.tokens is None  # the wire file's exact figures stand
