@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -125,6 +126,14 @@ class Rig:
         """For each agent-loop request: did `needle` reach the model with it?"""
         return marks(self.main(), needle, last_turn_text_chat)
 
+    def statusline(self, payload: Json) -> Result:
+        """Run ctxd's status line command as Kimi's UI does (`sh -c`, the payload on stdin)."""
+        config = tomllib.loads((self.rd.home / ".kimi-code" / "config.toml").read_text())
+        hook = next(h["command"] for h in config["hooks"] if "ctxd_hook" in h["command"])
+        env = self.env(KIMI_CODE_STATUS_LINE="1")
+        argv = ["sh", "-c", f"{hook} statusline"]
+        return run(argv, cwd=self.rd.work, env=env, stdin=json.dumps(payload), timeout=10)
+
     def row(self) -> Json:
         assert self.session is not None
         return self.ctxd.session(self.session)
@@ -196,6 +205,27 @@ def test_warnings_reach_the_model_at_kimis_point_and_the_handoff_once(
     assert row["tokens"] == 131_000  # exactly the prompt the mock reported last
     assert row["window"] == WINDOW  # KIMI_MODEL_MAX_CONTEXT_SIZE, passed on by the hook client
     assert row["compaction_at"] == POINT
+
+    # Kimi's UI runs its status line command with this payload (2.1.0's statusLinePayload); `-p`
+    # runs none, so the test runs the command ctxd's install names, as Kimi would.
+    payload = {
+        "model": "Kimi Mock",
+        "cwd": str(rig.rd.work),
+        "gitBranch": None,
+        "permissionMode": "default",
+        "planMode": False,
+        "contextUsage": 0.6552,
+        "contextTokens": 131_040,
+        "maxContextTokens": WINDOW,
+        "sessionId": rig.session,
+        "version": "2.1.0",
+    }
+    res = rig.statusline(payload)
+    assert res.returncode == 0, res.describe()
+    # CRITICAL (23 % of the room before compaction left); 170,000 - 131,040 to compact
+    assert res.stdout.startswith("!! kimi-mock-model "), res.describe()
+    assert "131k/200k" in res.stdout and "38k to compact" in res.stdout, res.describe()
+    assert rig.row()["agent_version"] == "2.1.0"
 
 
 def test_kimi_compacts_where_ctxd_said_and_the_warnings_start_over(
