@@ -9,6 +9,7 @@ and Stop can be blocked once a turn.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,8 +63,8 @@ def _read_settings(data: bytes) -> dict[str, str]:
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
     notes = (
-        "for ctxd's status line in Kimi's UI, set in tui.toml beside config.toml: "
-        f"[status_line] command = {request.command('statusline')!r}",
+        "for ctxd's status line in Kimi's UI, add to tui.toml beside config.toml: "
+        f"[status_line] command = {json.dumps(request.command('statusline'))}",
     )
     return install.install(doc, request.command(None)), notes
 
@@ -84,6 +85,7 @@ SPEC = AgentSpec(
         install=_install,
         uninstall=_uninstall,
         checks=install.checks,
+        placed_checks=install.statusline_checks,
         document=DocumentFormat(parse=install.parse, render=install.render),
     ),
     windows=MappingProxyType(dict(WINDOWS)),

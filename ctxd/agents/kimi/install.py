@@ -21,6 +21,7 @@ from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.kimi.files import kimi_home
 from ctxd.agents.spec import Check, Json
 from ctxd.errors import SettingsFileError
+from ctxd.untrusted import read_untrusted
 
 __all__ = [
     "EVENTS",
@@ -29,6 +30,7 @@ __all__ = [
     "parse",
     "render",
     "settings_path",
+    "statusline_checks",
     "uninstall",
 ]
 
@@ -45,6 +47,7 @@ EVENTS = (
     "PostCompact",
     "SessionEnd",
 )
+TUI_FILE = "tui.toml"
 BEGIN = "# >>> ctxd hooks (ctxd install kimi; ctxd uninstall kimi removes this block) >>>"
 END = "# <<< ctxd hooks <<<"
 
@@ -136,18 +139,37 @@ def render(doc: Json, like: str | None) -> str:
 
 
 def checks(doc: Json) -> list[Check]:
-    """`ctxd doctor`'s line on ctxd's hooks in config.toml."""
+    """`ctxd doctor`'s line when ctxd's hooks in config.toml miss an event it needs."""
     have = {h.get("event") for h in _hooks(doc) if _is_ours(h)}
-    if not have:
-        return []
     missing = [e for e in EVENTS if e not in have]
-    if missing:
-        return [
-            Check(
-                "kimi hooks",
-                False,
-                f"ctxd's hooks miss {', '.join(missing)}",
-                "run `ctxd install kimi` again",
-            )
-        ]
-    return [Check("kimi hooks", True, f"ctxd's hooks for {len(EVENTS)} events in config.toml")]
+    if not have or not missing:
+        return []
+    return [
+        Check(
+            "kimi hook events",
+            False,
+            f"ctxd's hooks miss {', '.join(missing)}",
+            "run `ctxd install kimi` again",
+        )
+    ]
+
+
+def statusline_checks(doc: Json, path: Path) -> list[Check]:
+    """`ctxd doctor`'s line on Kimi's status line: `[status_line] command` in the tui.toml
+    beside config.toml (`path`), which ctxd does not edit."""
+    tui = path.parent / TUI_FILE
+    name = "kimi statusline"
+    fix = f'add to {tui}: [status_line] command = "<ctxd\'s hook command> statusline"'
+    try:
+        table = tomllib.loads(read_untrusted(tui).decode("utf-8")).get("status_line")
+    except FileNotFoundError:
+        return [Check(name, True, f"{tui} does not exist: Kimi shows its own footer", fix, True)]
+    except (OSError, ValueError, RecursionError) as exc:  # TOMLDecodeError, UnicodeDecodeError
+        return [Check(name, False, f"{tui} cannot be read: {exc}", "fix the file by hand")]
+    command = table.get("command") if isinstance(table, dict) else None
+    if isinstance(command, str) and is_ctxd_command(command):
+        return [Check(name, True, f"{tui} runs ctxd's status line")]
+    if isinstance(command, str) and command.strip():
+        detail = f"{tui} runs the user's own status line command: left alone"
+        return [Check(name, True, detail, skipped=True)]
+    return [Check(name, True, f"{tui} sets no status line command", fix, True)]

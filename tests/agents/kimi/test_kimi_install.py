@@ -79,13 +79,37 @@ def test_a_config_whose_hooks_are_not_tables_is_refused_untouched(
     assert path.read_text() == text
 
 
-def test_doctor_sees_ctxds_hooks(env: dict[str, str]) -> None:
+def test_doctor_says_which_events_ctxds_hooks_miss(env: dict[str, str]) -> None:
     doc = tomllib.loads(plan_install("kimi", env=env).after)
-    (check,) = agents.spec("kimi").installer.checks(doc)
-    assert check.ok
+    assert agents.spec("kimi").installer.checks(doc) == []
     doc["hooks"] = doc["hooks"][:2]
     (check,) = agents.spec("kimi").installer.checks(doc)
     assert not check.ok and "Stop" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("tui", "ok", "skipped", "says"),
+    [
+        (None, True, True, "does not exist"),
+        (
+            "[status_line]\ncommand = 'python3 -S -I ctxd_hook.py kimi statusline'\n",
+            True,
+            False,
+            "runs ctxd's",
+        ),
+        ("[status_line]\ncommand = 'my-line'\n", True, True, "user's own"),
+        ("[theme]\nname = 'dark'\n", True, True, "no status line"),
+        ("[status_line\n", False, False, "cannot be read"),
+    ],
+)
+def test_doctor_reads_the_status_line_from_tui_toml(
+    tmp_path: Path, tui: str | None, ok: bool, skipped: bool, says: str
+) -> None:
+    if tui is not None:
+        (tmp_path / "tui.toml").write_text(tui)
+    (check,) = agents.spec("kimi").installer.placed_checks({}, tmp_path / "config.toml")
+    assert (check.ok, check.skipped) == (ok, skipped)
+    assert says in check.detail
 
 
 def test_the_status_lines_payload_gives_the_window_and_the_model() -> None:
