@@ -20,9 +20,13 @@ The figures, as 2.1.0 writes them:
 - The model: `llm.request` of the loop (`kind: "loop"`) names it as the provider knows it
   (`model`), which is what a window is looked up by. No record states the window.
 
-Kimi writes the step's records (`usage.record`, then `step.end`) before it runs its Stop hooks:
-`saw_answer` answers whether the last step read ended without tool calls. PostToolUse reaches no
-model in Kimi (it is fired and forgotten), so `saw_tool_use` has nothing to wait for.
+Kimi writes the step's records (`usage.record`, then `step.end`) before it runs its Stop hooks,
+and `turn.ended` after them; the next turn's records start after its UserPromptSubmit hooks ran
+(`turn.prompt`). So `saw_answer` answers whether the last step read ended without tool calls and
+no turn ended since: at a Stop whose turn is not on disk yet (Kimi queues its writes, and a busy
+machine shows it) the reader has read the last turn's `turn.ended`, and the daemon waits for the
+answer instead of judging the turn before. PostToolUse reaches no model in Kimi (it is fired and
+forgotten), so `saw_tool_use` has nothing to wait for.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ _BULK = (
     b'{"type":"context.append_message"',
     b'{"message":',
 )
+#: The end of a turn (written after its Stop hooks ran) and the start of the next: an answer
+#: read before either is not the one the next Stop follows.
+_TURN_BOUNDS = frozenset({"turn.ended", "turn.prompt"})
 #: Step ends whose answer made tool calls: the turn goes on.
 _TOOL_FINISH = frozenset({"tool_use", "tool_calls"})
 
@@ -128,7 +135,7 @@ class KimiReader:
         elif kind == "llm.request" and record.get("kind") == "loop":
             model = record.get("model")
             self._model = model if isinstance(model, str) and model else self._model
-        elif kind == "turn.prompt":
+        elif kind in _TURN_BOUNDS:
             self._answered = False
         return None
 

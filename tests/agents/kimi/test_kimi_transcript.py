@@ -73,7 +73,7 @@ def test_a_cancelled_compaction_resets_nothing() -> None:
     assert [u.tokens for u in feed(*records)] == [150_000]
 
 
-def test_the_answer_that_ends_a_turn_is_seen_and_a_new_turn_unsees_it() -> None:
+def test_the_answer_that_ends_a_turn_is_seen_until_the_turn_ends() -> None:
     reader = KimiReader()
     step_end = {
         "type": "context.append_loop_event",
@@ -85,6 +85,11 @@ def test_the_answer_that_ends_a_turn_is_seen_and_a_new_turn_unsees_it() -> None:
     step_end["event"] = {"type": "step.end", "finishReason": "end_turn"}
     reader.feed(json.dumps(step_end).encode() + b"\n")
     assert reader.saw_answer()
+    # the turn's end is written after its Stop hooks: a Stop whose own turn is not on disk
+    # yet must not be judged on the turn before
+    reader.feed(b'{"type":"turn.ended","agentId":"main","turnId":0,"reason":"completed"}\n')
+    assert not reader.saw_answer()
+    reader.feed(json.dumps(step_end).encode() + b"\n")
     reader.feed(b'{"type":"turn.prompt","agentId":"main","turnId":1}\n')
     assert not reader.saw_answer()
 
