@@ -48,6 +48,7 @@ POINT = 170_000
 WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
+NOTE = "[ctxd continuity]"
 #: The first words of Kimi's compaction request (its last user message).
 COMPACTION_PROMPT = "You are about to run out of context"
 USER_CONFIG = "# my own Kimi settings\n[loop_control]\nreserved_context_size = 20000\n"
@@ -248,6 +249,10 @@ def test_kimi_compacts_where_ctxd_said_and_the_warnings_start_over(
     assert rig.reached(HANDOFF) == [False, True, False, False, False]
     assert rig.reached(CRITICAL) == [False, False, True, False, False]
     assert rig.reached(WARNING) == [False, False, False, False, True]
+    # the continuity note, from the session's digest, at the first prompt after the compaction
+    assert rig.reached(NOTE) == [False, False, False, False, True]
+    note = last_turn_text_chat(rig.main()[4]["body"])
+    assert "## Last request\\nTurn 3" in note, note
     row = rig.row()
     assert row["compactions"] == 1
     assert row["tokens"] == 116_000

@@ -24,6 +24,7 @@ from ctxd.agents.kimi.compaction import (
     configured_window,
     settings_config,
 )
+from ctxd.agents.kimi.digest import KimiFacts
 from ctxd.agents.kimi.hooks import DIALECT
 from ctxd.agents.kimi.statusline import parse_statusline, render_figures
 from ctxd.agents.kimi.transcript import KimiReader
@@ -46,7 +47,11 @@ NAME = "kimi"
 def _open_reader(
     path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
 ) -> KimiReader:
-    return KimiReader(facts)  # it keeps no digest: usage is all it does
+    return KimiReader(facts)  # its usage work is a few keys of a few records: always done
+
+
+def _open_facts(path: str | None) -> KimiFacts:
+    return KimiFacts()
 
 
 def _settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
@@ -94,6 +99,7 @@ SPEC = AgentSpec(
     read_settings=_read_settings,
     configured_window=configured_window,
     implied_transcript=files.implied_transcript,
+    open_facts=_open_facts,
     # Its home (where the hook's session is found), and the model and window its environment
     # may set over config.toml.
     config_env=("KIMI_CODE_HOME", ENV_MODEL, ENV_WINDOW),
