@@ -25,7 +25,7 @@ def test_the_capture_gives_the_users_requests_the_command_and_the_compaction() -
     assert digest.last_reply == "After the compaction."
 
 
-def _loop(event: dict[str, object]) -> dict[str, object]:
+def _loop(event: object) -> dict[str, object]:
     return {"type": "context.append_loop_event", "agentId": "main", "event": event}
 
 
