@@ -5,8 +5,9 @@ can read but not rewrite while keeping its comments and layout. So ctxd never re
 user's text: its hooks go in one block of its own at the end of the file, between two marker
 comments, and uninstall removes that block and nothing else. The parsed document is what
 install and uninstall transform (`hooks` gains or loses ctxd's entries); `render` writes the
-user's text as it was plus the block for ctxd's entries, and refuses a result that does not
-parse back to that document (a config whose `hooks` is an inline array, say).
+user's text as it was, byte for byte, plus a newline and the block for ctxd's entries, and
+refuses a result that does not parse back to that document (a config whose `hooks` is an inline
+array, say).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ EVENTS = (
 TUI_FILE = "tui.toml"
 BEGIN = "# >>> ctxd hooks (ctxd install kimi; ctxd uninstall kimi removes this block) >>>"
 END = "# <<< ctxd hooks <<<"
+#: What uninstall leaves of a config.toml that held ctxd's hooks alone (ctxd created it).
+EMPTIED = "# Kimi Code's config (ctxd's hooks were removed: ctxd uninstall kimi)\n"
 
 
 def settings_path(env: Mapping[str, str]) -> Path:
@@ -96,18 +99,18 @@ def uninstall(doc: Json) -> Json:
 
 
 def _without_block(text: str) -> str:
-    lines = text.splitlines(keepends=True)
-    out: list[str] = []
-    inside = False
-    for line in lines:
-        stripped = line.strip()
-        if stripped == BEGIN:
-            inside = True
-        elif stripped == END and inside:
-            inside = False
-        elif not inside:
-            out.append(line)
-    return "".join(out).rstrip("\n") + "\n" if "".join(out).strip() else ""
+    """`text` without ctxd's block and the one newline `render` put before it: the user's text
+    exactly as it was (a block someone edited into pieces goes line by line)."""
+    begin = text.find(BEGIN)
+    end = text.find(END, begin) if begin >= 0 else -1
+    if begin < 0 or end < 0:
+        return text
+    end += len(END)
+    if text.startswith("\n", end):
+        end += 1
+    if begin > 0 and text[begin - 1] == "\n":
+        begin -= 1
+    return _without_block(text[:begin] + text[end:])
 
 
 def _block(hooks: list[Any]) -> str:
@@ -124,6 +127,8 @@ def render(doc: Json, like: str | None) -> str:
     base = _without_block(like or "")
     ours = [h for h in _hooks(doc) if _is_ours(h)]
     text = base + ("\n" if base and ours else "") + (_block(ours) if ours else "")
+    if not text.strip():  # a file that held ctxd's hooks alone: an empty one would be refused
+        text = EMPTIED
     try:
         back = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -54,10 +54,29 @@ def test_install_appends_a_block_and_uninstall_gives_the_text_back(env: dict[str
     assert path.read_text() == USER
 
 
-def test_a_new_file_gets_the_block_alone(env: dict[str, str]) -> None:
+def test_a_new_file_gets_the_block_alone_and_uninstall_leaves_a_comment(
+    env: dict[str, str],
+) -> None:
     plan = plan_install("kimi", env=env)
     assert plan.after.startswith("# >>> ctxd hooks")
     assert len(tomllib.loads(plan.after)["hooks"]) == len(EVENTS)
+    apply_plan(plan)
+    apply_plan(plan_uninstall("kimi", env=env))
+    assert tomllib.loads(settings_path("kimi", env).read_text()) == {}
+
+
+@pytest.mark.parametrize(
+    "user", ["a = 1", "a = 1\n\n\n", "# only a comment\n", "\n\n# after blank lines\n"]
+)
+def test_uninstall_gives_back_the_users_text_byte_for_byte(user: str, env: dict[str, str]) -> None:
+    path = settings_path("kimi", env)
+    path.parent.mkdir(parents=True)
+    path.write_text(user)
+    apply_plan(plan_install("kimi", env=env))
+    apply_plan(plan_install("kimi", env=env))  # twice: still one block
+    assert path.read_text().count("# >>> ctxd hooks") == 1
+    apply_plan(plan_uninstall("kimi", env=env))
+    assert path.read_text() == user
 
 
 @pytest.mark.parametrize(
