@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the figures come from the core; only their type is needed h
 __all__ = [
     "AgentSpec",
     "Check",
+    "Companion",
     "DocumentFormat",
     "InstallRequest",
     "Installer",
@@ -114,6 +115,18 @@ class DocumentFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class Companion:
+    """A second file the install edits beside the settings file (Kimi Code's tui.toml, which
+    holds its status line): the same pure transformations of its own document."""
+
+    #: The settings file's path -> this file's.
+    path: Callable[[Path], Path]
+    document: DocumentFormat
+    install: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+    uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -129,6 +142,8 @@ class Installer:
     placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
     #: The settings file's format, when it is not JSON.
     document: DocumentFormat | None = None
+    #: A second file the install edits with the settings file, if any.
+    companion: Companion | None = None
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`

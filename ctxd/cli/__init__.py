@@ -264,10 +264,13 @@ def _write_plot(path: Any, rows: list[Any], state: Any, transcript: str) -> None
 
 
 def _print_plan(plan: Any, dry_run: bool) -> None:
-    if plan.changed and dry_run:
+    also = getattr(plan, "also", ())  # an install's plan: the companion file's too
+    if dry_run and (plan.changed or any(extra.changed for extra in also)):
         _print(plan.diff())
-        _print(f"(dry run: {plan.path} not written)")
-    for note in plan.notes:
+        for written in (plan, *also):
+            if written.changed:
+                _print(f"(dry run: {written.path} not written)")
+    for note in (note for each in (plan, *also) for note in each.notes):
         _print(f"note: {note}")
 
 
@@ -290,7 +293,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.verb == "install" and not args.dry_run:
         # Before the settings name it; also when they already do (the copy may be gone).
         where = install_client(os.environ)
-    if not plan.changed:
+    if not plan.changes:
         if args.verb == "install":
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
         _print_plan(plan, args.dry_run)
@@ -306,6 +309,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     else:
         done = f"removed ctxd from {plan.path}"
     _print(done + (f" (backup: {backup})" if backup else ""))
+    for extra in plan.also:
+        if extra.changed:
+            _print(f"{'set' if args.verb == 'install' else 'removed'} ctxd's part of {extra.path}")
     if args.verb == "install":
         _print(f"the hooks run the client copied to {where}")
     _print_plan(plan, args.dry_run)

@@ -175,10 +175,16 @@ def test_install_keeps_the_users_config_and_uninstall_gives_it_back(
     text = config.read_text(encoding="utf-8")
     assert text.startswith(USER_CONFIG)
     assert text.count("[[hooks]]") == 7 and "ctxd_hook" in text
+    tui = config.parent / "tui.toml"
+    assert tomllib.loads(tui.read_text())["status_line"]["command"].endswith(" kimi statusline")
+    doctor = run([str(rig.bin), "doctor"], cwd=rig.rd.work, env=rig.env(), timeout=60)
+    assert doctor.returncode == 0, doctor.describe()
+    assert "OK config.toml" in doctor.stdout and "OK tui.toml" in doctor.stdout, doctor.describe()
     rig.turn("Say hi")  # Kimi reads it: a config it refused would fail the run
     res = rig.ctxd.ctl("uninstall", "kimi", "--settings", str(config))
     assert res.returncode == 0, res.describe()
     assert config.read_text(encoding="utf-8") == USER_CONFIG
+    assert "status_line" not in tomllib.loads(tui.read_text())
 
 
 def test_warnings_reach_the_model_at_kimis_point_and_the_handoff_once(

@@ -9,13 +9,12 @@ and Stop can be blocked once a turn.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ctxd.agents.kimi import files, install
+from ctxd.agents.kimi import files, install, tui
 from ctxd.agents.kimi.compaction import (
     ENV_MODEL,
     ENV_WINDOW,
@@ -31,6 +30,7 @@ from ctxd.agents.kimi.transcript import KimiReader
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.spec import (
     AgentSpec,
+    Companion,
     DocumentFormat,
     Installer,
     InstallRequest,
@@ -67,11 +67,7 @@ def _read_settings(data: bytes) -> dict[str, str]:
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
-    notes = (
-        "for ctxd's status line in Kimi's UI, add to tui.toml beside config.toml: "
-        f"[status_line] command = {json.dumps(request.command('statusline'))}",
-    )
-    return install.install(doc, request.command(None)), notes
+    return install.install(doc, request.command(None)), ()
 
 
 def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
@@ -92,6 +88,12 @@ SPEC = AgentSpec(
         checks=install.checks,
         placed_checks=install.statusline_checks,
         document=DocumentFormat(parse=install.parse, render=install.render),
+        companion=Companion(
+            path=tui.tui_path,
+            document=DocumentFormat(parse=install.parse, render=tui.render),
+            install=tui.install,
+            uninstall=tui.uninstall,
+        ),
     ),
     windows=MappingProxyType(dict(WINDOWS)),
     statusline=Statusline(parse=parse_statusline, render=render_figures),

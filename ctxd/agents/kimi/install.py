@@ -161,10 +161,10 @@ def checks(doc: Json) -> list[Check]:
 
 def statusline_checks(doc: Json, path: Path) -> list[Check]:
     """`ctxd doctor`'s line on Kimi's status line: `[status_line] command` in the tui.toml
-    beside config.toml (`path`), which ctxd does not edit."""
+    beside config.toml (`path`), where `ctxd install kimi` puts ctxd's (`tui.py`)."""
     tui = path.parent / TUI_FILE
     name = "kimi statusline"
-    fix = f'add to {tui}: [status_line] command = "<ctxd\'s hook command> statusline"'
+    fix = "`ctxd install kimi` sets it"
     try:
         table = tomllib.loads(read_untrusted(tui).decode("utf-8")).get("status_line")
     except FileNotFoundError:

@@ -1,10 +1,12 @@
 """Kimi Code's status line command: its payload in, ctxd's line out.
 
-Kimi runs `tui.toml`'s `[status_line] command` in its interactive UI (not with `-p`), at most once
-a second, with `sh -c`, `KIMI_CODE_STATUS_LINE=1` in its environment, one JSON object on stdin,
-and shows the first line of its stdout if it exits 0 within 300 ms. The payload, as 2.1.0's bundle
-builds it (`statusLinePayload`): `{model, cwd, gitBranch, permissionMode, planMode, contextUsage,
-contextTokens, maxContextTokens, sessionId, version}`, `model` being the model's display name and
+Kimi runs `tui.toml`'s `[status_line] command` (written by `ctxd install kimi`: `tui.py`) in its
+interactive UI (not with `-p`), at most once a second, with `sh -c`, `KIMI_CODE_STATUS_LINE=1` in
+its environment, one JSON object on stdin, and shows the first line of its stdout if it exits 0
+within 300 ms. The payload, as 2.1.0's bundle builds it (`statusLinePayload`; real ones in
+tests/data/payloads/kimi/2.1.0/interactive/): `{model, cwd, gitBranch, permissionMode, planMode,
+contextUsage, contextTokens, maxContextTokens, sessionId, version}`, `model` being the model's
+display name and `sessionId` "" before the session's first message (refused: nothing to report),
 `contextUsage` the share `contextTokens / maxContextTokens`.
 
 `maxContextTokens` is the window Kimi runs the model with, which no record of the wire file states:

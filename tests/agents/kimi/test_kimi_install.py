@@ -12,7 +12,7 @@ import pytest
 from ctxd import agents
 from ctxd.agents.kimi.install import EVENTS
 from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
-from ctxd.errors import SettingsFileError
+from ctxd.errors import InvalidInput, SettingsFileError
 
 USER = """# my Kimi
 default_model = "k2"   # comment kept
@@ -148,3 +148,71 @@ def test_the_status_lines_payload_gives_the_window_and_the_model() -> None:
         "2.1.0",
     )
     assert report.tokens is None  # the wire file's exact figures stand
+
+
+TUI_USER = """# my Kimi UI
+[theme]
+name = "dark"
+
+[status_line]
+items = ["model", "cwd"]
+"""
+
+
+def test_the_status_line_goes_into_the_users_table_and_comes_out_again(
+    env: dict[str, str],
+) -> None:
+    tui = settings_path("kimi", env).parent / "tui.toml"
+    tui.parent.mkdir(parents=True)
+    tui.write_text(TUI_USER)
+    plan = plan_install("kimi", env=env)
+    (companion,) = plan.also
+    assert companion.path == tui and companion.changed
+    apply_plan(plan)
+    doc = tomllib.loads(tui.read_text())
+    assert doc["theme"] == {"name": "dark"}
+    assert doc["status_line"]["items"] == ["model", "cwd"]
+    assert doc["status_line"]["command"].endswith(" kimi statusline")
+    assert not plan_install("kimi", env=env).changes  # idempotent, both files
+    apply_plan(plan_uninstall("kimi", env=env))
+    assert tui.read_text() == TUI_USER
+
+
+def test_a_status_line_of_the_users_own_is_left_alone(env: dict[str, str]) -> None:
+    tui = settings_path("kimi", env).parent / "tui.toml"
+    tui.parent.mkdir(parents=True)
+    tui.write_text("[status_line]\ncommand = 'my-line'\n")
+    plan = plan_install("kimi", env=env)
+    (companion,) = plan.also
+    assert not companion.changed
+    assert any("your own status line" in note for note in companion.notes)
+    apply_plan(plan)
+    assert tui.read_text() == "[status_line]\ncommand = 'my-line'\n"
+    assert not plan_uninstall("kimi", env=env).also[0].changed
+
+
+def test_without_a_tui_toml_ctxd_writes_its_block(env: dict[str, str]) -> None:
+    plan = plan_install("kimi", env=env)
+    (companion,) = plan.also
+    assert companion.before is None
+    assert tomllib.loads(companion.after)["status_line"]["command"].endswith(" statusline")
+    assert "tui.toml" in plan.diff()
+
+
+PAYLOADS = Path(__file__).parents[2] / "data" / "payloads" / "kimi" / "2.1.0" / "interactive"
+
+
+def test_kimis_real_status_line_payloads() -> None:
+    # Captured from 2.1.0's UI in tmux (docs/e2e.md): before the first message, and after it.
+    before, after = (PAYLOADS / "statusline.jsonl").read_bytes().splitlines()
+    statusline = agents.spec("kimi").statusline
+    assert statusline is not None
+    with pytest.raises(InvalidInput, match="session_id"):
+        statusline.parse(before)  # no session yet: nothing to report
+    report = statusline.parse(after)
+    assert report.session_id == "session_86d316d5-0285-491f-9bd6-61bca63e3aa4"
+    assert (report.window, report.model_name, report.agent_version) == (
+        200_000,
+        "kimi-mock-model",
+        "2.1.0",
+    )
