@@ -4,12 +4,14 @@ uninstall giving it back; the status line command's payload."""
 from __future__ import annotations
 
 import os
+import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from ctxd import agents
+from ctxd.agents.hookcmd import install_client, unwrap_command
 from ctxd.agents.kimi.install import EVENTS
 from ctxd.cli.install import apply_plan, plan_install, plan_uninstall, settings_path
 from ctxd.errors import InvalidInput, SettingsFileError
@@ -178,17 +180,47 @@ def test_the_status_line_goes_into_the_users_table_and_comes_out_again(
     assert tui.read_text() == TUI_USER
 
 
-def test_a_status_line_of_the_users_own_is_left_alone(env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "user",
+    [
+        "[status_line]\ncommand = 'my-line --x \"#1\"'  # mine\nitems = ['model']\n",
+        "# ui\n[status_line]\n  command = \"my-line\"\n\n[theme]\nname = 'dark'",
+    ],
+)
+def test_a_status_line_of_the_users_own_is_wrapped_and_given_back(
+    user: str, env: dict[str, str]
+) -> None:
     tui = settings_path("kimi", env).parent / "tui.toml"
     tui.parent.mkdir(parents=True)
-    tui.write_text("[status_line]\ncommand = 'my-line'\n")
+    tui.write_text(user)
+    foreign = tomllib.loads(user)["status_line"]["command"]
     plan = plan_install("kimi", env=env)
     (companion,) = plan.also
-    assert not companion.changed
-    assert any("your own status line" in note for note in companion.notes)
+    assert companion.changed
+    assert any("your own status line command still draws" in n for n in companion.notes)
     apply_plan(plan)
-    assert tui.read_text() == "[status_line]\ncommand = 'my-line'\n"
-    assert not plan_uninstall("kimi", env=env).also[0].changed
+    command = tomllib.loads(tui.read_text())["status_line"]["command"]
+    assert unwrap_command(command) == foreign
+    assert not plan_install("kimi", env=env).changes
+    apply_plan(plan_uninstall("kimi", env=env))
+    assert tui.read_text() == user
+
+
+def test_the_wrapped_line_is_the_users_own(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # The installed command, as Kimi runs it (`sh -c`), with no daemon: the user's line as is.
+    tui = settings_path("kimi", env).parent / "tui.toml"
+    tui.parent.mkdir(parents=True)
+    tui.write_text("[status_line]\ncommand = 'cat >/dev/null; echo my line'\n")
+    apply_plan(plan_install("kimi", env=env))
+    install_client(env)  # as `ctxd install` does
+    command = tomllib.loads(tui.read_text())["status_line"]["command"]
+    run_env = {**env, "CTXD_SOCKET": str(tmp_path / "none.sock"), "CTXD_NO_SPAWN": "1"}
+    done = subprocess.run(
+        ["sh", "-c", command], input=b"{}", capture_output=True, env=run_env, timeout=30
+    )
+    assert (done.returncode, done.stdout) == (0, b"my line\n")
 
 
 def test_without_a_tui_toml_ctxd_writes_its_block(env: dict[str, str]) -> None:
