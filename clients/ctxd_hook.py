@@ -1,9 +1,10 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
     ctxd-hook AGENT [EVENT]        # EVENT: a hint
-    # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot | cline | kilo;
+    # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot | cline | kilo | kimi;
     ctxd-hook claude statusline    # Claude Code's statusLine command: prints ctxd's line
     ctxd-hook claude statusline --wrap COMMAND   # the user's own statusline, shown as it is
+                                                 # (kimi too: Kimi Code's status line)
 
 It forwards the hook payload (stdin) to the ctxd daemon over its Unix socket and prints the
 daemon's answer verbatim. It runs on every tool call of every agent, so it is built for start-up
@@ -232,7 +233,7 @@ def _listening(path: str) -> bool:
 #: tests/clients/test_hook_client.py holds it to `ctxd.agents.AGENTS`).
 USAGE = (
     "usage: ctxd-hook AGENT [EVENT]"
-    "   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot, cline, kilo)\n"
+    "   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot, cline, kilo, kimi)\n"
 )
 
 
@@ -275,12 +276,13 @@ def _uncoerced(environ: "Mapping[bytes, bytes]") -> "Mapping[bytes, bytes]":
     return {k: v for k, v in environ.items() if k != b"LC_CTYPE"}
 
 
-def wrapped(command: str) -> int:
+def wrapped(command: str, agent: str = "claude") -> int:
     """A statusline that is the user's own `command` with ctxd beside it: the command gets the
-    payload on stdin and writes straight to Claude Code (same bytes, same exit code), while the
-    payload also goes to the daemon, in parallel and bounded by WRAP_TIMEOUT; a missing daemon
-    is started and not waited for (the next refresh reaches it). Returns the command's exit
-    code (127 when no shell could run it, as a shell says for a missing command)."""
+    payload on stdin and writes straight to the agent (same bytes, same exit code), while the
+    payload also goes to the daemon as `agent`'s, in parallel and bounded by WRAP_TIMEOUT; a
+    missing daemon is started and not waited for (the next refresh reaches it). Returns the
+    command's exit code (127 when no shell could run it, as a shell says for a missing
+    command)."""
     try:
         payload = read_stdin(MAX_WRAPPED_PAYLOAD)
     except Exception:  # (no contextlib here: start-up cost)
@@ -300,7 +302,7 @@ def wrapped(command: str) -> int:
     try:
         if wire is not None and len(payload) <= wire.MAX_PAYLOAD:
             env = wire.environ()
-            request = wire.hook_request("claude", "statusline", payload, wire.hook_env())
+            request = wire.hook_request(agent, "statusline", payload, wire.hook_env())
             try:
                 exchange(wire.socket_path(env), request, WRAP_TIMEOUT)
             except OSError:
@@ -328,7 +330,7 @@ def main(argv: "list[str] | None" = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 4 and args[1] == "statusline" and args[2] == WRAP_FLAG:
         sys.stdout.flush()
-        raise SystemExit(wrapped(args[3]))
+        raise SystemExit(wrapped(args[3], args[0] if _is_word(args[0]) else "claude"))
     try:
         agent = args[0] if args else ""
         event = args[1] if len(args) > 1 else None

@@ -45,6 +45,9 @@ HOOK_ENV = (
     "COPILOT_HOME",
     "PI_CODING_AGENT_DIR",
     "CLINE_DATA_DIR",
+    "KIMI_CODE_HOME",
+    "KIMI_MODEL_NAME",
+    "KIMI_MODEL_MAX_CONTEXT_SIZE",
 )
 #: The longest value passed on; a longer one is left out.
 MAX_ENV_VALUE = 1024

@@ -41,7 +41,18 @@ __all__ = [
 #: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
 _PACKAGES: Mapping[str, str] = {
     name: f"ctxd.agents.{name}"
-    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot", "cline", "kilo")
+    for name in (
+        "claude",
+        "gemini",
+        "codex",
+        "qwen",
+        "opencode",
+        "pi",
+        "copilot",
+        "cline",
+        "kilo",
+        "kimi",
+    )
 }
 
 #: The agents' names, in the order ctxd lists them.

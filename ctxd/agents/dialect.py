@@ -35,6 +35,10 @@ class Dialect:
     flat_context: bool = False
     #: The answer's key for that top-level context (Cline reads `contextModification`).
     context_key: str = "additionalContext"
+    #: Whether the agent's next stop after a turn that a block continued says so
+    #: (`stop_hook_active`). One that never does (Kimi Code fires no Stop for that turn and
+    #: always sends false) gives no echo to wait for: a block it was given counts as delivered.
+    block_echo: bool = True
 
     def event_kind(self, name: str, source: str | None) -> EventKind:
         if self.session_start_compact and name == "SessionStart" and source == "compact":

@@ -75,7 +75,10 @@ def _count(value: object) -> int | None:
 
 def goes_as_block(dialect: Dialect, event: HookEvent, reply: Reply) -> bool:
     """Whether `render_reply` answers `event` with a block (its reason, or the user message
-    made one), which the agent, once it honoured it, echoes at its next stop."""
+    made one), which the agent, once it honoured it, echoes at its next stop (False for an
+    agent that echoes none: `Dialect.block_echo`)."""
+    if not dialect.block_echo:
+        return False
     if event.stop_hook_active or event.name not in dialect.block_events:
         return False
     if _said(reply.block_reason):

@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the figures come from the core; only their type is needed h
 __all__ = [
     "AgentSpec",
     "Check",
+    "Companion",
+    "DocumentFormat",
     "InstallRequest",
     "Installer",
     "Json",
@@ -101,6 +103,30 @@ class Packaged:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentFormat:
+    """A settings file that is not JSON (a TOML config): how its text becomes the document the
+    installer transforms, and how a new document goes back into the user's text."""
+
+    #: (text, None when there is no file; its path) -> the document; SettingsFileError when
+    #: the text is not in the format.
+    parse: Callable[[str | None, Path], Json]
+    #: (new document, the file's text) -> the text to write; SettingsFileError when it cannot.
+    render: Callable[[Json, str | None], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Companion:
+    """A second file the install edits beside the settings file (Kimi Code's tui.toml, which
+    holds its status line): the same pure transformations of its own document."""
+
+    #: The settings file's path -> this file's.
+    path: Callable[[Path], Path]
+    document: DocumentFormat
+    install: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+    uninstall: Callable[[Json, InstallRequest], tuple[Json, tuple[str, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
 
@@ -114,6 +140,10 @@ class Installer:
     #: Extra `ctxd doctor` lines that need where the settings file is (a file beside it that
     #: decides whether the agent runs ctxd's hooks at all): (document, its path) -> lines.
     placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
+    #: The settings file's format, when it is not JSON.
+    document: DocumentFormat | None = None
+    #: A second file the install edits with the settings file, if any.
+    companion: Companion | None = None
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
     #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files), so

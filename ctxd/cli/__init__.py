@@ -22,7 +22,10 @@ from ctxd.errors import CtxdError, InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
+    from pathlib import Path
     from typing import Any
+
+    from ctxd.cli.install import Plan
 
 Verb = Callable[[argparse.Namespace], int]
 
@@ -264,11 +267,29 @@ def _write_plot(path: Any, rows: list[Any], state: Any, transcript: str) -> None
 
 
 def _print_plan(plan: Any, dry_run: bool) -> None:
-    if plan.changed and dry_run:
+    also = getattr(plan, "also", ())  # an install's plan: the companion file's too
+    if dry_run and (plan.changed or any(extra.changed for extra in also)):
         _print(plan.diff())
-        _print(f"(dry run: {plan.path} not written)")
-    for note in plan.notes:
+        for written in (plan, *also):
+            if written.changed:
+                _print(f"(dry run: {written.path} not written)")
+    for note in (note for each in (plan, *also) for note in each.notes):
         _print(f"note: {note}")
+
+
+def _print_done(args: argparse.Namespace, plan: Plan, backup: Path | None) -> None:
+    """Say what an applied install or uninstall plan changed, the settings file first."""
+    if args.verb == "install":
+        done = f"registered ctxd's hooks in {plan.path}"
+    elif args.statusline:
+        done = f"removed ctxd's statusline from {plan.path}"
+    else:
+        done = f"removed ctxd from {plan.path}"
+    _print(done + (f" (backup: {backup})" if backup else ""))
+    for extra in plan.also:
+        if extra.changed:
+            verb = "set" if args.verb == "install" else "removed"
+            _print(f"{verb} ctxd's part of {extra.path}")
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -291,18 +312,11 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.verb == "install" and not args.dry_run:
         # Before the settings name it; also when they already do (the copy may be gone).
         where = install_client(os.environ)
-    if not plan.changed:
+    if not plan.changes:
         if args.verb == "install":
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
     elif not args.dry_run:
-        backup = apply_plan(plan)
-        if args.verb == "install":
-            done = f"registered ctxd's hooks in {plan.path}"
-        elif args.statusline:
-            done = f"removed ctxd's statusline from {plan.path}"
-        else:
-            done = f"removed ctxd from {plan.path}"
-        _print(done + (f" (backup: {backup})" if backup else ""))
+        _print_done(args, plan, apply_plan(plan))
         if args.verb == "install":
             _print(f"the hooks run the client copied to {where}")
     _print_plan(plan, args.dry_run)

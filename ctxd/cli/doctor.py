@@ -125,6 +125,11 @@ def installed_commands(doc: Mapping[str, Any], statusline: bool) -> dict[str, li
     ("statusline" for the statusLine command, when the agent has one)."""
     found: dict[str, list[str]] = {}
     hooks = doc.get("hooks")
+    # A TOML config's `[[hooks]]`: a flat list of handlers, each naming its event.
+    for handler in hooks if isinstance(hooks, list) else []:
+        command, event = _command_of(handler), handler.get("event")
+        if isinstance(command, str) and is_ctxd_command(command) and isinstance(event, str):
+            found.setdefault(command, []).append(event)
     for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
         for group in groups if isinstance(groups, list) else []:
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -162,7 +167,9 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         path = spec.installer.settings_path(env)
         name = f"{agent} hooks"
         try:
-            doc = parse(read_text(path), path)
+            text = read_text(path)
+            document = spec.installer.document
+            doc = document.parse(text, path) if document is not None else parse(text, path)
         except CtxdError as exc:
             yield Check(name, False, str(exc), "fix the file by hand")
             continue

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,18 @@ class Plan:
     after: str
     changed: bool
     notes: tuple[str, ...] = ()
+    #: The plans of the files the agent's install edits besides this one (its companion).
+    also: tuple[Plan, ...] = ()
+
+    @property
+    def changes(self) -> bool:
+        """Whether applying it writes anything: this file or one of `also`."""
+        return self.changed or any(plan.changed for plan in self.also)
 
     def diff(self) -> str:
         """A unified diff from `before` to `after` ("" when nothing changes)."""
         if not self.changed:
-            return ""
+            return "".join(plan.diff() for plan in self.also)
         old = (self.before or "").splitlines(keepends=True)
         new = self.after.splitlines(keepends=True)
         lines = difflib.unified_diff(
@@ -63,12 +70,19 @@ class Plan:
             fromfile=str(self.path) if self.before is not None else "/dev/null",
             tofile=str(self.path),
         )
-        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        own = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        return own + "".join(plan.diff() for plan in self.also)
 
 
 def settings_path(agent: str, env: Mapping[str, str] = os.environ) -> Path:
     """The settings file ctxd edits for `agent` in this environment."""
     return agents.spec(agent).installer.settings_path(env)
+
+
+def _parse(agent: str, text: str | None, path: Path) -> dict[str, Any]:
+    """The settings file's document, in the agent's format (JSON unless it declares another)."""
+    document = agents.spec(agent).installer.document
+    return document.parse(text, path) if document is not None else parse(text, path)
 
 
 def _finish(
@@ -81,12 +95,31 @@ def _finish(
 ) -> Plan:
     if new == old:
         return Plan(agent, path, before, before if before is not None else "", False, notes)
+    document = agents.spec(agent).installer.document
+    if document is not None:  # its renderer keeps the user's text as it is
+        return Plan(agent, path, before, document.render(new, before), True, notes)
     if comments(before):
         notes = (
             *notes,
             f"{path} has comments: the rewritten file cannot keep them (the backup does)",
         )
     return Plan(agent, path, before, render(new, like=before), True, notes)
+
+
+def _companion_plans(
+    agent: str, path: Path, request: InstallRequest, *, uninstall: bool
+) -> tuple[Plan, ...]:
+    """The plan of the second file the agent's install edits beside `path`, if it has one."""
+    companion = agents.spec(agent).installer.companion
+    if companion is None:
+        return ()
+    where = companion.path(path)
+    before = read_text(where)
+    doc = companion.document.parse(before, where)
+    new, notes = (companion.uninstall if uninstall else companion.install)(doc, request)
+    if new == doc:
+        return (Plan(agent, where, before, before if before is not None else "", False, notes),)
+    return (Plan(agent, where, before, companion.document.render(new, before), True, notes),)
 
 
 def _settings_path(agent: str, settings: Path | None, env: Mapping[str, str]) -> Path:
@@ -150,7 +183,7 @@ def plan_install(
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
     before = read_text(path)
-    doc = parse(before, path)
+    doc = _parse(agent, before, path)
     http_url = None
     if transport == "http":
         from ctxd.cli.web import hook_url
@@ -175,7 +208,8 @@ def plan_install(
         )
     if statusline and spec.statusline is None:
         notes = (*notes, f"--statusline applies to agents with a statusline; ignored for {agent}")
-    return _finish(agent, path, before, doc, new, notes)
+    also = _companion_plans(agent, path, request, uninstall=False)
+    return replace(_finish(agent, path, before, doc, new, notes), also=also)
 
 
 def plan_uninstall(
@@ -193,12 +227,13 @@ def plan_uninstall(
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
     before = read_text(path)
-    if before is None:
-        return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
-    doc = parse(before, path)
     request = InstallRequest(
         path=path, command=lambda event: hook_command(agent, event, env), client_dir=client_dir(env)
     )
+    if before is None:
+        gone = Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
+        return replace(gone, also=_companion_plans(agent, path, request, uninstall=True))
+    doc = _parse(agent, before, path)
     new, notes = spec.installer.uninstall(doc, request)
     if statusline:
         if spec.statusline is None:
@@ -212,7 +247,8 @@ def plan_uninstall(
                 notes = (*notes, f"no statusline of ctxd's in {path}: nothing to remove")
     elif new == doc:
         notes = (*notes, f"no ctxd hooks in {path}: nothing to remove")
-    return _finish(agent, path, before, doc, new, notes)
+    also = _companion_plans(agent, path, request, uninstall=True)
+    return replace(_finish(agent, path, before, doc, new, notes), also=also)
 
 
 @dataclass(frozen=True)
@@ -305,18 +341,29 @@ def _systemctl(run: Callable[..., subprocess.CompletedProcess[str]], *args: str)
 
 
 def apply_plan(plan: Plan) -> Path | None:
-    """Write `plan.after` to `plan.path` atomically, keeping the file's mode.
+    """Write `plan.after` to `plan.path` atomically, keeping the file's mode; then the same for
+    each of `plan.also` (the companion file's).
 
-    The old file is copied first to `<name>.ctxd-backup-<time>`; returns that path, or None when
-    there was no old file or nothing changed (then nothing is written at all). Raises
-    `SettingsFileError` if the file changed since the plan was made, or cannot be written.
+    The old file is copied first to `<name>.ctxd-backup-<time>`; returns that path (the
+    settings file's), or None when there was no old file or nothing changed (then nothing is
+    written at all). Raises `SettingsFileError` if the file changed since the plan was made, or
+    cannot be written.
     """
+    backup = _apply_one(plan, _parse)
+    companion = agents.spec(plan.agent).installer.companion
+    for extra in plan.also:
+        if companion is not None:
+            _apply_one(extra, lambda agent, text, path: companion.document.parse(text, path))
+    return backup
+
+
+def _apply_one(plan: Plan, reparse: Callable[[str, str | None, Path], object]) -> Path | None:
     if not plan.changed:
         return None
     if plan.before is not None:
         # Re-parse to be sure the plan was made from this text: never overwrite a file that
         # does not parse (a hand-built Plan could carry anything).
-        parse(plan.before, plan.path)
+        reparse(plan.agent, plan.before, plan.path)
     if not plan.after.strip():
         raise SettingsFileError(f"refusing to write an empty {plan.path}")
     return write_settings(plan.path, plan.after, plan.before)

@@ -23,6 +23,7 @@ _DIRS: dict[str, str] = {
     "pi-0.73.1": "pi",
     "pi-1.6.0": "pi",
     "copilot-1.0.102": "copilot",
+    "kimi-code-2.1.0": "kimi",
 }
 SAMPLE_FILES = sorted((path, _DIRS[path.parent.name]) for path in DATA.glob("*/*.jsonl"))
 

@@ -30,6 +30,7 @@ SAMPLES: list[tuple[str, str]] = [
     ("qwen", "qwen-code-0.24.4/transcript.compress.jsonl"),
     ("pi", "pi-0.73.1/session.compact.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.compact.jsonl"),
+    ("kimi", "kimi-code-2.1.0/wire.compact.jsonl"),
 ]
 
 

@@ -28,6 +28,7 @@ SAMPLES: list[tuple[str, str]] = [
     ("copilot", "copilot-1.0.102/transcript.compact.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.print.jsonl"),
     ("cline", "cline-3.0.65/sessions/1796554282174_e2h89/1796554282174_e2h89.messages.json"),
+    ("kimi", "kimi-code-2.1.0/wire.compact.jsonl"),
 ]
 
 

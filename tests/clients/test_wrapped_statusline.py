@@ -132,3 +132,19 @@ def test_the_users_command_gets_the_environment_unchanged_under_a_c_locale(world
     alone = subprocess.run(["bash", "-c", "env"], env=env, capture_output=True, check=False)
     assert "LC_CTYPE" not in result.stdout.decode()
     assert sorted(result.stdout.decode().splitlines()) == sorted(alone.stdout.decode().splitlines())
+
+
+def test_kimis_payload_reaches_the_daemon_as_kimis(ctxd: World) -> None:
+    # Kimi Code's status line (`ctxd install kimi` wraps a command of the user's own): the
+    # payload is Kimi's shape, read by Kimi's parser, and the daemon learns its window.
+    raw = (
+        b'{"model":"kimi-k2.6","cwd":"/w","gitBranch":null,"permissionMode":"manual",'
+        b'"planMode":false,"contextUsage":0,"contextTokens":0,"maxContextTokens":200000,'
+        b'"sessionId":"session_w1","version":"2.1.0"}'
+    )
+    result = ctxd.hook("kimi", raw, "statusline", ctxd_hook.WRAP_FLAG, "cat >/dev/null; echo k")
+    assert (result.returncode, result.stdout) == (0, b"k\n")
+    rows = [s for s in ctxd.status()["sessions"] if s["session_id"] == "session_w1"]
+    assert [(r["agent"], r["window"], r["window_source"]) for r in rows] == [
+        ("kimi", 200_000, "statusline")
+    ]

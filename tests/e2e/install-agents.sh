@@ -39,6 +39,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   CLINE_V="${CTXD_E2E_CLINE:-latest}"
   KILO_V="${CTXD_E2E_KILO:-latest}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
+  KIMI_V="${CTXD_E2E_KIMI:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
   GEMINI_V="${CTXD_E2E_GEMINI:-0.61.0}"
@@ -52,6 +53,7 @@ else
   CLINE_V="${CTXD_E2E_CLINE:-3.0.65}"
   KILO_V="${CTXD_E2E_KILO:-7.7.7}"  # newer ones (7.8.1) lack the @kilocode/cli-linux-x64 binary
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
+  KIMI_V="${CTXD_E2E_KIMI:-2.1.0}"
 fi
 SDK_DIR="$CACHE/npm-claude-sdk"
 SDK_PKG=@anthropic-ai/claude-agent-sdk-linux-x64
@@ -197,6 +199,22 @@ if [ ${#pi_want[@]} -gt 0 ]; then
   npm_install "$PIDIR" ctxd-e2e-pi "${pi_want[@]}"
 fi
 
+# Kimi Code needs Node >= 22.19 too: a prefix of its own (kimi/), run under pi's Node 22 as bin/kimi.
+KIMIDIR="$CACHE/kimi"
+KIMI_CLI="$KIMIDIR/node_modules/@moonshot-ai/kimi-code/dist/main.mjs"  # its "bin"
+mkdir -p "$KIMIDIR"
+cat >"$CACHE/bin/kimi" <<WRAPPER
+#!/bin/sh
+PATH="$(dirname "$NODE22"):\$PATH" exec "$NODE22" "$KIMI_CLI" "\$@"
+WRAPPER
+chmod +x "$CACHE/bin/kimi"
+have_kimi="$(installed_version "$CACHE/bin/kimi")"
+if [ "$KIMI_V" = latest ] || [ "$have_kimi" != "$KIMI_V" ]; then
+  npm_install "$KIMIDIR" ctxd-e2e-kimi "@moonshot-ai/kimi-code@$KIMI_V"
+else
+  log "@moonshot-ai/kimi-code $have_kimi already installed"
+fi
+
 # The newer Claude Code, from the SDK's platform package (Linux x64 only, as the package is).
 if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
   have_sdk="$(node -p "require('$SDK_DIR/node_modules/$SDK_PKG/package.json').version" 2>/dev/null || true)"
@@ -223,5 +241,6 @@ install_queued
   echo "copilot $(installed_version "$BIN/copilot")"
   echo "cline $(installed_version "$BIN/cline")"
   echo "kilo $(installed_version "$BIN/kilo")"
+  echo "kimi $(installed_version "$CACHE/bin/kimi")"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2
