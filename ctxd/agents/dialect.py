@@ -35,6 +35,9 @@ class Dialect:
     flat_context: bool = False
     #: The answer's key for that top-level context (Cline reads `contextModification`).
     context_key: str = "additionalContext"
+    #: The agent reads no answer at a stop, so the handoff request goes with the first tool
+    #: call's context once the handoff point is passed (`policy.on_tool_call_handoff`).
+    handoff_on_tool_call: bool = False
 
     def event_kind(self, name: str, source: str | None) -> EventKind:
         if self.session_start_compact and name == "SessionStart" and source == "compact":
