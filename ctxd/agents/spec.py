@@ -35,7 +35,9 @@ __all__ = [
     "InstallRequest",
     "Installer",
     "Json",
+    "PLACED_MARK",
     "Packaged",
+    "PlacedFile",
     "PluginRun",
     "Statusline",
     "TranscriptFiles",
@@ -100,6 +102,26 @@ class Packaged:
     command: str
 
 
+#: The words inside every file `ctxd install` places (`PlacedFile`): what makes a file ctxd's,
+#: so that a user's own file of the same name is never overwritten or removed.
+PLACED_MARK = "written by `ctxd install`"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedFile:
+    """A whole file `ctxd install` writes for an agent that reads files rather than a settings
+    document (Cline's hook executables), and `ctxd uninstall` removes while it is still ctxd's.
+    `text` must contain `PLACED_MARK`."""
+
+    path: Path
+    text: str
+    mode: int = 0o755
+
+    def __post_init__(self) -> None:
+        if PLACED_MARK not in self.text:
+            raise ValueError(f"{self.path}: a placed file must say it is ctxd's ({PLACED_MARK})")
+
+
 @dataclass(frozen=True, slots=True)
 class Installer:
     """How ctxd wires itself into an agent's settings file (pure transformations)."""
@@ -116,9 +138,14 @@ class Installer:
     placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
-    #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files), so
-    #: `install` changes none and its notes say what to put where.
+    #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files):
+    #: `install` changes none, and ctxd's hooks are the `files` it places.
     edits_settings: bool = True
+    #: (environment, the hook command for an event hint) -> the files ctxd places for the agent
+    #: (written by `ctxd install`, removed by `ctxd uninstall`, checked by `ctxd doctor`).
+    files: Callable[[Mapping[str, str], Callable[[str | None], str]], tuple[PlacedFile, ...]] = (
+        lambda env, command: ()
+    )
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
     #: alone (they say "skipped" where ctxd is not installed).
     plugin: bool = False

@@ -267,6 +267,11 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
     if plan.changed and dry_run:
         _print(plan.diff())
         _print(f"(dry run: {plan.path} not written)")
+    if dry_run:
+        for step in plan.files:
+            _print(step.describe(True))
+            if step.action == "write":
+                _print(step.file.text.rstrip("\n"))
     for note in plan.notes:
         _print(f"note: {note}")
 
@@ -291,9 +296,19 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.verb == "install" and not args.dry_run:
         # Before the settings name it; also when they already do (the copy may be gone).
         where = install_client(os.environ)
+    if not args.dry_run:
+        from ctxd.cli.placed import apply_files
+
+        for line in apply_files(plan.files):
+            _print(line)
+        if args.verb == "install" and plan.files and not plan.changed:
+            _print(f"ctxd's hook files run the client copied to {where}")
     if not plan.changed:
-        if args.verb == "install":
+        if args.verb == "install" and not plan.files:
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
+        elif args.verb == "uninstall" and plan.files and not args.dry_run:
+            if not any(step.action == "remove" for step in plan.files):
+                _print("no files of ctxd's to remove")
     elif not args.dry_run:
         backup = apply_plan(plan)
         if args.verb == "install":
