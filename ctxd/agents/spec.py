@@ -30,12 +30,12 @@ if TYPE_CHECKING:  # the figures come from the core; only their type is needed h
     from ctxd.core.session import Figures
 
 __all__ = [
+    "PLACED_MARK",
     "AgentSpec",
     "Check",
     "InstallRequest",
     "Installer",
     "Json",
-    "PLACED_MARK",
     "Packaged",
     "PlacedFile",
     "PluginRun",

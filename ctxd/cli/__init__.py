@@ -276,6 +276,18 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
         _print(f"note: {note}")
 
 
+def _apply_files(plan: Any, verb: str, client: Any) -> None:
+    """Write or remove the agent's own files of `plan`, saying what was done."""
+    from ctxd.cli.placed import apply_files
+
+    for line in apply_files(plan.files):
+        _print(line)
+    if client is not None:
+        _print(f"ctxd's hook files run the client copied to {client}")
+    elif verb == "uninstall" and not any(step.action == "remove" for step in plan.files):
+        _print("no files of ctxd's to remove")
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
     from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
@@ -296,19 +308,11 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.verb == "install" and not args.dry_run:
         # Before the settings name it; also when they already do (the copy may be gone).
         where = install_client(os.environ)
-    if not args.dry_run:
-        from ctxd.cli.placed import apply_files
-
-        for line in apply_files(plan.files):
-            _print(line)
-        if args.verb == "install" and plan.files and not plan.changed:
-            _print(f"ctxd's hook files run the client copied to {where}")
+    if plan.files and not args.dry_run:
+        _apply_files(plan, args.verb, where if args.verb == "install" else None)
     if not plan.changed:
         if args.verb == "install" and not plan.files:
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
-        elif args.verb == "uninstall" and plan.files and not args.dry_run:
-            if not any(step.action == "remove" for step in plan.files):
-                _print("no files of ctxd's to remove")
     elif not args.dry_run:
         backup = apply_plan(plan)
         if args.verb == "install":

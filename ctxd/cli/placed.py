@@ -63,7 +63,8 @@ class NotCtxds(Exception):
 
 def read_placed(path: Path) -> str | None:
     """The text of the file at `path` if it is ctxd's (a regular file, not a symlink, holding
-    `PLACED_MARK`); None when there is no file there. Raises `NotCtxds` for anything else (the user's)."""
+    `PLACED_MARK`); None when there is no file there. Raises `NotCtxds` for anything else
+    (the user's, or unreadable)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -121,9 +122,8 @@ def apply_files(steps: tuple[FileStep, ...]) -> list[str]:
             if step.action == "write":
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 write_atomic(path, step.file.text.encode(), step.file.mode)
-            elif step.action == "remove":
-                if read_placed(path) is not None:  # still ctxd's: checked again just before
-                    path.unlink()
+            elif step.action == "remove" and read_placed(path) is not None:
+                path.unlink()  # still ctxd's: checked again just before
         except NotCtxds:
             said.append(f"{path} changed since: no longer ctxd's, left alone")
             continue

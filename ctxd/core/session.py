@@ -475,16 +475,25 @@ def on_hook(
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
     else:
-        react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
-        new_policy, warning = react(state.policy, usage, t, now)
-        said = [warning.text] if warning else []
-        if event.kind == "tool_call" and grounds.handoff_on_tool_call and state.parent is None:
-            new_policy, handoff = policy.on_tool_call_handoff(
-                new_policy, usage, settings.handoff, t.basis
-            )
-            said += [handoff] if handoff else []
-        reply = Reply(context="\n".join(said)) if said else Reply()
+        new_policy, reply = _call_reply(state, event, usage, grounds, now)
     return _answered(state, event, now, new_policy), reply
+
+
+def _call_reply(
+    state: SessionState, event: HookEvent, usage: Usage, grounds: Grounds, now: float
+) -> tuple[PolicyState, Reply]:
+    """A tool call's or a prompt's warning, and the handoff request with a tool call's for an
+    agent that reads no answer at a stop (a subagent's is its parent's to ask)."""
+    t = grounds.settings.thresholds
+    react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
+    new_policy, warning = react(state.policy, usage, t, now)
+    parts = [warning.text] if warning else []
+    if event.kind == "tool_call" and grounds.handoff_on_tool_call and state.parent is None:
+        new_policy, handoff = policy.on_tool_call_handoff(
+            new_policy, usage, grounds.settings.handoff, t.basis
+        )
+        parts += [handoff] if handoff else []
+    return new_policy, Reply(context="\n".join(parts)) if parts else Reply()
 
 
 def _switched(state: SessionState, event: HookEvent) -> SessionState:

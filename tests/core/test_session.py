@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ctxd.core.compaction import reserve_rule
-from ctxd.core.events import HookEvent, Reply, PromptCache, StatuslineReport, UsageUpdate
+from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Severity
 from ctxd.core.session import (
     Grounds,

@@ -36,7 +36,6 @@ from e2e_support import (
     marks,
     missing_cli_reason,
     run,
-    wait_for,
     write_json,
 )
 

@@ -59,9 +59,7 @@ def hook_script(command: str) -> str:
     )
 
 
-def files(
-    env: Mapping[str, str], command: Callable[[str | None], str]
-) -> tuple[PlacedFile, ...]:
+def files(env: Mapping[str, str], command: Callable[[str | None], str]) -> tuple[PlacedFile, ...]:
     folder = hooks_dir(env)
     script = hook_script(command(None))  # the payload names the event
     return tuple(PlacedFile(folder / name, script, 0o755) for name in HOOK_FILES)
