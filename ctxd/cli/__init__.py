@@ -285,7 +285,8 @@ def _apply_files(plan: Any, verb: str, client: Any) -> None:
     if client is not None:
         _print(f"ctxd's hook files run the client copied to {client}")
     elif verb == "uninstall" and not any(step.action == "remove" for step in plan.files):
-        _print("no files of ctxd's to remove")
+        where = sorted({str(step.file.path.parent) for step in plan.files})
+        _print(f"no hook files of ctxd's in {', '.join(where)}: nothing to remove")
 
 
 def cmd_install(args: argparse.Namespace) -> int:

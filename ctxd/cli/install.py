@@ -205,7 +205,8 @@ def plan_uninstall(
     command = lambda event: hook_command(agent, event, env)  # noqa: E731
     placed = () if statusline else plan_files(spec.installer.files(env, command), "uninstall", "")
     if not spec.installer.edits_settings:
-        return Plan(agent, path, None, "", False, files=placed)
+        said = (f"{spec.title} has no statusline: nothing to remove",) if statusline else ()
+        return Plan(agent, path, None, "", False, said, files=placed)
     before = read_text(path)
     if before is None:
         return Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
