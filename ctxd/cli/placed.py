@@ -114,7 +114,8 @@ def plan_files(
 def apply_files(steps: tuple[FileStep, ...]) -> list[str]:
     """Do `steps`: write each file atomically with its mode (creating its directory, private),
     remove the ones planned for removal if they are still ctxd's. Returns what was done, one
-    line each (nothing for a file already absent). Raises `CtxdError` when a file cannot be written or removed."""
+    line each (nothing for a file already absent). Raises `CtxdError` when a file cannot be
+    written or removed."""
     said: list[str] = []
     for step in steps:
         path = step.file.path

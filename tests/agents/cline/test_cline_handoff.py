@@ -31,8 +31,11 @@ def _place_session(world: World) -> str:
     settings = data / "settings" / "providers.json"
     settings.parent.mkdir(parents=True)
     provider = {"settings": {"model": "mock-model", "contextWindow": WINDOW}}
-    doc = {"version": 1, "lastUsedProvider": "openai-compatible", "providers": {}}
-    doc["providers"]["openai-compatible"] = provider
+    doc = {
+        "version": 1,
+        "lastUsedProvider": "openai-compatible",
+        "providers": {"openai-compatible": provider},
+    }
     settings.write_text(json.dumps(doc))
     sid = "1796555003918_0ta12"
     folder = data / "sessions" / sid
@@ -43,7 +46,7 @@ def _place_session(world: World) -> str:
 
 
 def _row(world: World, sid: str) -> dict[str, Any]:
-    rows = [s for s in world.status()["sessions"] if s["session_id"] == sid]
+    rows: list[dict[str, Any]] = [s for s in world.status()["sessions"] if s["session_id"] == sid]
     assert len(rows) == 1, rows
     return rows[0]
 
