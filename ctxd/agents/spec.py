@@ -116,6 +116,9 @@ class PlacedFile:
     path: Path
     text: str
     mode: int = 0o755
+    #: A file's text that ctxd's own instructions had the user save before ctxd placed its
+    #: files itself (no mark in it): ctxd's too, replaced by install and removed by uninstall.
+    earlier: Callable[[str], bool] = lambda text: False
 
     def __post_init__(self) -> None:
         if PLACED_MARK not in self.text:

@@ -237,7 +237,7 @@ def _placed_checks(
     found: list[tuple[PlacedFile, str | None]] = []
     for file in placed:
         try:
-            found.append((file, read_placed(file.path)))
+            found.append((file, read_placed(file.path, file.earlier)))
         except NotCtxds as exc:
             found.append((file, None))
             yield Check(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -61,9 +62,10 @@ class NotCtxds(Exception):
     """The file at a placed file's path is the user's (or unreadable): never touched."""
 
 
-def read_placed(path: Path) -> str | None:
+def read_placed(path: Path, earlier: Callable[[str], bool] = lambda text: False) -> str | None:
     """The text of the file at `path` if it is ctxd's (a regular file, not a symlink, holding
-    `PLACED_MARK`); None when there is no file there. Raises `NotCtxds` for anything else
+    `PLACED_MARK`, or a text `earlier` says ctxd once had users save); None when there is no
+    file there. Raises `NotCtxds` for anything else
     (the user's, or unreadable)."""
     try:
         info = os.lstat(path)
@@ -77,14 +79,14 @@ def read_placed(path: Path) -> str | None:
         text = read_untrusted(path, PLACED_LIMIT).decode("utf-8", "replace")
     except (OSError, RefusedFile) as exc:
         raise NotCtxds(f"cannot read {path}: {exc}") from None
-    if PLACED_MARK not in text:
+    if PLACED_MARK not in text and not earlier(text):
         raise NotCtxds(f"{path} is not ctxd's")
     return text
 
 
 def _step(file: PlacedFile, verb: Literal["install", "uninstall"]) -> FileStep:
     try:
-        text = read_placed(file.path)
+        text = read_placed(file.path, file.earlier)
     except NotCtxds:
         return FileStep(file, "foreign")
     if verb == "uninstall":
@@ -123,7 +125,7 @@ def apply_files(steps: tuple[FileStep, ...]) -> list[str]:
             if step.action == "write":
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 write_atomic(path, step.file.text.encode(), step.file.mode)
-            elif step.action == "remove" and read_placed(path) is not None:
+            elif step.action == "remove" and read_placed(path, step.file.earlier) is not None:
                 path.unlink()  # still ctxd's: checked again just before
         except NotCtxds:
             said.append(f"{path} changed since: no longer ctxd's, left alone")

@@ -10,7 +10,8 @@ again while they are still ctxd's (`ctxd.cli.placed`); providers.json is never w
 
 Cline takes a file's name before its extension as the event, so ctxd's files are
 `PostToolUse.bash` and so on (an extension Cline runs, and one a user's own hook is unlikely to
-have): the user's own `PostToolUse` or `PostToolUse.sh` keeps running beside it.
+have): the user's own `PostToolUse` or `PostToolUse.sh` keeps running beside it. A file saved by
+hand as an earlier ctxd asked (`saved_by_hand`) counts as ctxd's: install replaces it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ctxd.agents.cline.files import data_dir
+from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.spec import PLACED_MARK, InstallRequest, Json, PlacedFile
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "hook_script",
     "hooks_dir",
     "install",
+    "saved_by_hand",
     "settings_path",
     "uninstall",
 ]
@@ -59,10 +62,22 @@ def hook_script(command: str) -> str:
     )
 
 
+def saved_by_hand(text: str) -> bool:
+    """The file an earlier `ctxd install cline` asked the user to save (`#!/bin/sh`, then
+    `exec` and ctxd's hook command), with any interpreter and client path."""
+    lines = text.splitlines()
+    return (
+        len(lines) == 2
+        and lines[0] == "#!/bin/sh"
+        and lines[1].startswith("exec ")
+        and is_ctxd_command(lines[1].removeprefix("exec "))
+    )
+
+
 def files(env: Mapping[str, str], command: Callable[[str | None], str]) -> tuple[PlacedFile, ...]:
     folder = hooks_dir(env)
     script = hook_script(command(None))  # the payload names the event
-    return tuple(PlacedFile(folder / name, script, 0o755) for name in HOOK_FILES)
+    return tuple(PlacedFile(folder / name, script, 0o755, saved_by_hand) for name in HOOK_FILES)
 
 
 def install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:

@@ -107,6 +107,22 @@ def test_a_users_file_under_ctxds_name_is_never_overwritten_nor_removed(world: W
     assert _listing(_hooks(world)) == before
 
 
+def test_a_file_saved_by_hand_as_an_earlier_ctxd_asked_is_replaced(world: World) -> None:
+    """Before ctxd placed its files itself, `ctxd install cline` printed one to save: such a
+    file is ctxd's (any interpreter, any client path), not the user's."""
+    folder = _hooks(world)
+    folder.mkdir(parents=True)
+    old = folder / NAMES[0]
+    old.write_text(
+        '#!/bin/sh\nexec /usr/bin/python3 -S -I -c \'import sys;sys.path[:0]=["/old"];'
+        "import ctxd_hook as h;h.main()' cline\n"
+    )
+    assert world.cli("install", "cline").returncode == 0
+    assert "written by `ctxd install`" in old.read_text()
+    assert world.cli("uninstall", "cline").returncode == 0
+    assert list(folder.iterdir()) == []
+
+
 def test_a_symlink_or_fifo_under_ctxds_name_is_the_users(world: World) -> None:
     folder = _hooks(world)
     folder.mkdir(parents=True)
