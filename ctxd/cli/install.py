@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,7 @@ def plan_uninstall(
     """
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
-    command = lambda event: hook_command(agent, event, env)  # noqa: E731
+    command = partial(hook_command, agent, env=env)
     placed = () if statusline else plan_files(spec.installer.files(env, command), "uninstall", "")
     if not spec.installer.edits_settings:
         said = (f"{spec.title} has no statusline: nothing to remove",) if statusline else ()
