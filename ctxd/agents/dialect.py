@@ -39,6 +39,9 @@ class Dialect:
     #: (`stop_hook_active`). One that never does (Kimi Code fires no Stop for that turn and
     #: always sends false) gives no echo to wait for: a block it was given counts as delivered.
     block_echo: bool = True
+    #: The agent reads no answer at a stop, so the handoff request goes with the first tool
+    #: call's context once the handoff point is passed (`policy.on_tool_call_handoff`).
+    handoff_on_tool_call: bool = False
 
     def event_kind(self, name: str, source: str | None) -> EventKind:
         if self.session_start_compact and name == "SessionStart" and source == "compact":

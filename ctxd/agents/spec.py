@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the figures come from the core; only their type is needed h
     from ctxd.core.session import Figures
 
 __all__ = [
+    "PLACED_MARK",
     "AgentSpec",
     "Check",
     "Companion",
@@ -38,6 +39,7 @@ __all__ = [
     "Installer",
     "Json",
     "Packaged",
+    "PlacedFile",
     "PluginRun",
     "Statusline",
     "TranscriptFiles",
@@ -102,6 +104,29 @@ class Packaged:
     command: str
 
 
+#: The words inside every file `ctxd install` places (`PlacedFile`): what makes a file ctxd's,
+#: so that a user's own file of the same name is never overwritten or removed.
+PLACED_MARK = "written by `ctxd install`"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedFile:
+    """A whole file `ctxd install` writes for an agent that reads files rather than a settings
+    document (Cline's hook executables), and `ctxd uninstall` removes while it is still ctxd's.
+    `text` must contain `PLACED_MARK`."""
+
+    path: Path
+    text: str
+    mode: int = 0o755
+    #: A file's text that ctxd's own instructions had the user save before ctxd placed its
+    #: files itself (no mark in it): ctxd's too, replaced by install and removed by uninstall.
+    earlier: Callable[[str], bool] = lambda text: False
+
+    def __post_init__(self) -> None:
+        if PLACED_MARK not in self.text:
+            raise ValueError(f"{self.path}: a placed file must say it is ctxd's ({PLACED_MARK})")
+
+
 @dataclass(frozen=True, slots=True)
 class DocumentFormat:
     """A settings file that is not JSON (a TOML config): how its text becomes the document the
@@ -146,9 +171,14 @@ class Installer:
     companion: Companion | None = None
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
-    #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files), so
-    #: `install` changes none and its notes say what to put where.
+    #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files):
+    #: `install` changes none, and ctxd's hooks are the `files` it places.
     edits_settings: bool = True
+    #: (environment, the hook command for an event hint) -> the files ctxd places for the agent
+    #: (written by `ctxd install`, removed by `ctxd uninstall`, checked by `ctxd doctor`).
+    files: Callable[[Mapping[str, str], Callable[[str | None], str]], tuple[PlacedFile, ...]] = (
+        lambda env, command: ()
+    )
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
     #: alone (they say "skipped" where ctxd is not installed).
     plugin: bool = False

@@ -273,6 +273,11 @@ def _print_plan(plan: Any, dry_run: bool) -> None:
         for written in (plan, *also):
             if written.changed:
                 _print(f"(dry run: {written.path} not written)")
+    if dry_run:
+        for step in plan.files:
+            _print(step.describe(True))
+            if step.action == "write":
+                _print(step.file.text.rstrip("\n"))
     for note in (note for each in (plan, *also) for note in each.notes):
         _print(f"note: {note}")
 
@@ -290,6 +295,19 @@ def _print_done(args: argparse.Namespace, plan: Plan, backup: Path | None) -> No
         if extra.changed:
             verb = "set" if args.verb == "install" else "removed"
             _print(f"{verb} ctxd's part of {extra.path}")
+
+
+def _apply_files(plan: Plan, verb: str, client: Path | None) -> None:
+    """Write or remove the agent's own files of `plan`, saying what was done."""
+    from ctxd.cli.placed import apply_files
+
+    for line in apply_files(plan.files):
+        _print(line)
+    if client is not None:
+        _print(f"ctxd's hook files run the client copied to {client}")
+    elif verb == "uninstall" and not any(step.action == "remove" for step in plan.files):
+        where = sorted({str(step.file.path.parent) for step in plan.files})
+        _print(f"no hook files of ctxd's in {', '.join(where)}: nothing to remove")
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -312,8 +330,10 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.verb == "install" and not args.dry_run:
         # Before the settings name it; also when they already do (the copy may be gone).
         where = install_client(os.environ)
+    if plan.files and not args.dry_run:
+        _apply_files(plan, args.verb, where if args.verb == "install" else None)
     if not plan.changes:
-        if args.verb == "install":
+        if args.verb == "install" and not plan.files:
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
     elif not args.dry_run:
         _print_done(args, plan, apply_plan(plan))

@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,12 @@ from ctxd.agents.hookcmd import (
     CTXD_COMMAND_FILE,
     client_dir,
     client_path,
+    hook_command,
     is_ctxd_command,
     unwrap_command,
 )
 from ctxd.agents.settings_file import parse, read_text
-from ctxd.agents.spec import Check, PluginRun
+from ctxd.agents.spec import Check, PlacedFile, PluginRun
 from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
@@ -164,6 +166,10 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
     """Per agent: its settings, ctxd's hooks in them, and a real run of each installed command."""
     for agent in agents.AGENTS:
         spec = agents.spec(agent)
+        placed = spec.installer.files(env, partial(hook_command, agent, env=env))
+        if placed:
+            yield from _placed_checks(agent, placed, env)
+            continue
         path = spec.installer.settings_path(env)
         name = f"{agent} hooks"
         try:
@@ -224,6 +230,56 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         for command, found in commands.items():
             label = ", ".join(found) if several and "statusline" not in found else None
             yield _run_installed(agent, command, "statusline" in found, env, events=label)
+
+
+def _placed_checks(
+    agent: str, placed: tuple[PlacedFile, ...], env: Mapping[str, str]
+) -> Iterator[Check]:
+    """The files `ctxd install` places for an agent: each there, still ctxd's, executable and
+    naming an interpreter that exists; then one of them run as the agent runs it."""
+    from ctxd.cli.placed import NotCtxds, hook_interpreter, read_placed
+
+    title = _title(agent)
+    fix = f"`ctxd install {agent}` writes them again"
+    found: list[tuple[PlacedFile, str | None]] = []
+    for file in placed:
+        try:
+            found.append((file, read_placed(file.path, file.earlier)))
+        except NotCtxds as exc:
+            found.append((file, None))
+            yield Check(
+                f"{agent} hook file",
+                False,
+                f"{exc}: {title} runs it instead of ctxd's",
+                f"move it aside, then {fix}",
+            )
+            return
+    if all(text is None for _, text in found):
+        where = placed[0].path.parent
+        yield Check(
+            f"{agent} hooks",
+            False,
+            f"no hook files of ctxd's in {where}",
+            f"`ctxd install {agent}` if you use {title}",
+            skipped=True,
+        )
+        return
+    for file, text in found:
+        name = f"{agent} hook file"
+        if text is None:
+            yield Check(name, False, f"{file.path} is missing", fix)
+            continue
+        python = hook_interpreter(text)
+        if not os.access(file.path, os.X_OK):
+            yield Check(name, False, f"{file.path} is not executable", fix)
+        elif python is None:
+            yield Check(name, False, f"{file.path} runs no ctxd hook command", fix)
+        elif not os.access(python, os.X_OK):
+            yield Check(name, False, f"{file.path} runs {python}, which is gone", fix)
+        else:
+            yield Check(name, True, f"{file.path}: ctxd's, executable, runs {python}")
+    first = next(file for file, text in found if text is not None)
+    yield _run_installed(agent, shlex.quote(str(first.path)), False, env, fix)
 
 
 def _run_installed(

@@ -4,6 +4,10 @@ A plan is computed without writing anything (`--dry-run` prints its diff); `appl
 it atomically after a backup. Install is idempotent, uninstall removes only what ctxd added, and
 install followed by uninstall gives back a document equal to the original as parsed JSON (an
 empty `"hooks": {}` aside, which comes back absent). Every foreign key and hook is kept.
+
+An agent that runs hook files instead (`Installer.files`) gets them placed beside: the plan
+carries what to write or remove (`ctxd.cli.placed`), and a user's file of the same name is never
+touched.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,7 @@ from ctxd import agents
 from ctxd.agents.hookcmd import client_dir, hook_command
 from ctxd.agents.settings_file import comments, parse, read_text, render, write_settings
 from ctxd.agents.spec import InstallRequest
+from ctxd.cli.placed import FileStep, plan_files
 from ctxd.errors import InvalidInput, SettingsFileError
 
 __all__ = [
@@ -57,6 +63,9 @@ class Plan:
     def changes(self) -> bool:
         """Whether applying it writes anything: this file or one of `also`."""
         return self.changed or any(plan.changed for plan in self.also)
+
+    #: The agent's own files to write or remove (`Installer.files`), apart from the document.
+    files: tuple[FileStep, ...] = ()
 
     def diff(self) -> str:
         """A unified diff from `before` to `after` ("" when nothing changes)."""
@@ -182,7 +191,8 @@ def plan_install(
     """
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
-    before = read_text(path)
+    edits = spec.installer.edits_settings  # else the document is neither read nor written
+    before = read_text(path) if edits else None
     doc = _parse(agent, before, path)
     http_url = None
     if transport == "http":
@@ -195,7 +205,7 @@ def plan_install(
         statusline=statusline,
         http_url=http_url,
         client_dir=client_dir(env),
-        agent_version=installed_version(spec.version_command, env),
+        agent_version=installed_version(spec.version_command, env) if edits else None,
     )
     new, notes = spec.installer.install(doc, request)
     if http_url is not None:
@@ -209,7 +219,9 @@ def plan_install(
     if statusline and spec.statusline is None:
         notes = (*notes, f"--statusline applies to agents with a statusline; ignored for {agent}")
     also = _companion_plans(agent, path, request, uninstall=False)
-    return replace(_finish(agent, path, before, doc, new, notes), also=also)
+    hint = f"move it aside (keep it under another name) and run `ctxd install {agent}` again"
+    placed = plan_files(spec.installer.files(env, request.command), "install", hint)
+    return replace(_finish(agent, path, before, doc, new, notes), also=also, files=placed)
 
 
 def plan_uninstall(
@@ -226,10 +238,13 @@ def plan_uninstall(
     """
     spec = agents.spec(agent)
     path = _settings_path(agent, settings, env)
+    command = partial(hook_command, agent, env=env)
+    placed = () if statusline else plan_files(spec.installer.files(env, command), "uninstall", "")
+    if not spec.installer.edits_settings:
+        said = (f"{spec.title} has no statusline: nothing to remove",) if statusline else ()
+        return Plan(agent, path, None, "", False, said, files=placed)
     before = read_text(path)
-    request = InstallRequest(
-        path=path, command=lambda event: hook_command(agent, event, env), client_dir=client_dir(env)
-    )
+    request = InstallRequest(path=path, command=command, client_dir=client_dir(env))
     if before is None:
         gone = Plan(agent, path, None, "", False, (f"{path} does not exist: nothing to remove",))
         return replace(gone, also=_companion_plans(agent, path, request, uninstall=True))

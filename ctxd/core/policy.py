@@ -27,6 +27,7 @@ __all__ = [
     "on_prompt",
     "on_stop",
     "on_tool_call",
+    "on_tool_call_handoff",
     "severity_for",
     "tokens_severity",
 ]
@@ -274,6 +275,22 @@ def on_stop(
 
     asked = replace(state, handoff_asked=True, handoff_unconfirmed=h.action == "block")
     return asked, handoff_text(usage, basis)
+
+
+def on_tool_call_handoff(
+    state: PolicyState, usage: Usage, h: HandoffSettings, basis: Basis
+) -> tuple[PolicyState, str | None]:
+    """The handoff request to add to a tool call's answer, for an agent that reads no answer at
+    a stop but feeds a tool call's answer to the model (`Dialect.handoff_on_tool_call`).
+
+    Asked at the first tool call once used_pct(usage, basis) >= h.at, at most once until the
+    next compaction, never when disabled. The answer that carries it is its delivery, so it is
+    recorded as asked then (nothing to confirm later: `handoff_unconfirmed` stays false), and
+    `h.action` has no say: the model reads it either way.
+    """
+    if not h.enabled or state.handoff_asked or used_pct(usage, basis) < h.at:
+        return state, None
+    return replace(state, handoff_asked=True), handoff_text(usage, basis)
 
 
 def handoff_reply(text: str | None, h: HandoffSettings) -> Reply:

@@ -127,6 +127,9 @@ class Grounds:
     #: Whether the agent compacts a session resumed after its prompt cache expired
     #: (`AgentSpec.resume_compaction`); None: it never does.
     resume_rule: ResumeCompactionRule | None = None
+    #: The agent reads no answer at a stop: the handoff is asked with a tool call's context
+    #: instead (`Dialect.handoff_on_tool_call`).
+    handoff_on_tool_call: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,6 +453,9 @@ def on_hook(
     usage = _usage(state, window, window.size if point is None else point)
     settings = grounds.settings
     t = settings.thresholds
+    if event.kind == "stop" and grounds.handoff_on_tool_call:
+        # Nothing said at a stop reaches this agent: the handoff waits for its next tool call.
+        return _answered(state, event, now, state.policy), Reply()
     if event.kind == "stop":
         # A subagent's turn ends inside its parent's (an agent may report its end like any
         # session's): a handoff, or a note on idling, is for the parent's turn to ask.
@@ -469,10 +475,25 @@ def on_hook(
             said = reply.user_message
             reply = replace(reply, user_message=f"{said}\n{idle}" if said else idle)
     else:
-        react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
-        new_policy, warning = react(state.policy, usage, t, now)
-        reply = Reply(context=warning.text) if warning else Reply()
+        new_policy, reply = _call_reply(state, event, usage, grounds, now)
     return _answered(state, event, now, new_policy), reply
+
+
+def _call_reply(
+    state: SessionState, event: HookEvent, usage: Usage, grounds: Grounds, now: float
+) -> tuple[PolicyState, Reply]:
+    """A tool call's or a prompt's warning, and the handoff request with a tool call's for an
+    agent that reads no answer at a stop (a subagent's is its parent's to ask)."""
+    t = grounds.settings.thresholds
+    react = policy.on_prompt if event.kind == "prompt" else policy.on_tool_call
+    new_policy, warning = react(state.policy, usage, t, now)
+    parts = [warning.text] if warning else []
+    if event.kind == "tool_call" and grounds.handoff_on_tool_call and state.parent is None:
+        new_policy, handoff = policy.on_tool_call_handoff(
+            new_policy, usage, grounds.settings.handoff, t.basis
+        )
+        parts += [handoff] if handoff else []
+    return new_policy, Reply(context="\n".join(parts)) if parts else Reply()
 
 
 def _switched(state: SessionState, event: HookEvent) -> SessionState:

@@ -96,7 +96,7 @@ class Continuity:
         # Asked, or asked again because the first ask never reached the agent (`on_stop`).
         again = before.policy.handoff_unconfirmed and not after.policy.handoff_unconfirmed
         asked = after.policy.handoff_asked and (not before.policy.handoff_asked or again)
-        if asked and c.handoff_file and (reply.block_reason or reply.user_message):
+        if asked and c.handoff_file and (reply.block_reason or reply.user_message or reply.context):
             path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:
                 self._drafts[after.key] = str(path)
@@ -127,15 +127,15 @@ class Continuity:
 
 
 def _naming_draft(reply: Reply, path: Path) -> Reply:
+    draft = (
+        f" ctxd has drafted one from the transcript at {path}: please review and complete "
+        "this draft (the reasons, decisions and next steps the transcript cannot hold) rather "
+        "than writing one from scratch."
+    )
     if reply.block_reason:
-        return replace(
-            reply,
-            block_reason=(
-                f"{reply.block_reason} ctxd has drafted one from the transcript at {path}: "
-                "please review and complete this draft (the reasons, decisions and next steps "
-                "the transcript cannot hold) rather than writing one from scratch."
-            ),
-        )
+        return replace(reply, block_reason=f"{reply.block_reason}{draft}")
+    if not reply.user_message:  # asked with a tool call's context: the model reads it there
+        return replace(reply, context=f"{reply.context}{draft}")
     return replace(
         reply,
         user_message=f"{reply.user_message} ctxd drafted a handoff note from the transcript: "

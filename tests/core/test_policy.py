@@ -15,6 +15,7 @@ from ctxd.core.policy import (
     on_compaction,
     on_stop,
     on_tool_call,
+    on_tool_call_handoff,
     severity_for,
 )
 from ctxd.core.settings import HandoffSettings, Thresholds
@@ -293,6 +294,42 @@ def test_on_stop_table(
     new_state, text = on_stop(state, usage, h, basis, stop_hook_active=active)
     assert (text is not None) == expect_text
     assert new_state.handoff_asked == (asked or expect_text)
+
+
+@pytest.mark.parametrize(
+    ("usage", "basis", "h", "asked", "expect_text"),
+    [
+        (HIGH, "window", HandoffSettings(), False, True),
+        (HIGH, "compaction", HandoffSettings(), False, True),
+        (LOW, "window", HandoffSettings(), False, False),
+        (LOW, "compaction", HandoffSettings(), False, False),
+        (LOW, "compaction", HandoffSettings(at=60.0), False, True),
+        (HIGH, "window", HandoffSettings(enabled=False), False, False),
+        (HIGH, "window", HandoffSettings(), True, False),  # already asked
+        (HIGH, "window", HandoffSettings(action="block"), False, True),  # the model reads it
+    ],
+)
+def test_on_tool_call_handoff_table(
+    usage: Usage, basis: Basis, h: HandoffSettings, asked: bool, expect_text: bool
+) -> None:
+    """An agent that reads answers only at tool calls is asked there, and the answer that
+    carries the request is its delivery: asked, with nothing left to confirm."""
+    state = PolicyState(handoff_asked=asked)
+    new_state, text = on_tool_call_handoff(state, usage, h, basis)
+    assert (text is not None) == expect_text
+    if expect_text:
+        assert text == handoff_text(usage, basis)
+    assert new_state.handoff_asked == (asked or expect_text)
+    assert not new_state.handoff_unconfirmed
+
+
+def test_tool_call_handoff_once_then_rearmed_by_compaction() -> None:
+    h = HandoffSettings()
+    state, first = on_tool_call_handoff(PolicyState(), HIGH, h, "window")
+    state, again = on_tool_call_handoff(state, HIGH, h, "window")
+    assert (first is not None, again) == (True, None)
+    state, after = on_tool_call_handoff(on_compaction(state), HIGH, h, "window")
+    assert after is not None
 
 
 def test_handoff_once_then_rearmed_by_compaction() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ctxd.core.compaction import reserve_rule
-from ctxd.core.events import HookEvent, PromptCache, StatuslineReport, UsageUpdate
+from ctxd.core.events import HookEvent, PromptCache, Reply, StatuslineReport, UsageUpdate
 from ctxd.core.measure import Severity
 from ctxd.core.session import (
     Grounds,
@@ -140,6 +140,28 @@ def test_a_subagents_stop_asks_for_no_handoff() -> None:
         after, reply = on_hook(state, _event("stop", "Stop"), grounds, 2.0)
         assert reply.user_message is None and reply.block_reason is None
         assert not after.policy.handoff_asked
+
+
+def test_an_agent_that_reads_no_stop_answer_is_asked_with_its_next_tool_call() -> None:
+    """`handoff_on_tool_call`: a stop past the handoff point says and records nothing (the
+    agent would not read it); the next tool call's context carries the request after the
+    warning, once, and only then is it asked."""
+    grounds = Grounds(WINDOW_BASIS, RULE, handoff_on_tool_call=True)
+    state = _session(tokens=750_000)
+    stopped, reply = on_hook(state, _event("stop", "Stop"), grounds, 2.0)
+    assert reply == Reply() and not stopped.policy.handoff_asked
+    asked, reply = on_hook(stopped, _event("tool_call"), grounds, 3.0)
+    assert reply.context is not None
+    warning, handoff = reply.context.split("\n")
+    assert warning.startswith("CONTEXT CRITICAL:") and handoff.startswith("CONTEXT HANDOFF:")
+    assert reply.user_message is None and reply.block_reason is None
+    assert asked.policy.handoff_asked and not asked.policy.handoff_unconfirmed
+    _, again = on_hook(asked, _event("tool_call"), grounds, 4.0)
+    assert "CONTEXT HANDOFF:" not in (again.context or "")
+    # a subagent's tool call leaves the request to its parent's
+    child = replace(state, parent="/t/parent.jsonl")
+    after, reply = on_hook(child, _event("tool_call"), grounds, 3.0)
+    assert "CONTEXT HANDOFF:" not in (reply.context or "") and not after.policy.handoff_asked
 
 
 def test_compaction_events_reset_and_session_end_marks_the_session() -> None:

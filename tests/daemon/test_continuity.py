@@ -86,6 +86,30 @@ def test_the_handoff_draft_is_written_and_named(tmp_path: Path) -> None:
     assert shown.user_message == f"H ctxd drafted a handoff note from the transcript: {draft}"
 
 
+def test_a_handoff_asked_with_a_tool_calls_context_names_the_draft_there(tmp_path: Path) -> None:
+    """An agent asked at a tool call (`Dialect.handoff_on_tool_call`): the model reads the
+    context, so the draft is named there, after the warning and the request."""
+    c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
+    before, after = _state("s1"), _state("s1", handoff_asked=True)
+    call = _event("PostToolUse", "tool_call", "s1")
+    asked = Reply(context="CONTEXT WARNING: x\nCONTEXT HANDOFF: 72% used.")
+    reply = c.amend(call, before, after, asked, _reader(CONTINUITY), ON)
+    draft = tmp_path / "ctxd" / "handoffs" / "s1.md"
+    assert reply.context is not None and draft.is_file()
+    assert reply.context.startswith("CONTEXT WARNING: x\nCONTEXT HANDOFF: 72% used. ctxd has")
+    assert reply.context.endswith(
+        f"at {draft}: please review and complete this draft (the "
+        "reasons, decisions and next steps the transcript cannot hold) rather than writing one "
+        "from scratch."
+    )
+    assert reply.user_message is None and reply.block_reason is None
+    # a warning alone, with nothing asked, writes no draft
+    quiet = c.amend(
+        call, after, after, Reply(context="CONTEXT WARNING: y"), _reader(CONTINUITY), ON
+    )
+    assert quiet == Reply(context="CONTEXT WARNING: y")
+
+
 def test_no_draft_when_turned_off_or_not_asked(tmp_path: Path) -> None:
     c = Continuity({"XDG_STATE_HOME": str(tmp_path)})
     off = Settings(continuity=ContinuitySettings(handoff_file=False))

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
-    PYTHON,
     Ctxd,
     Json,
     Mock,
@@ -37,12 +36,10 @@ from e2e_support import (
     marks,
     missing_cli_reason,
     run,
-    wait_for,
     write_json,
 )
 
-from ctxd.agents.cline.install import HOOK_FILES, hook_script
-from ctxd.agents.hookcmd import build_command
+from ctxd.agents.cline.install import HOOK_FILES
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +49,6 @@ WARNING = "CONTEXT WARNING:"
 CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 NOTE = "[ctxd continuity]"
-CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ctxd_hook.py"
 
 
 def busy(i: int) -> str:
@@ -101,14 +97,17 @@ def cline_prepare(rd: RunDir, mock: Mock, bin: Path, data_dir: Path | None = Non
     return path
 
 
-def hook_in(rd: RunDir, name: str) -> Path:
-    """The hook file `name` of those `ctxd install cline` names, as its note says to save it,
-    running ctxd's hook client from this checkout."""
-    path = rd.home / ".cline" / "hooks" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(hook_script(build_command(PYTHON, CLIENT, "cline")), encoding="utf-8")
-    path.chmod(0o755)
-    return path
+def install_hooks(ctxd: Ctxd) -> None:
+    """`ctxd install cline`, as a user runs it: ctxd's hook files in ~/.cline/hooks, beside a
+    hook of the user's own that must keep running."""
+    folder = ctxd.rd.home / ".cline" / "hooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    own = folder / "PostToolUse"
+    own.write_text(f"#!/bin/sh\necho ran >> {ctxd.rd.root / 'own-hook.log'}\n")
+    own.chmod(0o755)
+    res = ctxd.ctl("install", "cline")
+    assert res.returncode == 0, res.describe()
+    assert all(os.access(folder / name, os.X_OK) for name in HOOK_FILES), res.describe()
 
 
 def usage(prompt: int) -> Json:
@@ -181,8 +180,7 @@ def make_rig(cline_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[
             cleanup.callback(mock.stop)
             mock.start()
             cline_prepare(rd, mock, cline_bin, rd.root / data_dir if data_dir else None)
-            for name in HOOK_FILES:
-                hook_in(rd, name)
+            install_hooks(ctxd)
             cleanup.callback(ctxd.stop)
             ctxd.start(mock.wrap)
             return Rig(cline_bin, rd, ctxd, mock)
@@ -220,12 +218,28 @@ def test_warnings_reach_the_model_and_reset_after_a_real_compaction(
     assert row["tokens"] == prompts[-1]  # exactly what the mock reported last
     assert row["window"] == WINDOW
 
-    # Cline runs TaskComplete hooks detached and reads nothing they print: the handoff is
-    # asked once (its draft written for the user, `ctxd handoff`), and never reaches the model.
-    assert wait_for(lambda: rig.ctxd.session(rig.session_id())["handoff_asked"], 10)
+    # Cline reads nothing a stop hook prints: the handoff goes with the first tool call past
+    # 70 % of the room (call 3: 28,000 of 36,000), and again once the compaction re-armed it
+    # (call 6: 26,000), each time once, naming the draft ctxd wrote.
+    assert at_calls(main, HANDOFF) == [3, 6]
+    assert row["handoff_asked"]
     drafts = list((rig.rd.root / "state" / "ctxd" / "handoffs").glob("*.md"))
     assert [d.name for d in drafts] == [f"{rig.session_id()}.md"], drafts
-    assert not any(HANDOFF in json.dumps(r["body"]) for r in rig.mock.requests())
+    assert str(drafts[0]) in last_turn_text(main[4]["body"])
+
+    # the user's own PostToolUse hook ran beside ctxd's at every call
+    assert (rig.rd.root / "own-hook.log").read_text().split() == ["ran"] * len(prompts)
+
+
+def test_the_handoff_reaches_the_model_once(make_rig: Callable[..., Rig]) -> None:
+    """Past the handoff point at call 1 (26,000: 72 % of the 36,000 before compaction), the
+    request reaches the model with that call's result, once: calls 2 and 3 are past it too."""
+    rig = make_rig(steps([12_000, 26_000, 27_000, 28_000]))
+    rig.cline("Run the steps")
+    main = rig.main()
+    assert at_calls(main, HANDOFF) == [1]
+    assert sum(HANDOFF in json.dumps(r["body"]) for r in main) == len(main) - 2  # then history
+    assert rig.ctxd.session(rig.session_id())["handoff_asked"]
 
 
 def test_without_a_daemon_the_session_completes_quietly(make_rig: Callable[..., Rig]) -> None:

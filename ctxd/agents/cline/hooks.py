@@ -14,7 +14,9 @@ Its stdout's JSON (or the last `HOOK_CONTROL\\t` line) may carry `contextModific
 PreToolUse and PostToolUse it reaches the model as a `<hook_context source="PostToolUse">` user
 message after the tool's result (at most 50,000 characters). TaskStart, UserPromptSubmit,
 TaskComplete and SessionShutdown hooks run detached in the CLI: nothing they print is read. So
-Cline has no hook that can make the model go on at a stop, nor one that tells a user anything.
+Cline has no hook that can make the model go on at a stop, nor one that tells a user anything:
+the handoff request goes with the first PostToolUse answer past the handoff point instead
+(`handoff_on_tool_call`), and counts as asked once that answer carried it.
 A PreCompact hook file is found but never run (the runtime maps it to no event), so a compaction
 is read from the session's files (`transcript.py`).
 """
@@ -50,4 +52,5 @@ DIALECT = Dialect(
     ),
     flat_context=True,
     context_key="contextModification",
+    handoff_on_tool_call=True,
 )
