@@ -275,6 +275,10 @@ def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
     from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
+    if args.verb == "install" and not args.dry_run:
+        # Before the plan, which names the native client once it is built; also when the
+        # settings already name the client (the copy may be gone).
+        where = install_client(os.environ)
     if args.verb == "install":
         chosen = None if args.transport else default_transport(args.agent)
         plan = plan_install(
@@ -287,9 +291,6 @@ def cmd_install(args: argparse.Namespace) -> int:
             _print(f"transport: {chosen.name}: {chosen.reason}")
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
-    if args.verb == "install" and not args.dry_run:
-        # Before the settings name it; also when they already do (the copy may be gone).
-        where = install_client(os.environ)
     if not plan.changed:
         if args.verb == "install":
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
@@ -307,7 +308,10 @@ def cmd_install(args: argparse.Namespace) -> int:
         done = f"removed ctxd from {plan.path}"
     _print(done + (f" (backup: {backup})" if backup else ""))
     if args.verb == "install":
+        from ctxd.agents.nativeclient import client_choice
+
         _print(f"the hooks run the client copied to {where}")
+        _print(f"hook client: {client_choice(where, os.environ).describe()}")
     _print_plan(plan, args.dry_run)
     return 0
 

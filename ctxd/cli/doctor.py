@@ -29,6 +29,7 @@ from ctxd.agents.hookcmd import (
 )
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PluginRun
+from ctxd.agents.nativeclient import client_choice
 from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
@@ -389,10 +390,13 @@ def _client(env: Mapping[str, str], hooks_installed: bool) -> Iterator[Check]:
         )
         return
     current = copy.read_bytes() == client_path().read_bytes()
+    # Which client `ctxd install` writes into command hooks, and why (the native one is several
+    # times cheaper per hook; without a C compiler it is the Python client).
+    choice = client_choice(directory, env).describe()
     yield Check(
         "hook client",
         current,
-        f"{directory} ({'this' if current else 'another'} ctxd's copy)",
+        f"{choice}; {directory} ({'this' if current else 'another'} ctxd's copy)",
         None if current else f"make {directory} writable; any ctxd command refreshes it",
     )
     try:
