@@ -80,6 +80,7 @@ class FakeDaemon:
                     pass
 
     def close(self) -> None:
+        self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
         self.server.close()
         self.thread.join(5)
 
