@@ -67,6 +67,7 @@ __all__ = [
     "ctxd_command",
     "hook_command",
     "install_client",
+    "plugin_command",
     "interpreter",
     "is_ctxd_command",
     "real_interpreter",
@@ -264,6 +265,19 @@ def hook_command(agent: str, event: str | None = None, env: Mapping[str, str] = 
     if native is not None:
         return shlex.join([str(native), agent, *([event] if event is not None else [])])
     return build_command(base_interpreter(), client_dir(env) / f"{CLIENT_MODULE}.py", agent, event)
+
+
+def plugin_command(agent: str) -> str:
+    """The command of every hook in ctxd's Claude Code plugin and Gemini CLI extension, which
+    cannot name a per-user path: the cheapest client there is. The `ctxd-hook` in the client
+    directory (the native client, or a script running the Python client with `-S -I`), once a
+    `ctxd install` put it there; else the `ctxd-hook` console script on PATH, as before.
+    POSIX sh without `${...}`, which Gemini CLI would take for its own variables."""
+    link = nativeclient.LINK
+    return (
+        f'd=$XDG_DATA_HOME; [ -n "$d" ] || d=$HOME/.local/share; d=$d/ctxd/client/{link}; '
+        f'[ -x "$d" ] && exec "$d" {agent}; exec {CLIENT_SCRIPT} {agent}'
+    )
 
 
 def is_ctxd_command(command: object) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ctxd import __version__, agents, paths
 from ctxd.agents.hookcmd import (
+    CLIENT_SCRIPT,
     CTXD_COMMAND_FILE,
     client_dir,
     client_path,
@@ -177,15 +178,17 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
         packaged = spec.installer.packaged(doc, path)
         if packaged is not None and not events:
-            # Its hooks run the console script, not the client copy: named apart from "hooks".
+            # Its hooks run the per-user client when `ctxd install` made one, else the console
+            # script: named apart from "hooks".
             yield Check(
                 f"{agent} {packaged.kind}",
                 True,
-                f"ctxd's {packaged.kind} {packaged.where} runs `{packaged.command}`",
+                f"ctxd's {packaged.kind} {packaged.where} runs `{CLIENT_SCRIPT} {agent}` (the "
+                f"per-user client in {client_dir(env)} instead, when `ctxd install` made one)",
             )
             yield from spec.installer.checks(doc)
             fix = (
-                f"`{packaged.command.split()[0]}` must be on {spec.title}'s PATH (install ctxd "
+                f"`{CLIENT_SCRIPT}` must be on {spec.title}'s PATH (install ctxd "
                 f"where it runs), or disable the {packaged.kind} and run `ctxd install {agent}`"
             )
             yield _run_installed(agent, packaged.command, False, env, fix)

@@ -94,7 +94,7 @@ def test_an_emptied_settings_file_after_uninstall_is_a_skip(world: World) -> Non
     ("change", "says"),
     [
         # What users once saw: the command names a client that a reinstall moved away.
-        (lambda c: c.replace("/.local/share/ctxd/client", "/gone"), "exits 1: ModuleNotFoundError"),
+        (lambda c: c.replace("/.local/share/ctxd/client", "/gone"), "exits MOVED"),
         (lambda c: c.replace(c.split()[0], "/nonexistent/python3", 1), "exits 127"),
         (lambda c: f"{c}; echo done", "instead of ctxd's answer"),
         (lambda c: f"echo hi # {c}", "never reached ctxd"),
@@ -102,7 +102,17 @@ def test_an_emptied_settings_file_after_uninstall_is_a_skip(world: World) -> Non
     ],
     ids=["moved-client", "gone-interpreter", "extra-output", "not-run", "slow"],
 )
-def test_a_broken_installed_command_fails(world: World, change: Any, says: str) -> None:
+@pytest.mark.parametrize("client", ["python", "native"])
+def test_a_broken_installed_command_fails(
+    world: World, change: Any, says: str, client: str
+) -> None:
+    """For either client in the hook commands (the native one is used where a compiler is)."""
+    if client == "native" and says == "exits 127":
+        pytest.skip("the native client's command names no interpreter")
+    world.env["CTXD_HOOK_CLIENT"] = client
+    # A module the interpreter cannot find; a program the shell cannot find.
+    moved = "1: ModuleNotFoundError" if client == "python" else "127"
+    says = says.replace("MOVED", moved)
     assert world.cli("install", "claude").returncode == 0
     _rewrite_commands(world, change)
     code, marks, out = _lines(world)

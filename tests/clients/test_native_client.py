@@ -307,3 +307,48 @@ def test_a_failed_build_falls_back_and_is_not_retried(env: dict[str, str], tmp_p
     assert not choice.native and "error: no headers" in choice.reason
     hookcmd.install_client(env)  # the same source, the same compiler: not tried again
     assert calls.read_text() == "run\n"
+
+
+@pytest.mark.parametrize("client", ["native", "python"])
+def test_the_plugin_command_runs_the_per_user_client(
+    env: dict[str, str], tmp_path: Path, client: str
+) -> None:
+    """The plugin's and the extension's hooks run the per-user client `ctxd install` made (the
+    native one, or the Python one through its script), with no `ctxd-hook` on PATH."""
+    if client == "native":
+        needs_compiler(env)
+    del env["XDG_DATA_HOME"]  # the default place, under HOME
+    hookcmd.install_client({**env, nativeclient.CHOICE_ENV: client})
+    run_dir = Path(env["XDG_RUNTIME_DIR"]) / "ctxd"
+    run_dir.mkdir(parents=True, mode=0o700)
+    fake = FakeDaemon(run_dir / "ctxd.sock", ANSWERS["ok"])
+    try:
+        done = subprocess.run(
+            ["sh", "-c", hookcmd.plugin_command("claude")],
+            input=PAYLOAD,
+            env={**env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=10,
+        )
+    finally:
+        fake.close()
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == b'{"hookSpecificOutput":{"additionalContext":"hi"}}'
+    assert len(fake.requests) == 1 and b'"agent":"claude"' in fake.requests[0]
+
+
+def test_without_a_per_user_client_the_plugin_command_runs_the_console_script(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ctxd-hook").write_text('#!/bin/sh\necho "console script $*"\n')
+    (tools / "ctxd-hook").chmod(0o755)
+    done = subprocess.run(
+        ["sh", "-c", hookcmd.plugin_command("gemini")],
+        input=PAYLOAD,
+        env={**env, "PATH": f"{tools}:/usr/bin:/bin"},
+        capture_output=True,
+        timeout=10,
+    )
+    assert (done.returncode, done.stdout) == (0, b"console script gemini\n")
