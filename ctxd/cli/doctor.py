@@ -28,9 +28,9 @@ from ctxd.agents.hookcmd import (
     is_ctxd_command,
     unwrap_command,
 )
+from ctxd.agents.nativeclient import client_choice
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PluginRun
-from ctxd.agents.nativeclient import client_choice
 from ctxd.cli.web import http_hook_checks, http_listener_checks
 from ctxd.daemon.config import load_settings
 from ctxd.errors import CtxdError
