@@ -294,6 +294,8 @@ def cmd_install(args: argparse.Namespace) -> int:
     if not plan.changed:
         if args.verb == "install":
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
+            if not args.dry_run:
+                _print_client(where)
         _print_plan(plan, args.dry_run)
         return 0
     if args.dry_run:
@@ -308,12 +310,16 @@ def cmd_install(args: argparse.Namespace) -> int:
         done = f"removed ctxd from {plan.path}"
     _print(done + (f" (backup: {backup})" if backup else ""))
     if args.verb == "install":
-        from ctxd.agents.nativeclient import client_choice
-
         _print(f"the hooks run the client copied to {where}")
-        _print(f"hook client: {client_choice(where, os.environ).describe()}")
+        _print_client(where)
     _print_plan(plan, args.dry_run)
     return 0
+
+
+def _print_client(where: os.PathLike[str]) -> None:
+    from ctxd.agents.nativeclient import client_choice
+
+    _print(f"hook client: {client_choice(where, os.environ).describe()}")
 
 
 def cmd_service(args: argparse.Namespace) -> int:
