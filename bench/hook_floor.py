@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import common as c
+import ctxd_wire
 from hook_roundtrip import SESSION_ID, Command, Timing, run_once
 
 SH_TRUE = "sh -c true"
@@ -50,7 +51,7 @@ def round_trip(path: str, request: bytes) -> float:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
         sock.sendall(request)
-        c.ctxd_wire.read_frame(sock, c.ctxd_wire.MAX_RESPONSE)
+        ctxd_wire.read_frame(sock, ctxd_wire.MAX_RESPONSE)
     return (time.perf_counter() - start) * 1000
 
 
@@ -144,7 +145,7 @@ def main() -> int:
         )
         payload = box.root / "post-tool-use.json"
         payload.write_bytes(c.claude_payload(SESSION_ID, transcript, cwd))
-        request = c.ctxd_wire.hook_request("claude", None, payload.read_bytes(), b"{}")
+        request = ctxd_wire.hook_request("claude", None, payload.read_bytes(), b"{}")
         python3 = shlex.quote(c.REAL_PYTHON)
         commands = [
             Command(SH_TRUE, [sh, "-c", "true"]),
@@ -195,12 +196,12 @@ def main() -> int:
 
     walls = {name: c.summarize(t.wall_ms) for name, t in times.items()}
     cpus = {name: c.summarize(t.cpu_ms) for name, t in times.items()}
-    trip = c.summarize(trips)
+    trip_stats = c.summarize(trips)
     floor = cpus[PYTHON_FLOOR].p50
     floor_wall = walls[PYTHON_FLOOR].p50
     rows = []
     for cmd in commands:
-        counts = instructions[cmd.name]
+        runs = instructions[cmd.name]
         rows.append(
             [
                 cmd.name,
@@ -209,10 +210,10 @@ def main() -> int:
                 cpus[cmd.name].p50,
                 f"{walls[cmd.name].p50 / floor_wall:.2f}×",
                 f"{cpus[cmd.name].p50 / floor:.2f}×",
-                f"{statistics.median(counts) / 1e6:.2f} M" if counts else "–",
+                f"{statistics.median(runs) / 1e6:.2f} M" if runs else "–",
             ]
         )
-    rows.insert(2, [ROUND_TRIP, trip.p50, trip.p95, float("nan"), "", "", "–"])
+    rows.insert(2, [ROUND_TRIP, trip_stats.p50, trip_stats.p95, float("nan"), "", "", "–"])
     print(
         c.table(
             [
@@ -227,7 +228,7 @@ def main() -> int:
             rows,
         )
     )
-    limit = walls[SH_TRUE].p50 + trip.p50
+    limit = walls[SH_TRUE].p50 + trip_stats.p50
     native_wall = walls[NATIVE].p50
     ok_limit = native_wall <= 1.5 * limit
     counts = {name: statistics.median(n) if n else None for name, n in instructions.items()}

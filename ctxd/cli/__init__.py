@@ -317,9 +317,11 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def _print_client(where: os.PathLike[str]) -> None:
+    from pathlib import Path
+
     from ctxd.agents.nativeclient import client_choice
 
-    _print(f"hook client: {client_choice(where, os.environ).describe()}")
+    _print(f"hook client: {client_choice(Path(where), os.environ).describe()}")
 
 
 def cmd_service(args: argparse.Namespace) -> int:

@@ -95,7 +95,9 @@ def fake(world: World) -> Iterator[FakeDaemon]:
         daemon.close()
 
 
-def run(argv: list[str], args: tuple[str, ...], env: dict[str, str], stdin: bytes, cwd: Path):
+def run(
+    argv: list[str], args: tuple[str, ...], env: dict[str, str], stdin: bytes, cwd: Path
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [*argv, *args], input=stdin, env=env, cwd=cwd, capture_output=True, timeout=20, check=False
     )
