@@ -3,6 +3,8 @@
 agents run a hook (`sh -c COMMAND`, the payload on stdin), interleaved round by round with
 
   - `sh -c true`: the shell alone, the least any command hook costs;
+  - `sh -c ./empty`: an empty C program (`int main(void){return 0;}`, built by the same compiler
+    and flags): what starting any program from the shell costs;
   - `sh -c 'python3 -S -I -c pass'`: the Python start-up floor;
   - one Unix-socket round trip: the same hook request sent to the same daemon from this process
     (connect, send, the daemon's answer), no process started. `sh -c true` plus this is the
@@ -10,9 +12,10 @@ agents run a hook (`sh -c COMMAND`, the payload on stdin), interleaved round by 
 
 A real daemon answers every hook (counted). Wall time from posix_spawn to wait4; CPU is user +
 system from wait4 (the shell and what it execs); instructions from `perf stat -e instructions`
-where the machine exposes the counter, else `valgrind --tool=callgrind --trace-children=yes`
-(every process of the command, summed; a few runs each, median). The load average is printed
-before and after.
+where the machine exposes the counter (every process), else `valgrind --tool=callgrind` on the
+hook's program without its shell (callgrind drops the count of an image replaced by `exec`; the
+shell's share is the `sh -c true` row; a shell line that ends in `exec` counts its last
+program); a few runs each, median. The load average is printed before and after.
 
     .venv/bin/python bench/hook_floor.py [--runs 200] [--instruction-runs 3]
 """
@@ -36,6 +39,7 @@ import ctxd_wire
 from hook_roundtrip import SESSION_ID, Command, Timing, run_once
 
 SH_TRUE = "sh -c true"
+EMPTY_C = "sh -c ./empty (a C program that returns at once)"
 PYTHON_FLOOR = "sh -c 'python3 -S -I -c pass' (the Python floor)"
 ROUND_TRIP = "one Unix-socket round trip (in process)"
 NATIVE = "ctxd install's command, native client"
@@ -81,12 +85,21 @@ def perf_instructions(command: Command, env: dict[str, str]) -> int | None:
     return None
 
 
+def program(command: Command) -> Command:
+    """The command without its `sh -c` when it is one plain program: callgrind loses the count
+    of a process image replaced by `exec`, and the shell's share is the `sh -c true` row."""
+    line = command.argv[2] if command.argv[1:2] == ["-c"] else ""
+    if not line or any(ch in line for ch in ";&|$<>`") or line == "true":
+        return command
+    return Command(command.name, shlex.split(line), command.stdin, command.env)
+
+
 def callgrind_instructions(command: Command, env: dict[str, str]) -> int | None:
-    """Instructions executed in user space under callgrind by the program the shell runs last:
-    `sh -c CMD` execs CMD in its own process, and callgrind counts the image that exits (the
-    shell's own share is the `sh -c true` row)."""
+    """Instructions executed in user space under callgrind by the hook's program alone (see
+    `program`); for a shell line that ends in `exec`, by the program it execs last."""
     if shutil.which("valgrind") is None:
         return None
+    command = program(command)
     with tempfile.TemporaryDirectory(prefix="ctxd-cg-") as out:
         argv = [
             "valgrind",
@@ -121,7 +134,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from ctxd.agents.hookcmd import hook_command, install_client, plugin_command
-    from ctxd.agents.nativeclient import client_choice
+    from ctxd.agents.nativeclient import FLAGS, client_choice, find_compiler
 
     sh = shutil.which("sh") or "/bin/sh"
     bin_dir = Path(c.PYTHON).parent
@@ -147,8 +160,13 @@ def main() -> int:
         payload.write_bytes(c.claude_payload(SESSION_ID, transcript, cwd))
         request = ctxd_wire.hook_request("claude", None, payload.read_bytes(), b"{}")
         python3 = shlex.quote(c.REAL_PYTHON)
+        empty = box.root / "empty"
+        compiler = find_compiler(box.env) or "cc"
+        (box.root / "empty.c").write_text("int main(void) { return 0; }\n")
+        subprocess.run([compiler, *FLAGS, "-o", str(empty), str(box.root / "empty.c")], check=True)
         commands = [
             Command(SH_TRUE, [sh, "-c", "true"]),
+            Command(EMPTY_C, [sh, "-c", shlex.quote(str(empty))]),
             Command(PYTHON_FLOOR, [sh, "-c", f"{python3} -S -I -c pass"]),
             Command(NATIVE, [sh, "-c", native_command], payload),
             Command(PYTHON, [sh, "-c", python_command], payload),
@@ -185,7 +203,7 @@ def main() -> int:
             perf = perf_works()
             counter = "perf stat (user + kernel, every process)"
             if not perf:
-                counter = "callgrind (user space, the program the shell execs last)"
+                counter = "callgrind (user space, the hook's program without the shell)"
             for _ in range(args.instruction_runs):
                 for cmd in commands:
                     count = (perf_instructions if perf else callgrind_instructions)(cmd, box.env)
@@ -254,6 +272,10 @@ def main() -> int:
         )
         + f"wall {native_wall / floor_wall:.2f}× (the wall includes the daemon's answer), "
         f"{c.verdict(ok_floor)}"
+    )
+    print(
+        f"native over the empty C program: CPU +{cpus[NATIVE].p50 - cpus[EMPTY_C].p50:.2f} ms, "
+        f"wall +{native_wall - walls[EMPTY_C].p50:.2f} ms (its own work and the daemon's answer)"
     )
     print(f"every hook answered by the daemon: {answered} of {expected}, {c.verdict(ok_answered)}")
     print(
