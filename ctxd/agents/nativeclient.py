@@ -150,7 +150,7 @@ def _assess(directory: Path, env: Mapping[str, str]) -> ClientChoice | tuple[str
         return ClientChoice(
             False,
             "no C compiler found (cc, gcc, clang): install gcc and run `ctxd install AGENT` "
-            "again for a ~6x cheaper hook",
+            "again for a ~5x cheaper hook",
         )
     try:
         name = _build_name((directory / SOURCE).read_bytes())
