@@ -302,7 +302,8 @@ static int wait_fd(int fd, short events, double timeout) {
     double deadline = now() + timeout;
     for (;;) {
         double left = deadline - now();
-        int ms = left <= 0 ? 0 : (int)(left * 1000.0 + 0.999);
+        double wait_ms = left <= 0 ? 0 : left * 1000.0 + 0.999;
+        int ms = wait_ms > 2e9 ? 2000000000 : (int)wait_ms; /* a timeout of years: as long */
         int ready = poll(&pfd, 1, ms);
         if (ready > 0) return 0;
         if (ready == 0) return -1;
@@ -659,6 +660,7 @@ static void locate_self(const char *argv0) {
 static double hook_timeout(void) {
     const char *text = env_or_null("CTXD_HOOK_TIMEOUT");
     if (text == NULL) return DEFAULT_TIMEOUT;
+    if (strpbrk(text, "xXpP")) return -1; /* hexadecimal: strtod reads it, float() does not */
     char *end;
     errno = 0;
     double value = strtod(text, &end);

@@ -167,6 +167,10 @@ CASES = {
     "bad-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": "soon"}, PAYLOAD),
     "negative-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": "-1"}, PAYLOAD),
     "empty-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": ""}, PAYLOAD),
+    "hex-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": "0x10"}, PAYLOAD),
+    "infinite-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": "inf"}, PAYLOAD),
+    "timeout-of-years": (("claude",), {"CTXD_HOOK_TIMEOUT": "1e9"}, PAYLOAD),
+    "spaced-timeout": (("claude",), {"CTXD_HOOK_TIMEOUT": " 1.5 "}, PAYLOAD),
     "oversize-payload": (("claude",), {}, b"z" * (wire.MAX_PAYLOAD + 1)),
     "payload-at-the-limit": (("claude",), {}, b"z" * wire.MAX_PAYLOAD),
 }
