@@ -338,3 +338,21 @@ def test_codex_hooks_that_codex_will_skip_untrusted_fail(world: World) -> None:
     )
     code, marks, out = _lines(world)
     assert marks["codex hook trust"] == "ok", out
+
+
+@pytest.mark.parametrize("compiler", [True, False], ids=["compiler", "no-compiler"])
+def test_doctor_says_which_hook_client_runs_and_why(world: World, compiler: bool) -> None:
+    """Native where `ctxd install` found a C compiler; else the Python client, and what to do."""
+    from ctxd.agents.nativeclient import find_compiler
+
+    if compiler and find_compiler(world.env) is None:
+        pytest.skip("no C compiler here")
+    if not compiler:
+        world.env["PATH"] = "/nonexistent"  # no cc, gcc or clang to find
+    assert world.cli("install", "gemini").returncode == 0
+    _, marks, out = _lines(world)
+    assert marks["hook client"] == "ok" and marks["gemini hook command"] == "ok", out
+    if compiler:
+        assert "hook client: native (" in out, out
+    else:
+        assert "hook client: Python (no C compiler found (cc, gcc, clang): install gcc" in out, out
