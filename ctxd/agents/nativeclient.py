@@ -205,8 +205,10 @@ def _point_link(directory: Path, name: str) -> None:
         temporary.unlink()
     os.symlink(name, temporary)
     os.replace(temporary, directory / LINK)
+    # What the link names now: another ctxd (another version) may have swapped it meanwhile.
+    keep = {name, os.readlink(directory / LINK)}
     for old in directory.glob(f"{LINK}-*"):
-        if old.name != name and len(old.name) == len(name):
+        if old.name not in keep and len(old.name) == len(name):
             with contextlib.suppress(OSError):
                 old.unlink()
 
