@@ -110,7 +110,8 @@ typedef struct {
 } buf_t;
 
 static void buf_add(buf_t *b, const void *data, size_t len) {
-    if (b->len + len > b->cap) {
+    if (len == 0) return; /* memcpy to a buffer not allocated yet, even of nothing, is undefined */
+    if (b->data == NULL || b->len + len > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + len) cap *= 2;
         char *grown = realloc(b->data, cap);
