@@ -87,8 +87,11 @@ static int cloexec_pipe(int fds[2]) {
 #define SPAWN_POLL_NS 10000000L
 #define MAX_COMMAND_FILE 65536
 #define USAGE \
-    "usage: ctxd-hook AGENT [EVENT]   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot)\n"
+    "usage: ctxd-hook AGENT [EVENT]" \
+    "   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot, cline)\n"
 
+/* ctxd_wire.HOOK_ENV and ctxd_hook.USAGE, written out (tests/clients/test_native_client.py
+   holds them equal). */
 static const char *const HOOK_ENV[] = {
     "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
     "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
@@ -100,6 +103,7 @@ static const char *const HOOK_ENV[] = {
     "CODEX_HOME",
     "COPILOT_HOME",
     "PI_CODING_AGENT_DIR",
+    "CLINE_DATA_DIR",
 };
 #define N_HOOK_ENV (sizeof HOOK_ENV / sizeof HOOK_ENV[0])
 

@@ -25,6 +25,8 @@ from ctxd.errors import CtxdError
 if TYPE_CHECKING:
     from conftest import World
 
+NATIVE_SOURCE = Path(__file__).resolve().parents[2] / "clients" / "ctxd_hook.c"
+
 PAYLOAD = b'{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash"}'
 
 
@@ -211,6 +213,31 @@ def test_a_closed_stdin_is_an_empty_payload_or_nothing(
         preexec_fn=lambda: os.close(0),
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_the_native_client_names_what_the_python_one_does() -> None:
+    """The constants the C source writes out are the Python client's: the variables passed
+    on, the limits, the timeouts and the usage text (a new agent changes both)."""
+    import re
+
+    import ctxd_hook
+
+    source = NATIVE_SOURCE.read_text()
+    listed = re.search(r"HOOK_ENV\[\] = \{(.*?)\};", source, re.S)
+    assert listed is not None
+    assert re.findall(r'"(\w+)"', listed.group(1)) == list(wire.HOOK_ENV)
+    usage = re.search(r"#define USAGE \\\n((?:\s*\".*\"(?: \\)?\n)+)", source)
+    assert usage is not None
+    text = "".join(re.findall(r'"(.*?)"', usage.group(1))).replace("\\n", "\n")
+    assert text == ctxd_hook.USAGE
+    defines = dict(re.findall(r"#define (\w+) ([^\n]+)", source))
+    assert defines["MAX_PAYLOAD"] == "(8u * 1024 * 1024)" and wire.MAX_PAYLOAD == 8 * 1024 * 1024
+    assert defines["MAX_RESPONSE"] == "(1024u * 1024)" and wire.MAX_RESPONSE == 1024 * 1024
+    assert int(defines["MAX_ENV_VALUE"]) == wire.MAX_ENV_VALUE
+    assert defines["OK_HEADER"] == '"{\\"v\\":1,\\"ok\\":true}"'
+    assert wire.OK_HEADER == b'{"v":1,"ok":true}'
+    for name in ("DEFAULT_TIMEOUT", "STDIN_WAIT", "WRAP_TIMEOUT", "SPAWN_BACKOFF", "SPAWN_WAIT"):
+        assert float(defines[name]) == getattr(ctxd_hook, name), name
 
 
 # ---------------------------------------------------------------------- built by ctxd install
