@@ -30,6 +30,7 @@ REPO = TESTS.parent
 DATA = TESTS / "data"
 PAYLOADS = DATA / "payloads"
 HOOK_CLIENT = REPO / "clients" / "ctxd_hook.py"
+NATIVE_SOURCE = REPO / "clients" / "ctxd_hook.c"
 LINES: dict[str, dict[str, Any]] = json.loads((DATA / "daemon" / "lines.json").read_text())
 
 #: Bounds for waiting on the daemon. Generous against a loaded CI box, yet a broken feature
@@ -363,6 +364,9 @@ class World:
         }
         self.proc: subprocess.Popen[bytes] | None = None
         self._logs = 0
+        #: The hook client as installed hooks run it: the Python one, or the native one
+        #: (`native_hook_client`) for the tests that run against both.
+        self.hook_argv: list[str] = [sys.executable, "-S", "-I", str(HOOK_CLIENT)]
         # The agents' roots exist, as on a machine where the agents have been used; tests about
         # roots that appear later remove them first.
         for agent_root in self.agent_roots:
@@ -546,11 +550,11 @@ class World:
         env: dict[str, str] | None = None,
         timeout: float = 10.0,
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run the real hook client as installed hooks do: `python -S -I ctxd_hook.py AGENT`."""
+        """Run the real hook client as installed hooks do (`hook_argv` AGENT ...)."""
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self._may_run()
         return subprocess.run(
-            [sys.executable, "-S", "-I", str(HOOK_CLIENT), agent, *args],
+            [*self.hook_argv, agent, *args],
             input=data,
             env=self.env if env is None else env,
             cwd=self.work,
@@ -631,6 +635,26 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
         yield w
     finally:
         w.close()
+
+
+@pytest.fixture(scope="session")
+def native_hook_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """clients/ctxd_hook.c compiled as the project builds it (-Werror: warnings are errors),
+    with the `ctxd-command` file `ctxd install` writes beside it naming this ctxd; skipped
+    where no C compiler is (hooks then run the Python client, as `ctxd doctor` says)."""
+    import shutil
+
+    compiler = next((cc for cc in ("cc", "gcc", "clang") if shutil.which(cc)), None)
+    if compiler is None:
+        pytest.skip("no C compiler (cc, gcc, clang) to build the native hook client")
+    directory = tmp_path_factory.mktemp("native-client")
+    binary = directory / "ctxd-hook"
+    flags = ["-O2", "-Wall", "-Wextra", "-Werror"]
+    subprocess.run(
+        [compiler, *flags, "-o", str(binary), str(NATIVE_SOURCE)], check=True, timeout=120
+    )
+    (directory / "ctxd-command").write_text(f"{sys.executable}\n-I\n-m\nctxd\n")
+    return binary
 
 
 @pytest.fixture

@@ -21,6 +21,12 @@ command names nothing a reinstall moves:
   no daemon and starts one: the file `ctxd-command` beside the copy names it (one argument per
   line), and every ctxd run rewrites it. The client falls back to `ctxd` on PATH when the named
   interpreter is gone.
+
+Where a C compiler is, the hook command runs the native client instead (`nativeclient`: the same
+client compiled from `ctxd_hook.c`, copied here too), by the stable link `ctxd-hook` in the same
+directory; the Python client stays the fallback. Without it, `ctxd-hook` there is a two-line
+`sh` script running the Python client the same way, so that the plugin and the extension (whose
+hooks cannot name a per-user path) find the cheapest client at one place.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from ctxd.agents import nativeclient
 from ctxd.errors import CtxdError
 from ctxd.fileio import write_atomic
 
@@ -62,6 +69,7 @@ __all__ = [
     "install_client",
     "interpreter",
     "is_ctxd_command",
+    "plugin_command",
     "real_interpreter",
     "refresh_client",
     "replacing_command",
@@ -149,13 +157,32 @@ def install_client(env: Mapping[str, str] = os.environ) -> Path:
             if plugin is not None:
                 (directory / name).parent.mkdir(mode=0o700, exist_ok=True)
                 written |= _write_if_changed(directory / name, plugin.read_bytes())
+        native = nativeclient.source_path()
+        if native is not None:
+            _write_if_changed(directory / nativeclient.SOURCE, native.read_bytes())
         command = "".join(f"{word}\n" for word in ctxd_command()).encode()
         _write_if_changed(directory / CTXD_COMMAND_FILE, command)
     except OSError as exc:
         raise CtxdError(f"cannot write the hook client into {directory}: {exc}") from exc
     if written:
         _compile(directory)
+    choice = nativeclient.build(directory, env)
+    if not choice.native:
+        _write_launcher(directory)
     return directory
+
+
+def _write_launcher(directory: Path) -> None:
+    """`ctxd-hook` in the client directory as a script running the Python client, where the
+    native client is not used (see the module's docstring)."""
+    python = shlex.join(_python_words(base_interpreter(), directory / f"{CLIENT_MODULE}.py"))
+    script = f'#!/bin/sh\nexec {python} "$@"\n'.encode()
+    link = directory / nativeclient.LINK
+    try:
+        if link.is_symlink() or not link.exists() or link.read_bytes() != script:
+            write_atomic(link, script, 0o700)
+    except OSError as exc:
+        raise CtxdError(f"cannot write {link}: {exc}") from exc
 
 
 def _compile(directory: Path) -> None:
@@ -221,21 +248,42 @@ def base_interpreter() -> str:
 
 def build_command(python: str, client: Path | str, agent: str, event: str | None = None) -> str:
     """`<python> -S -I -c '<import the client from its dir; main()>' <agent> [event]`, quoted."""
-    directory = str(Path(client).parent)
-    module = Path(client).stem
-    # A JSON string is a valid Python string literal, and its double quotes keep the shell
-    # quoting around the whole snippet readable.
-    code = f"import sys;sys.path[:0]=[{json.dumps(directory)}];import {module} as h;h.main()"
-    parts = [python, "-S", "-I", "-c", code, agent]
+    parts = [*_python_words(python, client), agent]
     if event is not None:
         parts.append(event)
     return shlex.join(parts)
 
 
+def _python_words(python: str, client: Path | str) -> list[str]:
+    directory = str(Path(client).parent)
+    module = Path(client).stem
+    # A JSON string is a valid Python string literal, and its double quotes keep the shell
+    # quoting around the whole snippet readable.
+    code = f"import sys;sys.path[:0]=[{json.dumps(directory)}];import {module} as h;h.main()"
+    return [python, "-S", "-I", "-c", code]
+
+
 def hook_command(agent: str, event: str | None = None, env: Mapping[str, str] = os.environ) -> str:
-    """The command ctxd installs for `agent` (and `event`, e.g. "statusline"): the base
-    interpreter importing the client copied into `client_dir(env)` (`install_client`)."""
+    """The command ctxd installs for `agent` (and `event`, e.g. "statusline"): the native client
+    built in `client_dir(env)` if there is one (and `CTXD_HOOK_CLIENT` is not `python`), else the
+    base interpreter importing the client copied there (`install_client`)."""
+    native = nativeclient.client_choice(client_dir(env), env).path
+    if native is not None:
+        return shlex.join([str(native), agent, *([event] if event is not None else [])])
     return build_command(base_interpreter(), client_dir(env) / f"{CLIENT_MODULE}.py", agent, event)
+
+
+def plugin_command(agent: str) -> str:
+    """The command of every hook in ctxd's Claude Code plugin and Gemini CLI extension, which
+    cannot name a per-user path: the cheapest client there is. The `ctxd-hook` in the client
+    directory (the native client, or a script running the Python client with `-S -I`), once a
+    `ctxd install` put it there; else the `ctxd-hook` console script on PATH, as before.
+    POSIX sh without `${...}`, which Gemini CLI would take for its own variables."""
+    link = nativeclient.LINK
+    return (
+        f'd=$XDG_DATA_HOME; [ -n "$d" ] || d=$HOME/.local/share; d=$d/ctxd/client/{link}; '
+        f'[ -x "$d" ] && exec "$d" {agent}; exec {CLIENT_SCRIPT} {agent}'
+    )
 
 
 def is_ctxd_command(command: object) -> bool:

@@ -185,7 +185,7 @@ class Installer:
     #: (document, environment) -> how to run the installed plugin, None when none is installed.
     plugin_run: Callable[[Json, Mapping[str, str]], PluginRun | None] | None = None
     #: (settings document, its path) -> ctxd's own package for the agent (a plugin or an
-    #: extension that the agent loads and whose hooks run `ctxd-hook`) when the agent has it
+    #: extension that the agent loads and whose hooks run `hookcmd.plugin_command`) when it has it
     #: enabled: (what it is, its hook command). With ctxd's hooks installed too, every hook
     #: would run twice.
     packaged: Callable[[Json, Path], Packaged | None] = lambda doc, path: None

@@ -314,6 +314,10 @@ def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
     from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
+    if args.verb == "install" and not args.dry_run:
+        # Before the plan, which names the native client once it is built; also when the
+        # settings already name the client (the copy may be gone).
+        where = install_client(os.environ)
     hint = None
     if args.verb == "install":
         chosen = None if args.transport else default_transport(args.agent)
@@ -327,22 +331,30 @@ def cmd_install(args: argparse.Namespace) -> int:
             hint = f"transport: {chosen.name}: {chosen.reason}"
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
-    if args.verb == "install" and not args.dry_run:
-        # Before the settings name it; also when they already do (the copy may be gone).
-        where = install_client(os.environ)
     if plan.files and not args.dry_run:
         _apply_files(plan, args.verb, where if args.verb == "install" else None)
     if not plan.changes:
         if args.verb == "install" and not plan.files:
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
+            if not args.dry_run:
+                _print_client(where)
     elif not args.dry_run:
         _print_done(args, plan, apply_plan(plan))
         if args.verb == "install":
             _print(f"the hooks run the client copied to {where}")
+            _print_client(where)
     _print_plan(plan, args.dry_run)
     if hint is not None:
         _print(hint)
     return 0
+
+
+def _print_client(where: os.PathLike[str]) -> None:
+    from pathlib import Path
+
+    from ctxd.agents.nativeclient import client_choice
+
+    _print(f"hook client: {client_choice(Path(where), os.environ).describe()}")
 
 
 def cmd_service(args: argparse.Namespace) -> int:

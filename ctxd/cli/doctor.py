@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxd import __version__, agents, paths
 from ctxd.agents.hookcmd import (
+    CLIENT_SCRIPT,
     CTXD_COMMAND_FILE,
     client_dir,
     client_path,
@@ -29,6 +30,7 @@ from ctxd.agents.hookcmd import (
     is_ctxd_command,
     unwrap_command,
 )
+from ctxd.agents.nativeclient import client_choice
 from ctxd.agents.settings_file import parse, read_text
 from ctxd.agents.spec import Check, PlacedFile, PluginRun
 from ctxd.cli.web import http_hook_checks, http_listener_checks
@@ -189,15 +191,17 @@ def _hooks(env: Mapping[str, str]) -> Iterator[Check]:
         events = sorted({e for found in commands.values() for e in found} - {"statusline"})
         packaged = spec.installer.packaged(doc, path)
         if packaged is not None and not events:
-            # Its hooks run the console script, not the client copy: named apart from "hooks".
+            # Its hooks run the per-user client when `ctxd install` made one, else the console
+            # script: named apart from "hooks".
             yield Check(
                 f"{agent} {packaged.kind}",
                 True,
-                f"ctxd's {packaged.kind} {packaged.where} runs `{packaged.command}`",
+                f"ctxd's {packaged.kind} {packaged.where} runs `{CLIENT_SCRIPT} {agent}` (the "
+                f"per-user client in {client_dir(env)} instead, when `ctxd install` made one)",
             )
             yield from spec.installer.checks(doc)
             fix = (
-                f"`{packaged.command.split()[0]}` must be on {spec.title}'s PATH (install ctxd "
+                f"`{CLIENT_SCRIPT}` must be on {spec.title}'s PATH (install ctxd "
                 f"where it runs), or disable the {packaged.kind} and run `ctxd install {agent}`"
             )
             yield _run_installed(agent, packaged.command, False, env, fix)
@@ -452,10 +456,13 @@ def _client(env: Mapping[str, str], hooks_installed: bool) -> Iterator[Check]:
         )
         return
     current = copy.read_bytes() == client_path().read_bytes()
+    # Which client `ctxd install` writes into command hooks, and why (the native one is several
+    # times cheaper per hook; without a C compiler it is the Python client).
+    choice = client_choice(directory, env).describe()
     yield Check(
         "hook client",
         current,
-        f"{directory} ({'this' if current else 'another'} ctxd's copy)",
+        f"{choice}; {directory} ({'this' if current else 'another'} ctxd's copy)",
         None if current else f"make {directory} writable; any ctxd command refreshes it",
     )
     try:

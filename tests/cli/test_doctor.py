@@ -94,7 +94,7 @@ def test_an_emptied_settings_file_after_uninstall_is_a_skip(world: World) -> Non
     ("change", "says"),
     [
         # What users once saw: the command names a client that a reinstall moved away.
-        (lambda c: c.replace("/.local/share/ctxd/client", "/gone"), "exits 1: ModuleNotFoundError"),
+        (lambda c: c.replace("/.local/share/ctxd/client", "/gone"), "exits MOVED"),
         (lambda c: c.replace(c.split()[0], "/nonexistent/python3", 1), "exits 127"),
         (lambda c: f"{c}; echo done", "instead of ctxd's answer"),
         (lambda c: f"echo hi # {c}", "never reached ctxd"),
@@ -102,7 +102,17 @@ def test_an_emptied_settings_file_after_uninstall_is_a_skip(world: World) -> Non
     ],
     ids=["moved-client", "gone-interpreter", "extra-output", "not-run", "slow"],
 )
-def test_a_broken_installed_command_fails(world: World, change: Any, says: str) -> None:
+@pytest.mark.parametrize("client", ["python", "native"])
+def test_a_broken_installed_command_fails(
+    world: World, change: Any, says: str, client: str
+) -> None:
+    """For either client in the hook commands (the native one is used where a compiler is)."""
+    if client == "native" and says == "exits 127":
+        pytest.skip("the native client's command names no interpreter")
+    world.env["CTXD_HOOK_CLIENT"] = client
+    # A module the interpreter cannot find; a program the shell cannot find.
+    moved = "1: ModuleNotFoundError" if client == "python" else "127"
+    says = says.replace("MOVED", moved)
     assert world.cli("install", "claude").returncode == 0
     _rewrite_commands(world, change)
     code, marks, out = _lines(world)
@@ -350,3 +360,21 @@ def test_codex_hooks_that_codex_will_skip_untrusted_fail(world: World) -> None:
     )
     code, marks, out = _lines(world)
     assert marks["codex hook trust"] == "ok", out
+
+
+@pytest.mark.parametrize("compiler", [True, False], ids=["compiler", "no-compiler"])
+def test_doctor_says_which_hook_client_runs_and_why(world: World, compiler: bool) -> None:
+    """Native where `ctxd install` found a C compiler; else the Python client, and what to do."""
+    from ctxd.agents.nativeclient import find_compiler
+
+    if compiler and find_compiler(world.env) is None:
+        pytest.skip("no C compiler here")
+    if not compiler:
+        world.env["PATH"] = "/nonexistent"  # no cc, gcc or clang to find
+    assert world.cli("install", "gemini").returncode == 0
+    _, marks, out = _lines(world)
+    assert marks["hook client"] == "ok" and marks["gemini hook command"] == "ok", out
+    if compiler:
+        assert "hook client: native (" in out, out
+    else:
+        assert "hook client: Python (no C compiler found (cc, gcc, clang): install gcc" in out, out

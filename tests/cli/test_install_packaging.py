@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxd.agents.claude import install as claude
 from ctxd.agents.gemini import install as gemini
-from ctxd.agents.hookcmd import is_ctxd_command
+from ctxd.agents.hookcmd import is_ctxd_command, plugin_command
 
 CLIENTS = Path(__file__).parents[2] / "clients"
 
@@ -41,7 +41,7 @@ def test_claude_plugin_wires_every_event_to_ctxd_hook() -> None:
     for event, matcher in claude.EVENTS:
         ((got_matcher, handler),) = hooks[event]
         assert got_matcher == matcher
-        assert handler == {"type": "command", "command": "ctxd-hook claude", "timeout": 10}
+        assert handler == {"type": "command", "command": plugin_command("claude"), "timeout": 10}
         assert is_ctxd_command(handler["command"])
 
 
@@ -65,7 +65,7 @@ def test_gemini_extension_wires_every_event_to_ctxd_hook() -> None:
     for event, matcher in gemini.EVENTS:
         ((got_matcher, handler),) = hooks[event]
         assert got_matcher == matcher
-        assert handler["command"] == "ctxd-hook gemini"
+        assert handler["command"] == plugin_command("gemini")
         assert handler["timeout"] == 10_000  # milliseconds
         assert handler["type"] == "command" and handler["name"] == "ctxd"
 

@@ -1,6 +1,7 @@
-"""The thin hook client as agents run it (`python -S -I ctxd_hook.py AGENT`): fail-open without
-a daemon, a single background spawn, bounded waits, cheap imports, and a wire format in step
-with ctxd.protocol."""
+"""The thin hook client as agents run it (`python -S -I ctxd_hook.py AGENT`, or the native
+client compiled from ctxd_hook.c: every test that runs a client runs both): fail-open without a
+daemon, a single background spawn, bounded waits, cheap imports, and a wire format in step with
+ctxd.protocol."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ NO_DAEMON_BOUND = 1.0
 SPAWN_TIMEOUT = 10.0
 #: A payload whose pipe stays open is given up on within this (the client waits 5 s for it).
 STDIN_BOUND = 6.0
+
+
+@pytest.fixture(params=["python", "native"])
+def world(world: World, request: pytest.FixtureRequest) -> World:
+    """The world of conftest, its hooks run by the Python client or by the native one."""
+    if request.param == "native":
+        world.hook_argv = [str(request.getfixturevalue("native_hook_client"))]
+    return world
 
 
 def warning_payload(world: World) -> dict[str, Any]:
@@ -89,7 +98,7 @@ def test_a_payload_whose_pipe_never_closes_costs_at_most_the_stdin_bound(world: 
     """An agent that writes its payload and keeps the pipe open: the client waited for the end
     of stdin until the agent's own hook timeout (a minute), on every call."""
     with subprocess.Popen(
-        [sys.executable, "-S", "-I", str(Path(ctxd_hook.__file__)), "claude"],
+        [*world.hook_argv, "claude"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -134,7 +143,7 @@ def test_concurrent_hooks_spawn_one_daemon(world: World) -> None:
     payload = json.dumps(warning_payload(world)).encode()
     hooks = [
         subprocess.Popen(
-            [sys.executable, "-S", "-I", str(world.hook_client), "claude"],
+            [*world.hook_argv, "claude"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -241,6 +250,8 @@ def imported_modules(stderr: bytes) -> set[str]:
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["answered", "no-daemon-spawn"])
 def test_hook_client_imports_neither_anyio_nor_orjson(world: World, daemon: bool) -> None:
+    if world.hook_argv[0] != sys.executable:
+        pytest.skip("the native client imports nothing")
     if daemon:
         world.start()
     else:

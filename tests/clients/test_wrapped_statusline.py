@@ -1,6 +1,6 @@
 """The user's own statusline run by ctxd's client (`ctxd-hook claude statusline --wrap CMD`):
 the same stdin, stdout, stderr and exit code as the command run alone, the payload handed to
-the daemon beside it, fail-open and bounded in time."""
+the daemon beside it, fail-open and bounded in time; for the Python client and the native one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import socket
 import statistics
 import subprocess
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,14 @@ COMMANDS = [
     "exec 0<&-; echo closed-stdin",
     "kill -TERM $$",  # killed by a signal: 128 + 15, as bash reports a signalled child
 ]
+
+
+@pytest.fixture(params=["python", "native"])
+def world(world: World, request: pytest.FixtureRequest) -> World:
+    """The world of conftest, its client the Python one or the native one."""
+    if request.param == "native":
+        world.hook_argv = [str(request.getfixturevalue("native_hook_client"))]
+    return world
 
 
 def payload(ctxd: World) -> tuple[dict[str, Any], Any]:
@@ -114,16 +121,7 @@ def test_the_users_command_gets_the_environment_unchanged_under_a_c_locale(world
     see it (Claude Code under `env -i` gives it no locale at all)."""
     env = {k: v for k, v in world.env.items() if not k.startswith(("LC_", "LANG"))}
     result = subprocess.run(
-        [
-            sys.executable,
-            "-S",
-            "-I",
-            str(world.hook_client),
-            "claude",
-            "statusline",
-            "--wrap",
-            "env",
-        ],
+        [*world.hook_argv, "claude", "statusline", "--wrap", "env"],
         input=b"{}",
         env=env,
         capture_output=True,

@@ -233,6 +233,10 @@ class Result:
         )
 
 
+#: Set to `native` to run the suites with the native hook client (see ctxd.agents.nativeclient).
+HOOK_CLIENT_ENV = "CTXD_HOOK_CLIENT"
+
+
 def base_env(rd: RunDir, extra: Mapping[str, str]) -> dict[str, str]:
     """A clean environment: nothing from the developer's own shell but PATH and locale."""
     env = {
@@ -243,6 +247,10 @@ def base_env(rd: RunDir, extra: Mapping[str, str]) -> dict[str, str]:
         "TMPDIR": str(rd.tmp),
         "E2E_CAPTURE_DIR": str(rd.cap),
     }
+    # Which hook client `ctxd install` writes (`native`: the e2e suites run with the native one;
+    # the install fails when it cannot be built).
+    if os.environ.get(HOOK_CLIENT_ENV):
+        env[HOOK_CLIENT_ENV] = os.environ[HOOK_CLIENT_ENV]
     env.update(extra)
     return env
 
@@ -775,6 +783,8 @@ class Ctxd:
     def install(self, agent: str, settings: Path, *extra: str) -> Result:
         res = self.ctl("install", agent, "--settings", str(settings), *extra)
         assert res.returncode == 0, res.describe()
+        if os.environ.get(HOOK_CLIENT_ENV) == "native":
+            assert "hook client: native (" in res.stdout, res.describe()
         return res
 
     def log(self) -> str:

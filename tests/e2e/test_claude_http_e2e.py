@@ -125,6 +125,11 @@ def traced(rig: Rig, trace: Path, *args: str, **env: str) -> tuple[list[Json], l
     return stream_events(res), executed(trace)
 
 
+def is_client(word: str) -> bool:
+    """A word of a hook client's command line: the Python client or the native one."""
+    return "ctxd_hook" in word or Path(word).name == "ctxd-hook"
+
+
 def ctxd_processes(execs: list[list[str]]) -> list[list[str]]:
     """The processes that ran ctxd's code: its hook client, or ctxd itself (not the shell
     Claude Code runs a command hook in)."""
@@ -133,7 +138,7 @@ def ctxd_processes(execs: list[list[str]]) -> list[list[str]]:
         for argv in execs
         if Path(argv[0]).name not in ("sh", "bash", "dash")
         and (
-            any("ctxd_hook" in word or Path(word).name == "ctxd" for word in argv)
+            any(is_client(word) or Path(word).name == "ctxd" for word in argv)
             or "-m ctxd" in " ".join(argv)
         )
     ]
@@ -186,7 +191,7 @@ def test_http_hooks_warn_escalate_and_hand_off_like_command_hooks(
     # processes: one hook client, for SessionStart; nothing of ctxd's for the 12 others
     ours = ctxd_processes(execs)
     assert len(ours) == 1, ours
-    assert any("ctxd_hook" in word for word in ours[0]), ours
+    assert any(is_client(word) for word in ours[0]), ours
     assert len(execs) > 10, "strace saw no process at all"  # the Bash tool calls ran
 
 

@@ -45,6 +45,8 @@ from e2e_support import (
     write_json,
 )
 
+from ctxd.agents.hookcmd import is_ctxd_command
+
 pytestmark = pytest.mark.e2e
 
 MODEL = COPILOT_MODEL
@@ -278,7 +280,7 @@ def test_the_ui_shows_ctxds_statusline(make_rig: Callable[..., Rig], tmp_path: P
         pytest.skip("tmux not installed (apt-get install tmux)")
     rig = make_rig(tool_steps([12_000, 13_500, 33_300]))
     settings = json.loads(rig.settings.read_text())
-    assert "ctxd_hook" in settings["statusLine"]["command"]
+    assert is_ctxd_command(settings["statusLine"]["command"])
     tmux = rig.interactive(tmp_path / "tmux.sock")
     try:
         assert tmux.wait("no usage yet", 60), tmux.pane()  # ctxd's line before any answer
@@ -307,7 +309,7 @@ def test_the_users_own_statusline_stays_and_feeds_ctxd(
     doc = {"statusLine": {"type": "command", "command": own}}
     rig = make_rig(tool_steps([12_000, 13_500, 33_300]), settings_doc=doc)
     command = json.loads(rig.settings.read_text())["statusLine"]["command"]
-    assert "ctxd_hook" in command and command.endswith(shlex.quote(own))
+    assert is_ctxd_command(command) and command.endswith(shlex.quote(own))
     tmux = rig.interactive(tmp_path / "tmux.sock")
     try:
         assert tmux.wait("my-own-line", 60), tmux.pane()

@@ -4,7 +4,9 @@
 This is the path of a user who ran `pip install ctxd` and then installed the plugin: the hooks
 are the plugin's (`clients/claude-plugin/hooks/hooks.json`,
 `clients/gemini-extension/hooks/hooks.json`), their command is the `ctxd-hook` console script,
-found on PATH with the venv's bin dir on it, and there is no per-user copy of the client.
+found on PATH with the venv's bin dir on it, and there is no per-user copy of the client. The
+warning tests run a second time with the per-user client a `ctxd install` leaves (the native
+one where a C compiler is) and no console script on PATH: the hooks' command runs that instead.
 
 The scripted usage is the same as in test_claude_e2e.py and test_gemini_e2e.py: Claude Code on
 the "window" basis (WARNING from 650,000 of 1,000,000 tokens, CRITICAL from 750,000, the
@@ -45,7 +47,7 @@ from e2e_support import (
     wait_for,
 )
 
-from ctxd.agents.hookcmd import client_dir
+from ctxd.agents.hookcmd import client_dir, install_client
 
 pytestmark = pytest.mark.e2e
 
@@ -75,6 +77,22 @@ def pip_user_path() -> str:
 def assert_no_ctxd_install(env: dict[str, str]) -> None:
     """Nothing of `ctxd install`'s: no per-user copy of the client for a hook to run."""
     assert not client_dir(env).exists(), sorted(client_dir(env).rglob("*"))
+
+
+def without_console_script(path: str) -> str:
+    """PATH without the venv's bin dir: no `ctxd-hook` console script on it."""
+    bin_dir = str(Path(PYTHON).parent)
+    kept = os.pathsep.join(d for d in path.split(os.pathsep) if d != bin_dir)
+    assert shutil.which("ctxd-hook", path=kept) is None, kept
+    return kept
+
+
+def per_user_client(env: dict[str, str]) -> None:
+    """What `ctxd install` leaves in the per-user client directory (besides the agent's hooks):
+    the client copy, and the native client where a C compiler is (`CTXD_HOOK_CLIENT=native`
+    requires it)."""
+    install_client(env)
+    assert (client_dir(env) / "ctxd-hook").exists()
 
 
 def doctor_sees(env: dict[str, str], cwd: Path, agent: str, kind: str) -> None:
@@ -164,7 +182,13 @@ class ClaudeRig:
 def claude_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., ClaudeRig]]:
     cleanup = ExitStack()  # registered before each start: a failed start leaks nothing
 
-    def make(steps: list[Json], config: str = WINDOW_BASIS, *, daemon: bool = True) -> ClaudeRig:
+    def make(
+        steps: list[Json],
+        config: str = WINDOW_BASIS,
+        *,
+        daemon: bool = True,
+        per_user: bool = False,
+    ) -> ClaudeRig:
         rd = RunDir.create(tmp_path)
         settings = claude_prepare(rd)
         ctxd = Ctxd(rd, config, {"CLAUDE_CONFIG_DIR": str(rd.config)})
@@ -172,12 +196,18 @@ def claude_rig(claude_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Claud
         mock = Mock("mock_anthropic", rd.root, {"steps": steps})
         cleanup.callback(mock.stop)
         mock.start()
-        rig = ClaudeRig(claude_bin, rd, ctxd, mock, pip_user_path())
+        path = pip_user_path()
+        rig = ClaudeRig(
+            claude_bin, rd, ctxd, mock, without_console_script(path) if per_user else path
+        )
         rig.install_plugin()
         doc = json.loads(settings.read_text())
         assert doc["enabledPlugins"] == {f"{PLUGIN}@{MARKETPLACE}": True}, doc
         assert "hooks" not in doc, doc  # every hook that runs is the plugin's
-        assert_no_ctxd_install(rig.env())
+        if per_user:
+            per_user_client(rig.env())
+        else:
+            assert_no_ctxd_install(rig.env())
         return rig
 
     with cleanup:
@@ -199,14 +229,17 @@ def claude_at_calls(main: list[Json], needle: str) -> list[int]:
     return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text_claude)) if hit]
 
 
+@pytest.mark.parametrize("per_user", [False, True], ids=["console-script", "per-user-client"])
 def test_claude_plugin_warns_the_model_and_the_session_is_tracked(
-    claude_rig: Callable[..., ClaudeRig],
+    claude_rig: Callable[..., ClaudeRig], per_user: bool
 ) -> None:
+    """With the console script; and with the per-user client a `ctxd install` left, which the
+    plugin's hooks run instead (no `ctxd-hook` on PATH then)."""
     # call:       0        1        2(W)     3-6 (quiet, debounced)            7(W: 5th)
     cache_read = [95_000, 295_000, 655_000, 660_000, 665_000, 670_000, 675_000, 685_000]
     # 8(C: escalation) 9     final answer (Stop: 78 % used -> handoff)
     cache_read += [755_000, 765_000, 775_000]
-    rig = claude_rig(claude_tool_steps(10, cache_read, CLAUDE_TOOL_SECONDS))
+    rig = claude_rig(claude_tool_steps(10, cache_read, CLAUDE_TOOL_SECONDS), per_user=per_user)
     doctor_sees(rig.env(), rig.rd.work, "claude", "plugin")
     res = rig.claude("Run the steps")
 
@@ -300,7 +333,9 @@ class GeminiRig:
 def gemini_rig(gemini_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callable[..., GeminiRig]]:
     cleanup = ExitStack()
 
-    def make(steps: list[Json], config: str = "", *, daemon: bool = True) -> GeminiRig:
+    def make(
+        steps: list[Json], config: str = "", *, daemon: bool = True, per_user: bool = False
+    ) -> GeminiRig:
         rd = RunDir.create(tmp_path)
         settings = gemini_prepare(rd)
         ctxd = Ctxd(rd, config, {})
@@ -308,11 +343,17 @@ def gemini_rig(gemini_bin: Path, netns: bool, tmp_path: Path) -> Iterator[Callab
         mock = Mock("mock_gemini", rd.root, {"steps": steps}, netns=netns)
         cleanup.callback(mock.stop)
         mock.start()
-        rig = GeminiRig(gemini_bin, rd, ctxd, mock, pip_user_path())
+        path = pip_user_path()
+        rig = GeminiRig(
+            gemini_bin, rd, ctxd, mock, without_console_script(path) if per_user else path
+        )
         rig.install_extension()
         assert "hooks" not in json.loads(settings.read_text())  # every hook is the extension's
         assert (rd.home / ".gemini" / "extensions" / "ctxd" / "hooks" / "hooks.json").exists()
-        assert_no_ctxd_install(rig.env())
+        if per_user:
+            per_user_client(rig.env())
+        else:
+            assert_no_ctxd_install(rig.env())
         return rig
 
     with cleanup:
@@ -323,14 +364,17 @@ def gemini_at_calls(main: list[Json], needle: str) -> list[int]:
     return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text_gemini)) if hit]
 
 
+@pytest.mark.parametrize("per_user", [False, True], ids=["console-script", "per-user-client"])
 def test_gemini_extension_warns_the_model_and_the_session_is_tracked(
-    gemini_rig: Callable[..., GeminiRig],
+    gemini_rig: Callable[..., GeminiRig], per_user: bool
 ) -> None:
+    """With the console script; and with the per-user client a `ctxd install` left (no
+    `ctxd-hook` on PATH then)."""
     # call:    0        1        2(W)     3-6 (quiet, debounced)              7(W: 5th)
     prompt = [100_000, 300_000, 345_000, 350_000, 352_000, 354_000, 356_000, 358_000]
     # 8(C: escalation) 9       final answer (AfterAgent: 77 % used -> handoff)
     prompt += [400_000, 402_000, 405_000]
-    rig = gemini_rig(gemini_tool_steps(10, prompt))
+    rig = gemini_rig(gemini_tool_steps(10, prompt), per_user=per_user)
     doctor_sees(rig.env(), rig.rd.work, "gemini", "extension")
     res = rig.gemini("Run the steps")
     assert json.loads(res.stdout)["response"].strip() == "Done.", res.describe()

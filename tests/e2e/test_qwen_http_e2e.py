@@ -20,6 +20,7 @@ from loopback import free_port
 from test_claude_http_e2e import (
     ctxd_processes,
     executed,
+    is_client,
     requires_strace,
     strace_prefix,
 )
@@ -92,7 +93,7 @@ def test_http_hooks_warn_escalate_and_hand_off_like_command_hooks(
     execs = executed(trace)
     ours = ctxd_processes(execs)
     assert len(ours) == 1, ours
-    assert any("ctxd_hook" in word for word in ours[0]), ours
+    assert any(is_client(word) for word in ours[0]), ours
     assert len(execs) > 10, "strace saw no process at all"  # the shell tool calls ran
 
 

@@ -390,11 +390,13 @@ class Home:
         agent: str = "claude",
         env: dict[str, str] | None = None,
         timeout: float = 10.0,
+        client: list[str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        """The real hook client, run as installed hooks run it, payload on stdin."""
+        """The real hook client, run as installed hooks run it, payload on stdin; `client` is
+        another client's command (the native one's), default the Python client's."""
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         return subprocess.run(
-            [PYTHON, "-S", "-I", "-c", HOOK_CODE, agent],
+            [*(client or [PYTHON, "-S", "-I", "-c", HOOK_CODE]), agent],
             input=data,
             env=self.env if env is None else env,
             cwd=self.work,

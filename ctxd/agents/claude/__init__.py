@@ -20,7 +20,7 @@ from ctxd.agents.claude.idle import compacts_at_resume, idle_compaction_at
 from ctxd.agents.claude.models import MODELS
 from ctxd.agents.claude.statusline import parse_statusline
 from ctxd.agents.claude.transcript import ClaudeReader
-from ctxd.agents.hookcmd import CLIENT_SCRIPT, is_ctxd_command, unwrap_command
+from ctxd.agents.hookcmd import is_ctxd_command, plugin_command, unwrap_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
@@ -81,7 +81,7 @@ def _uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...
 
 def _packaged(doc: Json, path: Path) -> Packaged | None:
     key = install.enabled_plugin(doc)
-    return None if key is None else Packaged("plugin", key, f"{CLIENT_SCRIPT} {NAME}")
+    return None if key is None else Packaged("plugin", key, plugin_command(NAME))
 
 
 def _statusline_check(doc: Json) -> list[Check]:

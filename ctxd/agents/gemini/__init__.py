@@ -12,7 +12,7 @@ from ctxd.agents.gemini.digest import GeminiFacts
 from ctxd.agents.gemini.hooks import DIALECT
 from ctxd.agents.gemini.models import MODELS
 from ctxd.agents.gemini.transcript import GeminiJsonReader, GeminiReader
-from ctxd.agents.hookcmd import CLIENT_SCRIPT
+from ctxd.agents.hookcmd import plugin_command
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.agents.settings_file import settings_reader
@@ -71,7 +71,7 @@ def _extension(settings: Path) -> Path | None:
 
 def _packaged(doc: Json, path: Path) -> Packaged | None:
     folder = _extension(path)
-    return None if folder is None else Packaged("extension", str(folder), f"{CLIENT_SCRIPT} {NAME}")
+    return None if folder is None else Packaged("extension", str(folder), plugin_command(NAME))
 
 
 def _install(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]]:
