@@ -124,6 +124,9 @@ class Grounds:
     #: Whether the agent compacts a session resumed after its prompt cache expired
     #: (`AgentSpec.resume_compaction`); None: it never does.
     resume_rule: ResumeCompactionRule | None = None
+    #: Model -> the windows its owner states it with (`AgentSpec.window_sizes`): what usage
+    #: beyond the table's window raises it to; None: the common windows only.
+    window_sizes: Callable[[str | None], tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +366,7 @@ def _window_and_point(
         if grounds.configured_window is None
         else grounds.configured_window(model, agent_config),
         proved=proved,
+        sizes=() if grounds.window_sizes is None else grounds.window_sizes(model),
     )
     return window, point_for(window.size), agent_config
 

@@ -106,6 +106,7 @@ class Answers:
             self.sessions.proved,
             spec.compact_window,
             spec.resume_compaction,
+            spec.window_sizes,
         )
         self._grounds[state.agent] = grounds
         return grounds
