@@ -221,8 +221,8 @@ def test_a_compaction_that_states_what_it_removed_leaves_the_rest() -> None:
     """1.0.48: `tokensRemoved` beside `preCompactionTokens`, no post figure and no parts; a
     removal below zero (1.0.48 wrote some) says nothing, and the summary is estimated."""
     removed = {"success": True, "preCompactionTokens": 150_000, "tokensRemoved": 118_500}
-    negative = {"success": True, "preCompactionTokens": 40_000, "tokensRemoved": -2_098}
-    negative["summaryContent"] = "s" * 4_000
+    negative: dict[str, Any] = {"success": True, "preCompactionTokens": 40_000}
+    negative |= {"tokensRemoved": -2_098, "summaryContent": "s" * 4_000}
     after, odd = CopilotReader().feed(
         _start("1.0.48", 0)
         + _line("session.compaction_complete", removed, 1)
