@@ -29,7 +29,7 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 25
+    assert len(FILES) == 26
     for agent in ("claude", "codex", "gemini", "copilot"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
@@ -103,6 +103,12 @@ def test_an_indented_recording_replays_under_any_name(
             "copilot/session-state/030f200c-c26f-4ef0-9099-6d1156c83631/events.jsonl",
             "1.0.55-1",
             "claude-opus-4.7-1m-internal",
+        ),
+        # autopilot, two model changes (the second the same model at another effort)
+        (
+            "copilot/session-state/96ef38f0-9d09-45c3-8124-6448c36090ed/events.jsonl",
+            "1.0.34",
+            "claude-sonnet-4.6",
         ),
     ],
 )
