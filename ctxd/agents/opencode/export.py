@@ -4,7 +4,9 @@
 {message}, "parts": [{part}, …]}, …]}`, indented (1.18.33, tests/data/transcripts/opencode-1.18.33/
 export.*.json). Its messages and parts are the rows of the database (`store`), in their order:
 each `step-finish` part with its message gives the update `usage.step_usage` makes of it there,
-so an export and the database it came from give the same figures. A part holds no time of its
+so an export and the database it came from give the same figures; an answer without
+`step-finish` parts (an export whose parts a tool dropped) gives its own `tokens`, which
+OpenCode sets to its last step's. A part holds no time of its
 own in an export (the database keeps it in a column): a step's time is its message's
 `time.completed` (else `time.created`).
 
@@ -127,6 +129,11 @@ class ExportReader:
             if not isinstance(info, dict) or not isinstance(parts, list):
                 continue
             at = _finished_at(info)
+            if not any(isinstance(p, dict) and p.get("type") == "step-finish" for p in parts):
+                update = self._message_usage(info, at)
+                if update is not None:
+                    updates.append(update)
+                continue
             for index, part in enumerate(parts):
                 if not isinstance(part, dict) or part.get("type") != "step-finish":
                     continue
@@ -139,3 +146,23 @@ class ExportReader:
                     self._reported.add(turn_id)
                     updates.append(update)
         return updates
+
+    def _message_usage(self, info: dict[str, Any], at: float | None) -> UsageUpdate | None:
+        """An answer whose steps the export does not hold (a tool that kept the messages and
+        dropped their parts): OpenCode sets an answer's `tokens` to its last step's, so they
+        are that step's figures. An answer that failed, or states nothing, gives none."""
+        tokens = info.get("tokens")
+        message_id = info.get("id")
+        if (
+            info.get("role") != "assistant"
+            or info.get("error") is not None
+            or not isinstance(tokens, dict)
+            or not isinstance(message_id, str)
+            or message_id in self._reported
+        ):
+            return None
+        update = step_usage({"type": "step-finish", "tokens": tokens}, info, message_id, at)
+        if update is None or update.tokens + update.pending == 0:
+            return None
+        self._reported.add(message_id)
+        return update
