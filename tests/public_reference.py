@@ -254,11 +254,28 @@ def _copilot_shutdown(data: dict[str, Any]) -> tuple[Any, bool]:
     return None, False
 
 
+def _copilot_request(kind: Any, rec: dict[str, Any], data: dict[str, Any]) -> int | None:
+    """The prompt of one agent-loop request as the provider reported it, where the record
+    states one: a usage record's inputTokens (its whole prompt), or (1.0.93) the main
+    conversation's last model call in a usage checkpoint."""
+    if kind == "session.usage_record":
+        usage = data.get("usage")
+        if isinstance(usage, dict) and usage.get("interactionType", "conversation-agent") == (
+            "conversation-agent"
+        ):
+            return _int(usage.get("inputTokens"))
+    if kind == "session.usage_checkpoint" and "agentId" not in rec:
+        for state in data.get("promptCacheBreakState") or []:
+            if state.get("conversation") == "main":
+                return _int(state["models"][state["lastActiveModel"]]["prompt_tokens"])
+    return None
+
+
 def _copilot(path: str) -> dict[str, Any]:
     turns: list[int] = []  # figures the provider reported
     final: int | None = None
     window: int | None = None
-    per_request = False  # this process wrote session.usage_record lines
+    per_request = False  # this process wrote per-request figures
     for rec in _records(path):
         kind = rec.get("type")
         data = rec.get("data")
@@ -267,20 +284,17 @@ def _copilot(path: str) -> dict[str, Any]:
         # The limit Copilot compacts against: a compaction's tokenLimit, or the model's limits
         # that 1.0.91 names on every model call.
         window = _int(data.get("tokenLimit")) or _copilot_limit(data) or window
-        # Each process (a start or a resume) writes its own shutdown, whose metrics count
-        # that process's requests only.
+        prompt = _copilot_request(kind, rec, data)
+        # Each process (a start or a resume) writes its own shutdown.
         if kind in ("session.start", "session.resume"):
             per_request = False
-        elif kind == "session.usage_record":
+        elif prompt is not None:
+            per_request = True
             usage = data.get("usage")
-            # Only the agent loop's requests; a usage record's inputTokens is its whole prompt.
-            if isinstance(usage, dict) and usage.get("interactionType", "conversation-agent") == (
-                "conversation-agent"
-            ):
-                per_request = True
-                turns.append(_int(usage.get("inputTokens")))
-                final = turns[-1]
+            if isinstance(usage, dict):  # a usage record names the prompt's limit too
                 window = _int(usage.get("maxPromptTokens")) or window
+            turns.append(prompt)
+            final = prompt
         elif kind == "session.compaction_start":
             if not per_request and "currentTokens" in data:
                 final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's

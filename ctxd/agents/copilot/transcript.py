@@ -22,6 +22,10 @@ Figures, by what each version writes:
   prompt as the API reported it: that is the figure (exact, with its output pending);
   otherwise `currentTokens` is, marked `estimated`. A process that wrote usage records gets
   nothing more from its shutdown.
+- `session.usage_checkpoint` (1.0.93, after each turn on GitHub-hosted models) states, in its
+  `promptCacheBreakState`, the main conversation's last model call: `prompt_tokens` (the cached
+  part included) is that request's prompt as the provider reported it, exact. A process with
+  such checkpoints gets nothing more from its shutdown, as with usage records.
 - `session.compaction_complete` with `success: true` is a compaction that was applied (counted,
   its warnings reset). The figure after it is `postCompactionTokens` (Copilot's local estimate,
   `tokenAccountingBasis: "local_full_context_estimate"`) or, where the record has none (1.0.74),
@@ -75,6 +79,8 @@ _MODEL_CALLS = frozenset({"model.turn_started", "model.model_call_started"})
 _AGENT_LOOP = "conversation-agent"
 #: Per-request usage and the context's size as Copilot streams them (`ephemeral`).
 _LIVE_EVENTS = frozenset({"assistant.usage", "session.usage_info"})
+#: The conversation a usage checkpoint names for the agent loop (subagents have their own).
+_MAIN_CONVERSATION = "main"
 #: The bulk of a file (system prompts, tool results), in the form Copilot CLI writes them and
 #: with nothing the figures need: not decoded unless the listener wants every record. A line
 #: in another form is decoded (only the cost differs).
@@ -151,6 +157,8 @@ class CopilotReader:
             return self._usage_record(record, data)
         if kind in _LIVE_EVENTS:
             return self._live(kind, record, data)
+        if kind == "session.usage_checkpoint":
+            return self._checkpoint(record, data)
         if kind == "session.compaction_start":
             return self._compaction_start(record, data)
         if kind == "session.compaction_complete":
@@ -206,6 +214,21 @@ class CopilotReader:
         if current is None or self._usage_records:
             return None
         return self._update(record, current, estimated=True)
+
+    def _checkpoint(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
+        """The main conversation's last model call, as a usage checkpoint states it (1.0.93):
+        its prompt as the provider reported it (the cached part included)."""
+        if record.get("agentId") is not None:
+            return None
+        call = _last_main_call(data)
+        if call is None:
+            return None
+        model, state = call
+        prompt = _count(state.get("prompt_tokens"))
+        if prompt is None:
+            return None
+        self._usage_records = True
+        return self._update(record, prompt, model=model)
 
     def _usage_record(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
         usage = data.get("usage")
@@ -298,6 +321,25 @@ def _parts(data: dict[str, Any]) -> int | None:
         _count(data.get(k)) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
     ]
     return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
+
+
+def _last_main_call(data: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(model, its cache state) of the main conversation's last model call in a usage
+    checkpoint's `promptCacheBreakState` (`[{conversation, models: {model: {prompt_tokens,
+    cache_read, cache_write, …}}, lastActiveModel}]`), else None."""
+    states = data.get("promptCacheBreakState")
+    for entry in states if isinstance(states, list) else ():
+        if not isinstance(entry, dict) or entry.get("conversation") != _MAIN_CONVERSATION:
+            continue
+        models = entry.get("models")
+        if not isinstance(models, dict) or not models:
+            return None
+        name = _text(entry.get("lastActiveModel"))
+        if name is None and len(models) == 1:
+            (name,) = models
+        state = models.get(name) if name is not None else None
+        return (name, state) if name is not None and isinstance(state, dict) else None
+    return None
 
 
 def _after_removal(pre: int | None, data: dict[str, Any]) -> int | None:
