@@ -4,7 +4,7 @@ Deliberately simple and self-contained: plain `json`, no ctxd imports, whole-fil
 It states, per file, the context-token timeline ctxd *should* report, so a test can compare
 `ctxd replay` against numbers computed by a second, naive implementation of the same rules.
 
-    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot",
+    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot"|"opencode",
                        "final_tokens": int | None,   # context size after the last turn
                        "turn_tokens": [int, ...],    # one figure per assistant turn, in order
                        "window": int | None}         # window the transcript itself states
@@ -309,6 +309,27 @@ def _copilot(path: str) -> dict[str, Any]:
     return {"agent": "copilot", "final_tokens": final, "turn_tokens": turns, "window": window}
 
 
+# --------------------------------------------------------------------------- OpenCode
+
+
+def _opencode_export(path: str) -> dict[str, Any]:
+    """What `opencode export` prints, one JSON document: each step-finish part states the
+    step's prompt as input plus the cache read and written (the output is not context yet)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    turns = []
+    for message in doc["messages"]:
+        for part in message["parts"]:
+            if part.get("type") == "step-finish":
+                tokens = part["tokens"]
+                cache = tokens.get("cache") or {}
+                turns.append(
+                    _int(tokens.get("input")) + _int(cache.get("read")) + _int(cache.get("write"))
+                )
+    final = turns[-1] if turns else None
+    return {"agent": "opencode", "final_tokens": final, "turn_tokens": turns, "window": None}
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -316,8 +337,8 @@ def agent_of(path: str) -> str:
     """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
     rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
     top = rel.split(os.sep, 1)[0]
-    if top not in ("claude", "codex", "gemini", "copilot"):
-        raise ValueError(f"{path} is not under {DATA_DIR}/<claude|codex|gemini|copilot>/")
+    if top not in ("claude", "codex", "gemini", "copilot", "opencode"):
+        raise ValueError(f"{path} is not under {DATA_DIR}/<agent>/")
     return top
 
 
@@ -329,6 +350,8 @@ def expected(path: str) -> dict[str, Any]:
         return _codex(path)
     if agent == "copilot":
         return _copilot(path)
+    if agent == "opencode":
+        return _opencode_export(path)
     return _gemini(path)
 
 

@@ -29,8 +29,8 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 27
-    for agent in ("claude", "codex", "gemini", "copilot"):
+    assert len(FILES) == 28
+    for agent in ("claude", "codex", "gemini", "copilot", "opencode"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
 
