@@ -12,7 +12,8 @@ its tool calls run.
   pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
   prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is
   `pending`, since pi compares `totalTokens` with its compaction point. Answers that stopped
-  with `aborted` or `error` are skipped, as pi skips them.
+  with `aborted` or `error`, and answers whose usage is all zero (a provider that reports
+  none), are skipped, as pi skips them.
 - A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`; 1.x adds `systemMessage`,
   the prompt the compacted context starts with) marks a compaction. pi itself knows no size for
   the context until the next answer; ctxd estimates it as pi does (`estimatedTokensAfter`, four
@@ -180,6 +181,8 @@ class PiReader:
             return None
         prompt = sum(count(usage.get(key)) or 0 for key in ("input", "cacheRead", "cacheWrite"))
         total = count(usage.get("totalTokens")) or prompt + (count(usage.get("output")) or 0)
+        if total == 0:
+            return None  # a provider that reported no usage: pi skips it too, so does the figure
         model = message.get("model")
         entry_id = record.get("id")
         return UsageUpdate(

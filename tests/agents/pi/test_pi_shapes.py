@@ -1,5 +1,6 @@
-"""pi's sessions of version 1 (linear, before entries had ids and the header a `version`): pi
-still reads them, migrating them as it loads; `ctxd replay` tells them by their header too."""
+"""Shapes real pi sessions take beyond the captures: sessions of version 1 (linear, before
+entries had ids and the header a `version`), which pi still loads, and answers whose provider
+reported no usage."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 from ctxd_process import replay_json
+
+from ctxd.agents.pi.transcript import PiReader
 
 
 def test_a_version_1_session_is_told_by_its_header_and_replayed(tmp_path: Path) -> None:
@@ -32,3 +35,21 @@ def test_a_version_1_session_is_told_by_its_header_and_replayed(tmp_path: Path) 
     path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
     final = replay_json(str(path))[-1]
     assert (final["agent"], final["tokens"], final["model"]) == ("pi", 5_123, "claude-sonnet-4-5")
+
+
+def test_an_answer_whose_provider_reported_no_usage_keeps_the_figure() -> None:
+    """Some OpenAI-compatible servers report no usage: pi's answer has all zeros, and pi
+    skips it when it counts the context; the figure stays the last answer's that had one."""
+
+    def answer(entry_id: str, prompt: int) -> bytes:
+        usage = {"input": prompt, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        message: dict[str, object] = {"role": "assistant", "content": [], "model": "m"}
+        message |= {"stopReason": "stop", "usage": usage | {"totalTokens": prompt}}
+        return orjson.dumps({"type": "message", "id": entry_id, "message": message}) + b"\n"
+
+    reader = PiReader()
+    (first,) = reader.feed(answer("a1", 42_000))
+    assert first.tokens == 42_000
+    assert reader.feed(answer("a2", 0)) == []
+    (third,) = reader.feed(answer("a3", 43_000))
+    assert third.tokens == 43_000
