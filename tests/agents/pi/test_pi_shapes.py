@@ -53,3 +53,43 @@ def test_an_answer_whose_provider_reported_no_usage_keeps_the_figure() -> None:
     assert reader.feed(answer("a2", 0)) == []
     (third,) = reader.feed(answer("a3", 43_000))
     assert third.tokens == 43_000
+
+
+def test_what_pi_prints_in_json_mode_is_replayed(tmp_path: Path) -> None:
+    """`pi --mode json` prints the session header, then events: each answer in `message_end`
+    (again in `turn_end`), a compaction's result in `compaction_end`."""
+    usage = {"input": 2_000, "output": 150, "cacheRead": 48_000, "cacheWrite": 0}
+    answer = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "done"}],
+        "provider": "openai-codex",
+        "model": "gpt-5.6-sol",
+        "usage": usage | {"totalTokens": 50_150},
+        "stopReason": "stop",
+        "timestamp": 1_796_543_410_979,
+    }
+    later = answer | {"usage": usage | {"cacheRead": 33_000, "totalTokens": 35_150}}
+    result = {"summary": "s", "firstKeptEntryId": "x", "tokensBefore": 50_150}
+    events = [
+        {"type": "session", "version": 3, "id": "0199", "timestamp": "2026-12-01T10:00:00Z"}
+        | {"cwd": "/p"},
+        {"type": "agent_start"},
+        {"type": "message_end", "message": {"role": "user", "content": "go", "timestamp": 1}},
+        {"type": "message_update", "usage": usage, "assistantMessageEvent": {"type": "x"}},
+        {"type": "message_end", "message": answer},
+        {"type": "turn_end", "message": answer, "toolResults": []},
+        {"type": "compaction_start", "reason": "manual"},
+        {"type": "compaction_end", "reason": "manual", "aborted": True},  # changed nothing
+        {"type": "compaction_end", "result": result | {"estimatedTokensAfter": 32_000}},
+        {"type": "message_end", "message": later},
+        {"type": "agent_end", "messages": [later], "willRetry": False},
+    ]
+    path = tmp_path / "pi-json-mode.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in events))
+    lines = replay_json(str(path))
+    assert [(line["tokens"], line["compaction"]) for line in lines[:-1]] == [
+        (50_000, False),
+        (32_000, True),
+        (35_000, False),
+    ]
+    assert (lines[-1]["agent"], lines[-1]["compactions"]) == ("pi", 1)
