@@ -173,6 +173,8 @@ class CopilotReader:
         """What an event without a figure says about the turn, the model or the window."""
         if kind == "assistant.message":
             self._answered = not data.get("toolRequests")
+            # what answered (1.0.9x names it): the model behind "auto" or a changed setting
+            self._model = _text(data.get("model")) or self._model
         elif kind in _TURN_STARTS:
             self._answered = False
         elif kind == "hook.start":

@@ -265,3 +265,16 @@ def test_a_count_written_as_a_float_is_still_a_figure() -> None:
     shutdown["data"]["currentTokens"] = 35_322.0
     (figure,) = CopilotReader().feed(_start("1.0.4", 0) + orjson.dumps(shutdown) + b"\n")
     assert (figure.tokens, figure.estimated) == (35_322, True)
+
+
+def test_the_model_that_answered_is_the_figures_not_auto() -> None:
+    """A session on "auto": the start and model change name "auto", each answer (1.0.9x) the
+    model behind it, which the figure is judged with."""
+    reader = CopilotReader()
+    (figure,) = reader.feed(
+        _start("1.0.93", 0, "auto")
+        + _line("session.model_change", {"newModel": "auto"}, 1)
+        + _line("assistant.message", {"model": "gpt-5.4", "content": "hi", "toolRequests": []}, 2)
+        + _line("session.compaction_start", {"currentTokens": 30_000, "tokenLimit": 272_000}, 3)
+    )
+    assert (figure.tokens, figure.model) == (30_000, "gpt-5.4")
