@@ -11,8 +11,9 @@ them all.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ctxd.agents.hooks import goes_as_block, parse_hook, render_reply
@@ -36,6 +37,7 @@ __all__ = [
     "store_paths",
     "transcript_owner",
     "transcript_roots",
+    "window_sizes",
 ]
 
 #: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
@@ -176,3 +178,17 @@ def builtin_windows() -> dict[str, int]:
     for s in _specs():
         table.update(s.windows)
     return table
+
+
+@functools.cache  # one function per agent, asked on every judgement
+def window_sizes(name: str) -> Callable[[str | None], tuple[int, ...]]:
+    """Model -> the windows its owner states it with (`AgentSpec.window_sizes`): the agent's
+    own table first, else any other agent's (gpt-5.6 run by OpenCode or Copilot CLI comes in
+    the sizes pi's and Codex's tables know)."""
+    own = spec(name).window_sizes
+    others = tuple(s.window_sizes for s in _specs() if s.name != name)
+
+    def sizes(model: str | None) -> tuple[int, ...]:
+        return own(model) or next((found for ask in others if (found := ask(model))), ())
+
+    return sizes

@@ -106,7 +106,7 @@ class Answers:
             self.sessions.proved,
             spec.compact_window,
             spec.resume_compaction,
-            spec.window_sizes,
+            agents.window_sizes(state.agent),
         )
         self._grounds[state.agent] = grounds
         return grounds

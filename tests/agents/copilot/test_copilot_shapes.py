@@ -278,3 +278,16 @@ def test_the_model_that_answered_is_the_figures_not_auto() -> None:
         + _line("session.compaction_start", {"currentTokens": 30_000, "tokenLimit": 272_000}, 3)
     )
     assert (figure.tokens, figure.model) == (30_000, "gpt-5.4")
+
+
+def test_a_model_any_agent_knows_the_sizes_of_is_raised_to_one_of_them(tmp_path: Path) -> None:
+    """gpt-5.6-sol on a GitHub-hosted Copilot session that held 371,566: the window it proved
+    is one OpenAI states the model with (372,000), known to pi's table, not 400,000."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        _start("1.0.93", 0, "gpt-5.6-sol")
+        + _shutdown({"gpt-5.6-sol": 1}, {"gpt-5.6-sol": 371_566}, 360_000, 1)
+    )
+    rows = [item for item in replay(str(path)) if isinstance(item, Row)]
+    window = rows[-1].figures.window
+    assert (rows[-1].figures.tokens, window.size, window.source) == (371_566, 372_000, "usage")
