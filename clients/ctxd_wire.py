@@ -44,6 +44,7 @@ HOOK_ENV = (
     "CODEX_HOME",
     "COPILOT_HOME",
     "PI_CODING_AGENT_DIR",
+    "CLINE_DATA_DIR",
 )
 #: The longest value passed on; a longer one is left out.
 MAX_ENV_VALUE = 1024

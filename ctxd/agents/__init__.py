@@ -43,7 +43,7 @@ __all__ = [
 #: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
 _PACKAGES: Mapping[str, str] = {
     name: f"ctxd.agents.{name}"
-    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot")
+    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot", "cline")
 }
 
 #: The agents' names, in the order ctxd lists them.

@@ -33,6 +33,8 @@ class Dialect:
     #: The agent reads `additionalContext` at the top level of the answer, not inside
     #: `hookSpecificOutput`.
     flat_context: bool = False
+    #: The answer's key for that top-level context (Cline reads `contextModification`).
+    context_key: str = "additionalContext"
 
     def event_kind(self, name: str, source: str | None) -> EventKind:
         if self.session_start_compact and name == "SessionStart" and source == "compact":
@@ -51,7 +53,7 @@ class Dialect:
             out["reason"] = reply.block_reason
         if reply.context and name in self.context_events:
             if self.flat_context:
-                out["additionalContext"] = reply.context
+                out[self.context_key] = reply.context
             else:
                 context = {"hookEventName": name, "additionalContext": reply.context}
                 out["hookSpecificOutput"] = context

@@ -64,13 +64,19 @@ __all__ = [
     "is_ctxd_command",
     "real_interpreter",
     "refresh_client",
+    "replacing_command",
     "unwrap_command",
+    "user_statusline",
     "wrap_command",
 ]
 
 #: The client's flag for a statusline that is the user's own command run by ctxd's client
 #: (`ctxd_hook.WRAP_FLAG`).
 WRAP_FLAG = "--wrap"
+#: Ends ctxd's statusline command when it replaced the user's own statusline (`install
+#: --statusline`), followed by that statusline as JSON: what uninstall puts back. The client
+#: ignores every word after the agent and the event, so any client runs the command.
+REPLACED_FLAG = "--replaced"
 
 
 def _module_source(module: str) -> Path:
@@ -257,6 +263,46 @@ def wrap_command(command: str, foreign: str) -> str:
     """ctxd's statusline `command` running the user's own `foreign` one: the client hands the
     payload to both and prints only what `foreign` prints (see `ctxd_hook.wrapped`)."""
     return f"{command} {WRAP_FLAG} {shlex.quote(foreign)}"
+
+
+def replacing_command(command: str, replaced: Mapping[str, object] | None) -> str:
+    """ctxd's statusline `command`, carrying the user's statusline object it `replaced` (None:
+    it replaced nothing)."""
+    if replaced is None:
+        return command
+    text = json.dumps(replaced, separators=(",", ":"), ensure_ascii=False)
+    return f"{command} {REPLACED_FLAG} {shlex.quote(text)}"
+
+
+def _replaced(command: object) -> dict[str, object] | None:
+    """The statusline object a command made by `replacing_command` carries; None for any other."""
+    if not is_ctxd_command(command):
+        return None
+    assert isinstance(command, str)
+    try:
+        words = shlex.split(command)
+        if len(words) >= 2 and words[-2] == REPLACED_FLAG:
+            found = json.loads(words[-1])
+            return found if isinstance(found, dict) else None
+    except ValueError:  # json's errors are ValueErrors too
+        pass
+    return None
+
+
+def user_statusline(current: object) -> dict[str, object] | None:
+    """The user's own statusline object behind the settings' `current` one, exactly as it was:
+    `current` itself when it is no ctxd command, the user's command that ctxd's client runs
+    (`wrap_command`), or the one ctxd's line replaced (`replacing_command`); None when there is
+    none (ctxd's plain line, or nothing set)."""
+    if not isinstance(current, dict):
+        return None
+    command = current.get("command")
+    foreign = unwrap_command(command)
+    if foreign is not None:
+        return {**current, "command": foreign}
+    if is_ctxd_command(command):
+        return _replaced(command)
+    return dict(current)
 
 
 def unwrap_command(command: object) -> str | None:

@@ -121,8 +121,9 @@ def load_payload(
     keys: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
     """A payload's JSON object with a plain-token `session_id`; InvalidInput naming `what`
-    and the reason otherwise. `keys` maps an agent's own key to the shared one it stands for
-    (`Dialect.payload_keys`); a shared key the payload has wins."""
+    and the reason otherwise. `keys` maps an agent's own key (a dotted path for a nested one)
+    to the shared one it stands for (`Dialect.payload_keys`); a shared key the payload has
+    wins."""
     if len(payload) > limit:
         raise InvalidInput(f"{what} is larger than {limit} bytes")
     try:
@@ -132,14 +133,26 @@ def load_payload(
     if not isinstance(data, dict):
         raise InvalidInput(f"{what} is not a JSON object")
     for own, shared in (keys or {}).items():
-        if own in data and shared not in data:
-            data[shared] = data[own]
+        found, value = _member(data, own)
+        if found and shared not in data:
+            data[shared] = value
     session_id = data.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         raise InvalidInput(f"{what} has no session_id")
     if not PLAIN_TOKEN.fullmatch(session_id):
         raise InvalidInput(f"{what} session_id is not a plain token")
     return data
+
+
+def _member(data: Mapping[str, object], path: str) -> tuple[bool, object]:
+    """The value at a dotted key path ("sessionContext.rootSessionId"), and whether it is there:
+    some agents nest the fields others give at the top level."""
+    value: object = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
 
 
 def _event_name(named: object, hint: str | None) -> str:

@@ -184,7 +184,43 @@ def write_settings(path: Path, text: str, expected: str | None) -> Path | None:
         write_atomic(target, text.encode(), mode)
     except OSError as exc:
         raise SettingsFileError(f"cannot write {path}: {exc}") from exc
+    if backup is not None:
+        prune_backups(target)
     return backup
+
+
+#: Backups kept per settings file besides the first: the newest this many.
+KEEP_BACKUPS = 5
+BACKUP_INFIX = ".ctxd-backup-"
+
+
+def prune_backups(target: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
+    """Remove `target`'s backups but the first (the file as it was before ctxd first changed
+    it) and the newest `keep`; the paths removed. Only regular files named as ctxd names them
+    are touched; a failure leaves that one backup (a backup too many is no reason to fail)."""
+    found: list[tuple[int, str, Path]] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(target.name + BACKUP_INFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found.append((info.st_mtime_ns, entry.name, Path(entry.path)))
+    found.sort()
+    removed = []
+    for _, _, path in found[1 : max(1, len(found) - keep)]:
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def _backup(target: Path, mode: int) -> Path:
@@ -192,7 +228,7 @@ def _backup(target: Path, mode: int) -> Path:
     data = read_untrusted(target, MAX_SETTINGS_BYTES)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
-        suffix = f".ctxd-backup-{stamp}" + (f"-{n}" if n else "")
+        suffix = f"{BACKUP_INFIX}{stamp}" + (f"-{n}" if n else "")
         candidate = target.with_name(target.name + suffix)
         try:
             fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

@@ -116,6 +116,9 @@ class Installer:
     placed_checks: Callable[[Json, Path], list[Check]] = lambda doc, path: []
     #: `install` registers HTTP hooks when the request has an `http_url` (`--transport http`).
     http_hooks: bool = False
+    #: False: the agent reads no hooks from a settings document (Cline CLI runs hook files), so
+    #: `install` changes none and its notes say what to put where.
+    edits_settings: bool = True
     #: ctxd is a plugin the agent loads, not hook commands: `ctxd doctor` reports `checks`
     #: alone (they say "skipped" where ctxd is not installed).
     plugin: bool = False

@@ -75,7 +75,7 @@ def render_figures(model: str | None, fig: Figures) -> bytes:
 def render_statusline(view: StatusView, width: int = 10) -> bytes:
     """One line of UTF-8 text ending in a newline, e.g.
 
-    `Opus 4.6 ▓▓▓▓░░░░░░ 45% · 450k/1M · 487k to compact`
+    `Opus 4.6 ▓▓▓▓░░░░░░ 45% of window · 450k/1M · 487k to compact`
 
     prefixed with "! " on warning and "!! " on critical. With `tokens` None the line says
     "no usage yet" and shows the window.
@@ -92,7 +92,8 @@ def render_statusline(view: StatusView, width: int = 10) -> bytes:
         pct = _used_pct(view)
         bar = _bar(pct, width)
         # Half up, as Claude Code's own used_percentage (92.5 % shows as 93).
-        shown = f"{math.floor(pct + 0.5)}%" if pct is not None else "?%"
+        # "of window": the status, the model's warning and this line each name their basis.
+        shown = f"{math.floor(pct + 0.5)}% of window" if pct is not None else "?%"
         parts.append(f"{model} {bar} {shown}" if model else f"{bar} {shown}")
         approx = "~" if view.estimated else ""
         parts.append(f"{approx}{_human(view.tokens)}/{window}")

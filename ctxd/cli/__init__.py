@@ -275,6 +275,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     from ctxd.agents.hookcmd import install_client
     from ctxd.cli.install import apply_plan, default_transport, plan_install, plan_uninstall
 
+    hint = None
     if args.verb == "install":
         chosen = None if args.transport else default_transport(args.agent)
         plan = plan_install(
@@ -283,8 +284,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             statusline=args.statusline,
             transport=chosen.name if chosen is not None else args.transport,
         )
-        if chosen is not None and chosen.reason:  # once the plan stands
-            _print(f"transport: {chosen.name}: {chosen.reason}")
+        if chosen is not None and chosen.reason:  # said after what was done: it is a hint
+            hint = f"transport: {chosen.name}: {chosen.reason}"
     else:
         plan = plan_uninstall(args.agent, settings=args.settings, statusline=args.statusline)
     if args.verb == "install" and not args.dry_run:
@@ -293,22 +294,20 @@ def cmd_install(args: argparse.Namespace) -> int:
     if not plan.changed:
         if args.verb == "install":
             _print(f"ctxd's hooks are already in {plan.path}: nothing to change")
-        _print_plan(plan, args.dry_run)
-        return 0
-    if args.dry_run:
-        _print_plan(plan, args.dry_run)
-        return 0
-    backup = apply_plan(plan)
-    if args.verb == "install":
-        done = f"registered ctxd's hooks in {plan.path}"
-    elif args.statusline:
-        done = f"removed ctxd's statusline from {plan.path}"
-    else:
-        done = f"removed ctxd from {plan.path}"
-    _print(done + (f" (backup: {backup})" if backup else ""))
-    if args.verb == "install":
-        _print(f"the hooks run the client copied to {where}")
+    elif not args.dry_run:
+        backup = apply_plan(plan)
+        if args.verb == "install":
+            done = f"registered ctxd's hooks in {plan.path}"
+        elif args.statusline:
+            done = f"removed ctxd's statusline from {plan.path}"
+        else:
+            done = f"removed ctxd from {plan.path}"
+        _print(done + (f" (backup: {backup})" if backup else ""))
+        if args.verb == "install":
+            _print(f"the hooks run the client copied to {where}")
     _print_plan(plan, args.dry_run)
+    if hint is not None:
+        _print(hint)
     return 0
 
 
@@ -433,13 +432,13 @@ def _columns() -> int:
 
 
 def _positive_int(text: str) -> int:
+    """A number of tokens as ctxd prints one (`725k`, `1M`) or in digits (`parse_tokens`)."""
+    from ctxd.core.measure import parse_tokens
+
     try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of tokens, got {value}")
-    return value
+        return parse_tokens(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_seconds(text: str) -> float:
@@ -524,7 +523,12 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
         help=f"of an agent's session database ({_WITH_STORE}): only the session whose "
         "id starts with ID (default: every session, each subagent's after its parent's)",
     )
-    replay.add_argument("--window", type=_positive_int, help="measure against this window")
+    replay.add_argument(
+        "--window",
+        type=_positive_int,
+        metavar="N",
+        help="measure against this window: tokens, as 200000, 200k or 1M",
+    )
     replay.add_argument("--json", action="store_true", help="one JSON object per line")
     replay.add_argument(
         "--plot",
@@ -642,7 +646,11 @@ VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Verb]] = 
     "stop": ("stop the daemon", _no_arguments, cmd_stop),
     "replay": ("the usage timeline of a transcript", _replay_arguments, cmd_replay),
     "install": ("register ctxd's hooks in an agent's settings", _install_arguments, cmd_install),
-    "uninstall": ("remove them in an agent's settings", _uninstall_arguments, cmd_install),
+    "uninstall": (
+        "remove ctxd's hooks from an agent's settings",
+        _uninstall_arguments,
+        cmd_install,
+    ),
     "service": ("run ctxd under systemd or launchd", _service_arguments, cmd_service),
     "dashboard": ("open the live dashboard ([http] enabled)", _dashboard_arguments, cmd_dashboard),
     "metrics": ("the status as Prometheus text", _metrics_arguments, cmd_metrics),
@@ -669,10 +677,27 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, (text, add_arguments, func) in VERBS.items():
         if verb is None or verb == name:
-            sub = verbs.add_parser(name, help=text, formatter_class=_HelpFormatter)
+            sub = verbs.add_parser(
+                name, help=text, description=_describe(text), formatter_class=_HelpFormatter
+            )
             add_arguments(sub)
             sub.set_defaults(func=func)
     return parser
+
+
+def _describe(text: str) -> str:
+    """A verb's one line of help as the description its own `--help` opens with."""
+    return text[:1].upper() + text[1:] + "."
+
+
+def usage_lines() -> list[str]:
+    """What bare `ctxd` prints: how to call it and each verb in a line."""
+    width = max(len(name) for name in VERBS)
+    return [
+        "usage: ctxd VERB [options]   (ctxd VERB --help: that verb's options)",
+        "",
+        *(f"  {name:<{width}}  {text}" for name, (text, _, _) in VERBS.items()),
+    ]
 
 
 def _verb(argv: Sequence[str]) -> str | None:
@@ -699,6 +724,9 @@ def _refresh_client() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    if not words:  # a usage, not argparse's "the following arguments are required"
+        sys.stderr.write("\n".join(usage_lines()) + "\n")
+        return 2
     if words[:1] == ["line"] and not {"-h", "--help"} & set(words):
         # A bar runs this every few seconds: straight to the client, without argparse.
         import ctxd_line

@@ -252,10 +252,15 @@ def default_transport(
     except CtxdError as exc:
         return Transport("command", f"{could}, but the config does not load: {exc}")
     if not http.enabled:
+        where = (
+            f"add `enabled = true` under `[http]` in {config}"
+            if config.is_file()
+            else f"create {config} with the two lines `[http]` and `enabled = true`"
+        )
         return Transport(
             "command",
-            f"{could}, but [http] is off in {config}: enable it, run `ctxd service install` "
-            "(systemd then keeps the port), and install again",
+            f"optional: {could}: {where}, run `ctxd service install` (systemd then keeps the "
+            "port), and install again",
         )
     unit = systemd_unit_dir(env) / SOCKET_UNIT
     try:

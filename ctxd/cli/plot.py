@@ -140,10 +140,13 @@ def svg(rows: Sequence[Row], thresholds: Thresholds, title: str) -> str:
         f'transform="rotate(-90 18 {TOP + plot_h / 2:.0f})" text-anchor="middle">'
         "context tokens</text>"
     )
-    # The turn axis: a label every few rows.
+    # The turn axis: a label every few rows, each turn once (a compaction is a row of the turn
+    # it happened in: its mark below names it).
     every = max(1, n // 12)
+    labelled: set[int] = set()
     for i, row in enumerate(rows):
-        if i % every == 0 or i == n - 1:
+        if (i % every == 0 or i == n - 1) and row.turn not in labelled:
+            labelled.add(row.turn)
             out.append(
                 f'<text x="{x(i):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle" '
                 f'fill="#57606a">{row.turn}</text>'

@@ -47,9 +47,9 @@ def _forecast(fc: dict[str, Any] | None) -> str:
         return "no growth measured yet"
     parts = [f"~{fc['tokens_per_call']:,.0f} tokens/call"]
     if fc.get("calls_to_next_threshold") is not None:
-        parts.append(f"~{fc['calls_to_next_threshold']} calls to next threshold")
+        parts.append(f"~{plural(fc['calls_to_next_threshold'], 'call')} to next threshold")
     if fc.get("calls_to_compaction") is not None:
-        parts.append(f"~{fc['calls_to_compaction']} calls to compaction")
+        parts.append(f"~{plural(fc['calls_to_compaction'], 'call')} to compaction")
     if fc.get("first_compaction") == "idle":
         parts += [f"first: {text}" for text in _idle(fc.get("idle_compaction_at"))]
     return ", ".join(parts)
@@ -95,6 +95,34 @@ def window_from_text(source: object, model: object, hint: bool = True) -> str:
     )
 
 
+#: Why a session ended, in words: the codes the agents' end hooks send (several agents share
+#: them) and ctxd's own. `ctxd status --json` keeps the code; an unknown one is shown as it is.
+ENDED_REASONS = {
+    "prompt_input_exit": "the user quit",
+    "exit": "the user quit",
+    "user_exit": "the user quit",
+    "logout": "the user logged out",
+    "clear": "cleared with /clear",
+    "resume": "another session resumed it",
+    "bypass_permissions_disabled": "bypass-permissions mode was turned off",
+    "complete": "the agent finished",
+    "error": "an error stopped it",
+    "abort": "aborted",
+    "timeout": "timed out",
+    "other": "reason not given",
+    "session end": "reason not given",
+    "idle": "no activity for [sessions] idle_minutes",
+    "transcript deleted": "its transcript was deleted",
+    "transcript replaced": "its transcript was replaced",
+}
+
+
+def ended_text(reason: object) -> str:
+    """`ended (the user quit)`: why a session ended, as a person reads it."""
+    code = str(reason) if reason else "session end"
+    return f"ended ({ENDED_REASONS.get(code, code)})"
+
+
 #: Text lines stay within this many columns (a detail line wraps at its " · " separators).
 WIDTH = 100
 INDENT = " " * 8
@@ -102,7 +130,7 @@ INDENT = " " * 8
 
 def status_header(session_width: int) -> str:
     return (
-        f"{'AGENT':<6}  {'SESSION':<{session_width}}  {'MODEL':<16}  {'USED':<17}  "
+        f"{'AGENT':<6}  {'SESSION':<{session_width}}  {'MODEL':<16}  {'USED OF WINDOW':<17}  "
         f"{'TOKENS / WINDOW':>21}  {'TO COMPACT':>10}  STATE"
     )
 
@@ -283,7 +311,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
         if s.get("parent"):
             details.append("subagent")
         if s.get("ended_at"):
-            details.append(f"ended ({s.get('ended_reason')})")
+            details.append(ended_text(s.get("ended_reason")))
         if s.get("refused_files"):
             details.append(f"{plural(len(s['refused_files']), 'file')} not read (see above)")
         lines += _wrap(details)
@@ -335,7 +363,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     if row.get("parent"):
         fields.append(("subagent of", _short_path(row["parent"])))
     if row.get("ended_at"):
-        fields.append(("ended", str(row.get("ended_reason"))))
+        fields.append(("ended", ended_text(row.get("ended_reason"))[7:-1]))
     for refused in row.get("refused_files") or ():
         fields.append(("not read", f"{refused.get('path')}: {refused.get('reason')}"))
     width = max(len(name) for name, _ in fields) + 2  # the longest label, its colon, a blank

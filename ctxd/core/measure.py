@@ -12,7 +12,40 @@ from typing import Literal
 
 from ctxd.errors import InvalidInput
 
-__all__ = ["Basis", "Forecast", "Severity", "Usage", "remaining_pct", "used_pct"]
+__all__ = [
+    "Basis",
+    "Forecast",
+    "Severity",
+    "Usage",
+    "parse_tokens",
+    "remaining_pct",
+    "used_pct",
+]
+
+#: The suffixes a number of tokens may carry, as ctxd prints them (`725k`, `1M`).
+_TOKEN_UNITS = {"k": 1_000, "m": 1_000_000}
+
+
+def parse_tokens(text: str) -> int:
+    """A positive number of tokens as a person writes it, in any of the forms ctxd prints:
+    `200000`, `200_000`, `200,000`, `200k`, `200K`, `1M`, `1m`, `1.5M`. ValueError (its text
+    says what is wrong) otherwise."""
+    plain = text.strip().replace("_", "").replace(",", "")
+    unit = _TOKEN_UNITS.get(plain[-1:].lower(), 1) if plain else 1
+    digits = plain[:-1] if unit != 1 else plain
+    try:
+        if unit == 1:
+            value = int(digits)
+        elif digits.isdigit():  # exact: 200k is 200,000, whatever a float would make of it
+            value = int(digits) * unit
+        else:
+            value = round(float(digits) * unit)  # 1.5M
+    except (ValueError, OverflowError):
+        raise ValueError(f"not a number of tokens: {text!r} (e.g. 200000, 200k, 1M)") from None
+    if value <= 0:
+        raise ValueError(f"must be a positive number of tokens, got {text}")
+    return value
+
 
 Basis = Literal["compaction", "window"]
 

@@ -97,6 +97,9 @@ class SessionState:
     updated_at: float = 0.0
     ended_at: float | None = None
     ended_reason: str | None = None
+    #: When the user last sent the session a prompt (its agent's prompt hook): the session the
+    #: user is at, for what must not interrupt them there (notifications).
+    prompted_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,4 +537,5 @@ def _answered(
         policy=policy_state,
         ended_at=ended_at,
         ended_reason=ended_reason,
+        prompted_at=now if event.kind == "prompt" else state.prompted_at,
     )

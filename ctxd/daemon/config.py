@@ -8,7 +8,8 @@ basis = "compaction"  # or "window" (GSD's literal behaviour)
 debounce = 5          # tool calls between repeats
 [handoff]
 enabled = true
-at = 70               # used %, same basis
+at = 70               # USED %, same basis (unlike [thresholds], which count what is left)
+# remaining = 30      # or this: the same point in remaining %, as [thresholds] count
 action = "message"    # or "block"
 [windows]             # model id -> window, consulted after authoritative sources
 "claude-sonnet-4-5" = 200000
@@ -66,6 +67,7 @@ from typing import Any, TypeVar
 
 from ctxd.agents import AGENTS, builtin_windows, spec
 from ctxd.core.compaction import CompactionOverrides
+from ctxd.core.measure import parse_tokens
 from ctxd.core.settings import (
     ContinuitySettings,
     HandoffSettings,
@@ -145,6 +147,18 @@ def _integer(table: Mapping[str, Any], key: str, where: str, low: int) -> int:
     return value
 
 
+def _tokens(table: Mapping[str, Any], key: str, where: str) -> int:
+    """A window or a number of tokens: a whole number, or a string as ctxd prints one
+    ("200k", "1M", "200_000")."""
+    value = table[key]
+    if isinstance(value, str):
+        try:
+            return parse_tokens(value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.{key}: {exc}") from None
+    return _integer(table, key, where, 1)
+
+
 def _choice(table: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
     value = table[key]
     if value not in choices:
@@ -194,15 +208,25 @@ def _thresholds(doc: Mapping[str, Any]) -> Thresholds:
 
 
 def _handoff(doc: Mapping[str, Any]) -> HandoffSettings:
-    h = _table(doc, "handoff", {"enabled", "at", "action"})
+    h = _table(doc, "handoff", {"enabled", "at", "remaining", "action"})
     base = HandoffSettings()
     enabled = h.get("enabled", base.enabled)
     if not isinstance(enabled, bool):
         raise ConfigError(f"handoff.enabled must be true or false, got {enabled!r}")
     action = _choice(h, "action", "handoff", ("message", "block")) if "action" in h else None
+    # `at` counts used %; `remaining` the same point in remaining %, as [thresholds] counts.
+    if "at" in h and "remaining" in h:
+        raise ConfigError(
+            "[handoff] sets both at (used %) and remaining (remaining %): set one of the two"
+        )
+    at = base.at
+    if "at" in h:
+        at = _number(h, "at", "handoff", 0, 100)
+    elif "remaining" in h:
+        at = 100 - _number(h, "remaining", "handoff", 0, 100)
     return HandoffSettings(
         enabled=enabled,
-        at=_number(h, "at", "handoff", 0, 100) if "at" in h else base.at,
+        at=at,
         action="block" if action == "block" else "message" if action else base.action,
     )
 
@@ -219,7 +243,7 @@ def _windows(doc: Mapping[str, Any]) -> tuple[Mapping[str, int], Mapping[str, Ma
     table = _table(doc, "windows", set())
     if len(table) > MAX_WINDOWS:
         raise ConfigError(f"[windows] has {len(table):,} entries; at most {MAX_WINDOWS:,} are read")
-    return _tables({model: _integer(table, model, "windows", 1) for model in table})
+    return _tables({model: _tokens(table, model, "windows") for model in table})
 
 
 def _compaction(doc: Mapping[str, Any]) -> CompactionOverrides:
@@ -312,7 +336,7 @@ def parse_settings(text: str) -> Settings:
             handoff=_handoff(doc),
             windows=windows,
             agent_windows=agent_windows,
-            default_window=_integer(window, "default", "window", 1)
+            default_window=_tokens(window, "default", "window")
             if "default" in window
             else DEFAULT_WINDOW,
             compaction=_compaction(doc),

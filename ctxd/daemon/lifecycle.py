@@ -251,7 +251,7 @@ class Daemon:
             restored = snapshot.restore(
                 self.centre.sessions, self.centre.transcripts, self.paths.state, self.journal
             )
-            logger.info("restored %d sessions", restored)
+            logger.info("restored %d session%s", restored, "" if restored == 1 else "s")
             # A snapshot of what was restored, then a new journal: the old one is not needed
             # once the snapshot holds its lines (and stays as it is when it could not be saved).
             self._save()

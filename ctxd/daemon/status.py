@@ -316,6 +316,7 @@ class Status:
             "usage_at": state.usage_at,
             "ended_at": state.ended_at,
             "ended_reason": state.ended_reason,
+            "prompted_at": state.prompted_at,
         }
 
     def _refused_for(self, state: SessionState) -> list[dict[str, object]]:

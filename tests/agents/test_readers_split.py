@@ -27,6 +27,7 @@ SAMPLES: list[tuple[str, str]] = [
     ("codex", "codex-cli-0.171.0/rollout.ctxerror.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.compact.jsonl"),
     ("copilot", "copilot-1.0.102/transcript.print.jsonl"),
+    ("cline", "cline-3.0.65/sessions/1796554282174_e2h89/1796554282174_e2h89.messages.json"),
 ]
 
 

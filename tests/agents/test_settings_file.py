@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ctxd import agents
 from ctxd.agents import AGENTS
 from ctxd.agents.claude import install as claude_mod
 from ctxd.agents.codex import install as codex_mod
@@ -146,7 +147,7 @@ def test_dry_run_plan_writes_nothing(agent: str, name: str, env: dict[str, str])
     assert sorted(os.listdir(path.parent)) == listing
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", [a for a in AGENTS if agents.spec(a).installer.edits_settings])
 def test_missing_file_is_planned_as_new_and_created_private(
     agent: str, env: dict[str, str]
 ) -> None:

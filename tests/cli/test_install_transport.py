@@ -62,8 +62,8 @@ ON = f"[http]\nenabled = true\nport = {PORT}\n"
 @pytest.mark.parametrize(
     ("http", "units", "run", "name", "why"),
     [
-        (None, False, _systemctl(), "command", "[http] is off"),
-        ("[http]\nenabled = false\n", True, _systemctl(), "command", "[http] is off"),
+        (None, False, _systemctl(), "command", "with the two lines `[http]` and `enabled = true`"),
+        ("[http]\nenabled = false\n", True, _systemctl(), "command", "true` under `[http]` in"),
         (ON, False, _systemctl(), "command", f"nothing keeps port {PORT}"),
         (ON, True, _systemctl(active="inactive"), "command", "ctxd.socket is inactive"),
         (ON, True, _systemctl(enabled="disabled"), "command", "and disabled"),
@@ -137,7 +137,10 @@ def test_install_posts_over_http_where_systemd_keeps_the_port(world: World) -> N
     done = world.cli("install", "claude")
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("transport: http: systemd's ctxd.socket keeps port"), done.stdout
+    assert done.stdout.startswith("registered ctxd's hooks in "), done.stdout
+    assert done.stdout.splitlines()[-1].startswith(
+        "transport: http: systemd's ctxd.socket keeps port"
+    ), done.stdout
     settings = world.claude_dir / "settings.json"
     assert _hook_kinds(settings) == {"http"}
     assert URL in settings.read_text()
@@ -152,10 +155,29 @@ def test_install_keeps_command_hooks_and_says_why_when_nothing_keeps_the_port(
     done = world.cli("install", "claude")
 
     assert done.returncode == 0, done.stderr
-    first = done.stdout.splitlines()[0]
-    assert first.startswith("transport: command: Claude Code could post its hooks over HTTP")
-    assert "`ctxd service install`" in first
+    assert done.stdout.startswith("registered ctxd's hooks in "), done.stdout
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("transport: command: Claude Code could post its hooks over HTTP")
+    assert "`ctxd service install`" in last
     assert _hook_kinds(world.claude_dir / "settings.json") == {"command"}
+
+
+def test_install_says_what_it_did_first_and_how_to_create_the_config_it_names(
+    world: World,
+) -> None:
+    """A fresh HOME has no ctxd config: the HTTP hint comes after what was done, and says how
+    to create the file it names rather than naming it as if it existed."""
+    config = world.env["XDG_CONFIG_HOME"] + "/ctxd/config.toml"
+    assert not Path(config).exists()
+
+    done = world.cli("install", "claude")
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("registered ctxd's hooks in "), lines
+    assert lines[-1].startswith("transport: command: optional: "), lines
+    assert f"create {config} with the two lines `[http]` and `enabled = true`" in lines[-1]
+    assert not any(line.startswith("transport:") for line in lines[:-1])
 
 
 def test_an_explicit_transport_is_taken_as_asked(world: World) -> None:

@@ -40,6 +40,11 @@ def test_plot_of_a_real_transcript(tmp_path: Path) -> None:
     assert len(dots) == rows == 9
     tips = [str(c.findtext(f"{SVG}title")) for c in dots]
     assert tips[5] == "turn 6: 875,000 tokens, critical" and tips[6].startswith("turn 6: 2,723")
+    # The turn axis names each turn once, though turn 6 has two rows (before and after its
+    # compaction).
+    axis_y = max(float(t.get("y") or 0) for t in root.iter(f"{SVG}text") if t.text == "1")
+    turns = [str(t.text) for t in root.iter(f"{SVG}text") if float(t.get("y") or 0) == axis_y]
+    assert turns == sorted(set(turns), key=int), turns
 
 
 def test_the_plot_in_docs_is_what_ctxd_draws_today(tmp_path: Path) -> None:

@@ -67,7 +67,8 @@ def test_status_has_a_header_and_no_line_over_100_columns() -> None:
     lines = status_lines(doc)
     assert lines[0] == "ctxd 0.1.0 (pid 7) · 2 sessions · 1 request served"
     assert lines[1].split() == [
-        *("AGENT", "SESSION", "MODEL", "USED", "TOKENS", "/", "WINDOW", "TO", "COMPACT", "STATE")
+        *("AGENT", "SESSION", "MODEL", "USED", "OF", "WINDOW", "TOKENS", "/", "WINDOW", "TO"),
+        *("COMPACT", "STATE"),
     ]
     assert max(len(line) for line in lines) <= WIDTH, "\n".join(lines)
     # Two ids sharing 8 characters are shown as long as it takes to tell them apart.

@@ -8,12 +8,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ctxd.agents import AGENTS, spec
 from ctxd.daemon.config import parse_settings
 from ctxd.errors import ConfigError
+
+if TYPE_CHECKING:
+    from conftest import World
 
 REPO = Path(__file__).parents[2]
 README = (REPO / "README.md").read_text()
@@ -41,7 +45,9 @@ def test_the_config_sample_loads() -> None:
     # The keys shown commented out (they have no default) load too, once uncommented.
     uncommented = re.sub(r"^# (\w+ = )", r"\1", sample, flags=re.M)
     assert uncommented != sample
-    parse_settings(uncommented)
+    # [handoff] remaining is the other spelling of at: one of the two.
+    assert re.search(r"^remaining = ", uncommented, re.M)
+    parse_settings(re.sub(r"^at = .*\n", "", uncommented, flags=re.M))
 
 
 def test_the_config_sample_names_every_section_and_key() -> None:
@@ -77,7 +83,9 @@ def _keys(section: str) -> set[str]:
 
 def test_the_first_commands_use_a_venv_and_ci_runs_the_test_command_verbatim() -> None:
     install, tests = (block.strip() for block in _blocks("sh")[:2])
-    assert install == "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ctxd serve"
+    assert install == (
+        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ctxd install claude"
+    )
     assert tests.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert tests in ci
@@ -139,3 +147,75 @@ def test_every_ctxd_command_in_the_code_blocks_parses() -> None:
 def test_the_shown_status_fits_in_100_columns() -> None:
     shown = [block for block in _blocks("text") if "AGENT   SESSION" in block]
     assert shown and all(len(line) <= 100 for line in shown[0].splitlines())
+
+
+def _path_without_node(tmp_path: Path, npm: str | None = None) -> str:
+    """A PATH with every program of this machine's but Node's (`npm`: a script put there as
+    npm instead)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = {"node", "nodejs", "npm", "npx", "corepack"}
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for program in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else ():
+            link = bin_dir / program.name
+            if program.name not in node and not link.exists():
+                link.symlink_to(program)
+    if npm is not None:
+        (bin_dir / "npm").write_text(npm)
+        (bin_dir / "npm").chmod(0o755)
+    return str(bin_dir)
+
+
+def _install_step() -> list[str]:
+    """The README's test command's install step, as its words."""
+    (_, tests) = (block.strip() for block in _blocks("sh")[:2])
+    (step,) = (part.strip() for part in tests.split("&&") if "install-agents" in part)
+    return step.split()
+
+
+@pytest.mark.slow
+def test_the_test_commands_install_step_goes_on_without_node(tmp_path: Path) -> None:
+    env = {"PATH": _path_without_node(tmp_path), "HOME": str(tmp_path)}
+    env["CTXD_E2E_CACHE"] = str(tmp_path / "cache")
+
+    done = subprocess.run(_install_step(), cwd=REPO, env=env, capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr  # so `&& .venv/bin/python -m pytest` runs
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("[install-agents] npm not found: ") and "will skip" in line, line
+    required = subprocess.run(
+        _install_step(), cwd=REPO, env={**env, "CTXD_E2E_REQUIRED": "1"}, capture_output=True
+    )
+    assert required.returncode == 1
+
+
+@pytest.mark.slow
+def test_an_install_that_can_run_and_fails_stops_the_command(tmp_path: Path) -> None:
+    """With npm there, a failed download still fails the command (CI must see it), after
+    saying what it was to download and how big, and which package failed."""
+    npm = "#!/bin/sh\necho 'npm ERR! network unreachable'\nexit 1\n"
+    env = {"PATH": _path_without_node(tmp_path, npm), "HOME": str(tmp_path)}
+    env["CTXD_E2E_CACHE"] = str(tmp_path / "cache")
+
+    done = subprocess.run(_install_step(), cwd=REPO, env=env, capture_output=True, text=True)
+
+    assert done.returncode == 1
+    plan = next(line for line in done.stderr.splitlines() if "to download:" in line)
+    assert re.search(r"to download: \d+ package\(s\), about [1-9]\d* MB", plan), plan
+    assert "@anthropic-ai/claude-code@" in plan
+    assert re.search(r"\[1/\d+\] npm install \S+ \(\d+ MB\)", done.stderr), done.stderr
+    assert "failed, see " in done.stderr and "npm ERR! network unreachable" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_first_command_ends_without_blocking_on_a_fresh_home(world: World) -> None:
+    """Its last step (`ctxd ...` after the install) returns at once in a HOME with nothing in
+    it, having said what it did: it is no foreground daemon (the first hook starts that)."""
+    (install, _) = (block.strip() for block in _blocks("sh")[:2])
+    last = install.split("&&")[-1].split()
+    assert last[0] == ".venv/bin/ctxd"
+
+    done = world.cli(*last[1:], timeout=30)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("registered ctxd's hooks in "), done.stdout

@@ -104,6 +104,9 @@ def test_a_user_prefix_outranks_the_longer_builtin_entries_it_covers() -> None:
         ("[handoff]\nenabled = 'yes'\n", "handoff.enabled must be true or false"),
         ("[handoff]\naction = 'stop'\n", "handoff.action must be 'message' or 'block'"),
         ("[windows]\n'm' = -5\n", "windows.m must be a whole number of at least 1"),
+        ("[windows]\n'm' = 'lots'\n", "windows.m: not a number of tokens: 'lots'"),
+        ("[handoff]\nat = 70\nremaining = 30\n", "set one of the two"),
+        ("[handoff]\nremaining = 130\n", "handoff.remaining must be a number from 0 to 100"),
         ("[window]\ndefault = 0\n", "window.default must be a whole number of at least 1"),
         ("thresholds = 3\n", "[thresholds] must be a table"),
         (
@@ -190,3 +193,17 @@ def test_what_is_not_a_small_regular_file_is_a_config_error(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match=r"\[windows\] has 1,001 entries"):
         parse_settings(many)
     assert len(parse_settings("[windows]\n" + '"m" = 1\n').windows) == len(DEFAULT_WINDOWS) + 1
+
+
+def test_windows_are_written_as_ctxd_prints_them() -> None:
+    s = parse_settings('[window]\ndefault = "1M"\n[windows]\n"my-model" = "200k"\n"m2" = "1.5M"\n')
+    assert (s.default_window, s.windows["my-model"], s.windows["m2"]) == (
+        1_000_000,
+        200_000,
+        1_500_000,
+    )
+
+
+def test_the_handoff_point_in_remaining_percent_as_the_thresholds_count() -> None:
+    assert parse_settings("[handoff]\nremaining = 30\n").handoff.at == 70
+    assert parse_settings("[handoff]\nat = 80\n").handoff.at == 80  # used %, as before

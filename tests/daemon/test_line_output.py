@@ -77,7 +77,7 @@ def test_nothing_live_is_short_and_neutral() -> None:
 
 def test_text_names_project_agent_and_figures() -> None:
     assert render_line([A], "/home/u/proj").decode() == (
-        "proj codex gpt-5 ▓▓░░░░░░░░ 25% · 100k/400k · 200k to compact"
+        "proj codex gpt-5 ▓▓░░░░░░░░ 25% of window · 100k/400k · 200k to compact"
     )
     worst = render_line([A, D_CRIT], "/nowhere").decode()
     assert worst.startswith("*y codex !! gpt-5")

@@ -149,7 +149,7 @@ def test_crossing_critical_raises_one_notification(
     assert (app, replaces, actions) == ("ctxd", 0, [])
     assert summary == "work (claude): context critical"
     row = world.status()["sessions"][0]
-    assert body == f"{100 - row['basis_used_pct']:.0f}% of its context left"
+    assert body == f"{100 - row['basis_used_pct']:.0f}% of the room before compaction left"
     assert hints["urgency"] == ("y", 2)
     time.sleep(2.5)  # still critical: no second one
     assert len(critical()) == 1
@@ -168,6 +168,34 @@ def test_crossing_critical_raises_one_notification(
     assert sent["summary"] == summary and sent["body"] == body
     assert sent["agent"] == "claude" and sent["project"] == "work"
     assert sent["session_id"] == row["session_id"]
+
+
+def test_nothing_for_the_session_the_user_just_typed_in(
+    world: World, bus: str, server: NotificationServer, tmp_path: Path
+) -> None:
+    """Two sessions turn critical; the user has just sent one of them a prompt: only the other
+    is announced."""
+    world.write_config("[handoff]\nenabled = false\n[notify]\nenabled = true\n")
+    world.env["DBUS_SESSION_BUS_ADDRESS"] = bus
+    world.start()
+    typed, other = world.claude(), world.claude()
+    for t, project in ((typed, "typed"), (other, "other")):
+        t.cwd = world.root / project
+        t.assistant(100_000)
+        world.hook_out("claude", t.payload("PostToolUse"))
+    time.sleep(2.5)  # the notifier's baseline
+    world.hook_out("claude", typed.payload("UserPromptSubmit", prompt="go on"))
+    for t in (typed, other):
+        t.assistant(760_000)
+        world.hook_out("claude", t.payload("PostToolUse"))
+
+    def critical() -> list[tuple[Any, ...]]:
+        return [c for c in server.calls if c[6].get("category") == ("s", "ctxd.critical")]
+
+    (call,) = world.wait_for(critical, 10, "the other session's critical notification")
+    assert call[3] == "other (claude): context critical"
+    time.sleep(2.5)
+    assert [c[3] for c in critical()] == ["other (claude): context critical"]
 
 
 def test_nothing_when_not_enabled(

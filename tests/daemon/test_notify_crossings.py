@@ -12,7 +12,7 @@ import pytest
 
 from ctxd.daemon.config import NotifySettings, load_notify_settings, parse_settings
 from ctxd.daemon.outputs.crossings import COMPACTION_NEAR_CALLS, IDLE_SOON_SECONDS, crossings
-from ctxd.daemon.outputs.notify import osascript_argv, watch
+from ctxd.daemon.outputs.notify import TYPING, osascript_argv, typed_in, watch
 from ctxd.errors import ConfigError
 
 NOW = 1_800_000_000.0
@@ -82,8 +82,10 @@ def test_an_idle_compaction_crosses_as_time_passes() -> None:
 def test_the_text_names_project_and_agent() -> None:
     (found,) = crossings(row(), NOW, CRITICAL, NOW)
     assert found.summary == "shop (claude): context critical"
-    assert found.body == "20% of its context left"
+    assert found.body == "20% of the room before compaction left"
     assert (found.project, found.agent, found.session_id) == ("shop", "claude", "s1")
+    (windowed,) = crossings(row(), NOW, CRITICAL | {"basis": "window"}, NOW)
+    assert windowed.body == "20% of the window left"  # the basis the thresholds count on
     (nameless,) = crossings(row(), NOW, CRITICAL | {"cwd": None}, NOW)
     assert nameless.summary == "a session (claude): context critical"
 
@@ -97,6 +99,38 @@ def test_watch_takes_a_baseline_first() -> None:
     assert [(c.session_id, c.kind) for c in found] == [("s2", "critical")]
 
 
+def _typing_row(session: str, prompted: float | None, **fields: Any) -> dict[str, Any]:
+    return row(session_id=session, transcript_path=f"/t/{session}.jsonl", prompted_at=prompted)
+
+
+@pytest.mark.parametrize(
+    ("prompts", "typed"),
+    [
+        ({"s1": None, "s2": None}, None),  # no prompt seen (an agent without a prompt hook)
+        ({"s1": NOW - 5, "s2": None}, "/t/s1.jsonl"),
+        ({"s1": NOW - 50, "s2": NOW - 5}, "/t/s2.jsonl"),  # the latest prompt of all
+        ({"s1": NOW - TYPING - 1, "s2": None}, None),  # too long ago: the user may be away
+        ({"s1": NOW - TYPING, "s2": NOW - TYPING - 30}, "/t/s1.jsonl"),
+    ],
+)
+def test_the_session_typed_in(prompts: dict[str, float | None], typed: str | None) -> None:
+    assert typed_in([_typing_row(s, at) for s, at in prompts.items()], NOW) == typed
+
+
+def test_nothing_for_the_session_typed_in_nor_its_subagents() -> None:
+    calm = [_typing_row("s1", NOW - 5), _typing_row("s2", None)]
+    sub = row(session_id="sub", parent="/t/s1.jsonl")
+    rows, _ = watch(None, 0.0, {"sessions": [*calm, sub]}, NOW)
+    later = [r | {"severity": "critical", "basis_used_pct": 80.0} for r in (*calm, sub)]
+
+    _, found = watch(rows, NOW, {"sessions": later}, NOW + 1)
+
+    assert [c.session_id for c in found] == ["s2"]
+    # Once the prompt is older than TYPING, the same session is announced like any other.
+    _, found = watch(rows, NOW, {"sessions": later}, NOW + TYPING + 10)
+    assert sorted(c.session_id for c in found) == ["s1", "s2", "sub"]
+
+
 def test_the_macos_command_escapes_what_it_shows() -> None:
     nasty = row(cwd='/src/a "quoted" \\ dir', severity="critical", basis_used_pct=80.0)
     (found,) = crossings(None, NOW, nasty, NOW)
@@ -104,7 +138,7 @@ def test_the_macos_command_escapes_what_it_shows() -> None:
     assert argv == [
         "osascript",
         "-e",
-        'display notification "20% of its context left" with title "ctxd"'
+        'display notification "20% of the room before compaction left" with title "ctxd"'
         ' subtitle "a \\"quoted\\" \\\\ dir (claude): context critical"',
     ]
 

@@ -170,6 +170,17 @@ def _copilot(world: World) -> tuple[str, str, list[str]]:
     return sid, json.dumps(_payload(stop, path, world.work)), ["agentStop"]
 
 
+def _cline(world: World) -> tuple[str, str, list[str]]:
+    # Cline's hooks name the session alone: its messages are where its layout puts them.
+    hook = PAYLOADS / "cline" / "3.0.65" / "tool_result.json"
+    sid: str = json.loads(hook.read_text())["sessionContext"]["rootSessionId"]
+    captured = "1796554282174_e2h89"
+    capture = TRANSCRIPTS / "cline-3.0.65" / "sessions" / captured / f"{captured}.messages.json"
+    folder = world.home / ".cline" / "data" / "sessions" / sid
+    _place(capture, folder / f"{sid}.messages.json")
+    return sid, hook.read_text(), []
+
+
 def _opencode(world: World) -> tuple[str, str, list[str]]:
     # OpenCode keeps its sessions in one database; its plugin names the session that went idle.
     path = database_path(world.env)
@@ -183,6 +194,7 @@ def _opencode(world: World) -> tuple[str, str, list[str]]:
 #: session id, the hook's payload and the hook command's arguments after the agent's name.
 AGENTS: dict[str, Callable[[World], tuple[str, str, list[str]]]] = {
     "claude": _claude,
+    "cline": _cline,
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,

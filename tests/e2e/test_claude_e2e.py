@@ -469,7 +469,7 @@ def test_interactive_statusline_shows_ctxd_and_teaches_the_window(
 
         assert_window_from_the_statusline(rig, tmux, 300_000, 1_000_000)
         # ...and after it: 300k of that 1M window (no "?": not a guessed default)
-        assert tmux.wait("30% · 300k/1M", 20), tmux.pane()
+        assert tmux.wait("30% of window · 300k/1M", 20), tmux.pane()
         (row,) = rig.ctxd.status()["sessions"]
         found = (row["compact_window"], row["compact_window_source"], row["compaction_at"])
         assert found == STATUSLINE_COMPACTION[release], row

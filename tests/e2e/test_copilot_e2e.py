@@ -286,7 +286,7 @@ def test_the_ui_shows_ctxds_statusline(make_rig: Callable[..., Rig], tmp_path: P
         tmux.send("Run the steps")
         assert tmux.wait("Done.", 60), tmux.pane()
         # the last answer's prompt (33,300 of 64,000: 52 %), past WARNING: marked "! "
-        assert tmux.wait("! gpt-4.1 ▓▓▓▓▓░░░░░ 52% · 33k/64k", 20), tmux.pane()
+        assert tmux.wait("! gpt-4.1 ▓▓▓▓▓░░░░░ 52% of window · 33k/64k", 20), tmux.pane()
         tmux.send("/exit")
         time.sleep(2)
     finally:

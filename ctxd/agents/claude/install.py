@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.claude.compaction import CONFIG_ENV, parse_version
-from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
+from ctxd.agents.hookcmd import (
+    is_ctxd_command,
+    replacing_command,
+    unwrap_command,
+    user_statusline,
+    wrap_command,
+)
 from ctxd.agents.hookmap import HookSpec, Json, add_hooks, remove_hooks, specs_for
 
 AGENT = "claude"
@@ -156,11 +162,12 @@ def install(
         and isinstance(current, dict)
         and (foreign is not None or not is_ctxd_command(current.get("command")))
     ):
-        out["statusLine"] = wanted
+        own = user_statusline(current)
+        out["statusLine"] = {**wanted, "command": replacing_command(statusline_command, own)}
         old = f"`{foreign}`" if foreign is not None else _describe(current)
         notes.append(
-            f"statusLine {old} replaced by ctxd's; uninstalling ctxd removes ctxd's line and "
-            "does not bring the old one back (it is in the backup)"
+            f"statusLine {old} replaced by ctxd's; `ctxd uninstall claude` (or `--statusline`) "
+            "puts it back exactly as it was"
         )
     elif foreign is not None:  # ctxd already runs the user's line: refresh ctxd's part
         updated = copy.deepcopy(current)
@@ -168,7 +175,10 @@ def install(
         out["statusLine"] = updated
     elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
         updated = copy.deepcopy(current)
-        updated.update(wanted)
+        # ctxd's line that replaced the user's keeps carrying it, for uninstall.
+        updated.update(
+            wanted, command=replacing_command(statusline_command, user_statusline(current))
+        )
         out["statusLine"] = updated
     elif isinstance(current, dict) and isinstance(current.get("command"), str):
         updated = copy.deepcopy(current)
@@ -183,10 +193,15 @@ def install(
             f"script), run `{statusline_command}` with the payload on stdin"
         )
     elif statusline:
-        out["statusLine"] = wanted
+        own = current if isinstance(current, dict) else None
+        out["statusLine"] = {**wanted, "command": replacing_command(statusline_command, own)}
         notes.append(
-            f"statusLine {_describe(current)} replaced by ctxd's; uninstalling ctxd removes "
-            "ctxd's line and does not bring the old one back (it is in the backup)"
+            f"statusLine {_describe(current)} replaced by ctxd's; "
+            + (
+                "`ctxd uninstall claude` (or `--statusline`) puts it back exactly as it was"
+                if own is not None
+                else "uninstalling ctxd removes ctxd's line (the old one is in the backup)"
+            )
         )
     else:
         notes.append(
@@ -201,11 +216,11 @@ def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
     that ctxd's client runs gets its own command back)."""
     out = remove_hooks(doc, is_ctxd_command)
     current: Any = out.get("statusLine")
-    foreign = unwrap_command(current.get("command")) if isinstance(current, dict) else None
-    if foreign is not None:
-        restored = copy.deepcopy(current)
-        restored["command"] = foreign
-        out["statusLine"] = restored
-    elif isinstance(current, dict) and is_ctxd_command(current.get("command")):
+    if not isinstance(current, dict) or not is_ctxd_command(current.get("command")):
+        return out, ()  # none, or the user's own: it stays
+    own = user_statusline(current)  # the one ctxd's client ran, or ctxd's line replaced
+    if own is not None:
+        out["statusLine"] = copy.deepcopy(own)
+    else:
         del out["statusLine"]
     return out, ()

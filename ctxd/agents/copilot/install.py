@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.copilot.files import copilot_home
-from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
+from ctxd.agents.hookcmd import (
+    is_ctxd_command,
+    replacing_command,
+    unwrap_command,
+    user_statusline,
+    wrap_command,
+)
 from ctxd.agents.spec import Check, Json
 from ctxd.errors import SettingsFileError
 
@@ -102,16 +108,23 @@ def _statusline(out: Json, command: str, replace: bool) -> tuple[str, ...]:
             "(`ctxd uninstall copilot --statusline` removes it and keeps the hooks)",
         )
     if replace and (foreign is not None or not is_ctxd_command(own)):
-        out["statusLine"] = wanted
+        out["statusLine"] = {
+            **wanted,
+            "command": replacing_command(command, user_statusline(current)),
+        }
         return (
-            "statusLine replaced by ctxd's; uninstalling ctxd removes ctxd's line and does not "
-            "bring the old one back (it is in the backup)",
+            "statusLine replaced by ctxd's; `ctxd uninstall copilot` (or `--statusline`) puts "
+            "it back exactly as it was",
         )
     if foreign is not None:  # ctxd already runs the user's line: refresh ctxd's part
         out["statusLine"] = {**current, "command": wrap_command(command, foreign)}
         return ()
-    if is_ctxd_command(own):
-        out["statusLine"] = {**current, **wanted}
+    if is_ctxd_command(own):  # ctxd's line that replaced the user's keeps carrying it
+        out["statusLine"] = {
+            **current,
+            **wanted,
+            "command": replacing_command(command, user_statusline(current)),
+        }
         return ()
     if isinstance(own, str) and own:
         out["statusLine"] = {**current, "command": wrap_command(command, own)}
@@ -148,11 +161,12 @@ def uninstall(doc: Json) -> tuple[Json, tuple[str, ...]]:
         del out["hooks"]
     current = out.get("statusLine")
     command = current.get("command") if isinstance(current, dict) else None
-    foreign = unwrap_command(command)
-    if isinstance(current, dict) and foreign is not None:
-        out["statusLine"] = {**current, "command": foreign}
-    elif is_ctxd_command(command):
-        del out["statusLine"]
+    if is_ctxd_command(command):  # the user's own line back, exactly, if ctxd's stood for one
+        own = user_statusline(current)
+        if own is not None:
+            out["statusLine"] = copy.deepcopy(own)
+        else:
+            del out["statusLine"]
     return out, ()
 
 

@@ -64,12 +64,12 @@ LINES = (
 
 
 def _left(row: Row) -> str:
+    """What is left, on the basis the thresholds count (and saying which)."""
     pct = row.get("basis_used_pct")
-    return (
-        ""
-        if not isinstance(pct, int | float)
-        else f"{max(0.0, 100 - pct):.0f}% of its context left"
-    )
+    if not isinstance(pct, int | float):
+        return ""
+    of = "the window" if row.get("basis") == "window" else "the room before compaction"
+    return f"{max(0.0, 100 - pct):.0f}% of {of} left"
 
 
 def _text(kind: str, row: Row, now: float) -> tuple[str, str]:

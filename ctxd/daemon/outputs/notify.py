@@ -13,6 +13,13 @@ log line) that one sending thread empties. Each send is bounded (the D-Bus call 
 command by the timeout), so a missing bus or a hung command costs that thread its timeout
 and nothing else. The first document only sets the baseline: a daemon restart does not
 announce again what the previous daemon already did.
+
+Never for the session the user is typing in, as far as ctxd can know it: the session that got
+the latest prompt of all (its agent's prompt hook, e.g. UserPromptSubmit), if that was at most
+TYPING seconds ago, and its subagents. The user is at that terminal and its own warnings reach
+them there; what it crosses meanwhile is not announced later. Which window has the focus is not
+knowable from a daemon (no terminal says, a tmux pane's focus is no desktop's), and an agent
+without a prompt hook is never taken as the one typed in.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +44,17 @@ from ctxd.daemon.config import NotifySettings, load_notify_settings
 from ctxd.daemon.outputs.crossings import Crossing, crossings
 from ctxd.errors import ConfigError
 
-__all__ = ["POLL", "QUEUE", "Notifier", "dbus_notify", "osascript_argv", "run", "watch"]
+__all__ = [
+    "POLL",
+    "QUEUE",
+    "TYPING",
+    "Notifier",
+    "dbus_notify",
+    "osascript_argv",
+    "run",
+    "typed_in",
+    "watch",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +63,8 @@ logger = logging.getLogger(__name__)
 POLL = 2.0
 #: Notifications waiting to be sent, at most.
 QUEUE = 32
+#: Seconds after a prompt during which its session counts as the one the user is typing in.
+TYPING = 120.0
 #: Seconds a D-Bus call may take.
 DBUS_TIMEOUT = 2.0
 APP_NAME = "ctxd"
@@ -69,9 +88,27 @@ def watch(
     if previous is None:
         return rows, []
     found: list[Crossing] = []
+    typing = typed_in(rows.values(), now)
     for key, row in rows.items():
+        if typing is not None and typing in (row.get("transcript_path"), row.get("parent"), key):
+            continue
         found += crossings(previous.get(key), then, row, now)
     return rows, found
+
+
+def typed_in(rows: Iterable[Mapping[str, Any]], now: float) -> object:
+    """The session the user is typing in (see the module's docstring), as its transcript path
+    (which its subagents' rows name as their `parent`) or, without one, its key; None when no
+    session had a prompt in the last TYPING seconds."""
+    latest: Mapping[str, Any] | None = None
+    for row in rows:
+        at = row.get("prompted_at")
+        recent = isinstance(at, int | float) and not isinstance(at, bool) and now - at <= TYPING
+        if recent and (latest is None or at > latest["prompted_at"]):
+            latest = row
+    if latest is None:
+        return None
+    return latest.get("transcript_path") or _key(latest)
 
 
 def _applescript_string(text: str) -> str:

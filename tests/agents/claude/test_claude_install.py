@@ -127,11 +127,9 @@ def test_statusline_flag_replaces_a_foreign_one_and_says_so(env: dict[str, str])
     assert any("replaced" in n and FOREIGN_STATUSLINE in n for n in plan.notes)
     assert backup is not None and json.loads(backup.read_text()) == original
 
-    # uninstall removes ctxd's line and restores nothing it did not set
+    # uninstall removes ctxd's line and puts back the one it replaced, exactly
     apply_plan(plan_uninstall("claude", env=env))
-    after = load(path)
-    assert "statusLine" not in after
-    assert after == {k: v for k, v in original.items() if k != "statusLine"}
+    assert load(path) == original
 
 
 def test_uninstall_gives_back_a_foreign_statusline(env: dict[str, str]) -> None:

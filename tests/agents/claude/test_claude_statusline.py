@@ -154,7 +154,7 @@ def test_wrong_types_in_context_window_are_ignored() -> None:
 def test_renders_the_documented_example() -> None:
     assert (
         render_statusline(_view())
-        == "Opus 4.6 ▓▓▓▓░░░░░░ 45% · 450k/1M · 487k to compact\n".encode()
+        == "Opus 4.6 ▓▓▓▓░░░░░░ 45% of window · 450k/1M · 487k to compact\n".encode()
     )
 
 
@@ -239,7 +239,7 @@ def test_a_usage_beyond_the_window_says_the_window_is_too_small() -> None:
     line = render_statusline(
         _view(tokens=213_000, window=200_000, window_source="table", used_pct=106.5)
     )
-    assert "107% · 213k/200k · window too small?" in line.decode()
+    assert "107% of window · 213k/200k · window too small?" in line.decode()
     assert "▓" * 10 in line.decode()
 
 

@@ -68,16 +68,17 @@ def test_a_wrapped_statusline_keeps_its_other_settings_and_can_be_replaced() -> 
     assert notes == tuple(n for n in notes if "still draws" not in n)
     assert install.uninstall(again)[0] == doc
     replaced, _ = install.install(out, command, LINE, statusline=True)
-    assert replaced["statusLine"]["command"] == LINE
+    assert replaced["statusLine"]["command"].startswith(f"{LINE} --replaced ")
+    assert install.uninstall(replaced)[0] == doc  # the user's own line back, exactly
     check = next(c for c in install.checks(out) if c.name == "copilot statusline")
     assert "your own `~/bin/line 'a b'`, run by ctxd's client" in check.detail
 
 
 def test_statusline_replaced_on_request_and_removed_on_uninstall() -> None:
     out, _ = install.install({"statusLine": {"command": "me"}}, command, LINE, statusline=True)
-    assert out["statusLine"]["command"] == LINE
+    assert out["statusLine"]["command"] == LINE + """ --replaced '{"command":"me"}'"""
     back, _ = install.uninstall(out)
-    assert "statusLine" not in back and "hooks" not in back
+    assert back == {"statusLine": {"command": "me"}}  # the one it replaced, and no hooks
 
 
 def test_an_old_ctxd_hook_on_another_event_goes() -> None:
