@@ -140,7 +140,8 @@ def detect_agent(head: bytes) -> str | None:
     `head` may end in the middle of a line; complete lines are judged first, and a first line
     too long to be complete in `head` is judged by the keys it starts with. A head that is the
     start of one object spread over lines (an indented JSON document, not JSON lines) is judged
-    by the members it holds whole.
+    by the members it holds whole, and a head none of that tells by how it starts (a line an
+    agent writes before its document).
     """
     return _detect(_detection(), head)
 
@@ -160,16 +161,19 @@ def _detect(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
             for s in specs:
                 if s.files.recognises(record):
                     return s.name
-    if not complete:
-        for s in specs:
-            if s.files.recognises_prefix(partial):
-                return s.name
+    if not complete and (found := _by_prefix(specs, partial)) is not None:
+        return found
     members = leading_members(head)
     if members:
         for s in specs:
             if s.files.recognises(members):
                 return s.name
-    return None
+    # A line an agent writes before its document: the head is judged by how it starts.
+    return _by_prefix(specs, head) if complete else None
+
+
+def _by_prefix(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
+    return next((s.name for s in specs if s.files.recognises_prefix(head)), None)
 
 
 def builtin_windows() -> dict[str, int]:

@@ -6,19 +6,21 @@ export.*.json). Its messages and parts are the rows of the database (`store`), i
 each `step-finish` part with its message gives the update `usage.step_usage` makes of it there,
 so an export and the database it came from give the same figures; an answer without
 `step-finish` parts (an export whose parts a tool dropped) gives its own `tokens`, which
-OpenCode sets to its last step's. A part holds no time of its
-own in an export (the database keeps it in a column): a step's time is its message's
-`time.completed` (else `time.created`).
+OpenCode sets to its last step's. A part holds no time of its own in an export (the database
+keeps it in a column): a step's time is its message's `time.completed` (else `time.created`).
 
-It is one document, not lines: the reader holds the bytes until they parse as a whole, and no
-more than `MAX_BYTES` of them (a larger file is refused with `TranscriptError`: the file is
-untrusted). OpenCode never writes such a file itself, so the daemon follows none: this reader is
-what `ctxd replay` runs over a saved export.
+A file saved with `2>&1` starts with the line `opencode export` writes on stderr ("Exporting
+session: ses_…"): the document after it is read. It is one document, not lines: the reader
+holds the bytes until they parse as a whole, and no more than `MAX_BYTES` of them (a larger
+file is refused with `TranscriptError`: the file is untrusted). OpenCode never writes such a
+file itself, so the daemon follows none: this reader is what `ctxd replay` runs over a saved
+export.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +37,9 @@ __all__ = ["MAX_BYTES", "ExportReader", "recognises", "recognises_prefix"]
 MAX_BYTES = 128 * 1024 * 1024
 
 _SESSION_ID = "ses_"
+#: The line `opencode export` writes before the document (on stderr; a file saved with `2>&1`
+#: keeps it: seen with 1.15.13).
+_EXPORTING = re.compile(rb"\AExporting session: ses_[A-Za-z0-9]{1,64}\r?\n")
 
 
 def recognises(record: Mapping[str, Any]) -> bool:
@@ -51,8 +56,12 @@ def recognises(record: Mapping[str, Any]) -> bool:
 
 
 def recognises_prefix(prefix: bytes) -> bool:
-    """An export saved on one line (re-serialised), too long to decode from its head."""
-    return prefix.startswith(b'{"info":{"id":"' + _SESSION_ID.encode())
+    """An export saved on one line (re-serialised), too long to decode from its head, or one
+    saved with the line `opencode export` writes before it."""
+    return (
+        prefix.startswith(b'{"info":{"id":"' + _SESSION_ID.encode())
+        or _EXPORTING.match(prefix) is not None
+    )
 
 
 def _finished_at(message: Mapping[str, Any]) -> float | None:
@@ -96,8 +105,9 @@ class ExportReader:
             self._ends_in_brace = stripped.endswith(b"}")
         if not self._ends_in_brace:
             return []  # the document goes on (or is not JSON)
+        exporting = _EXPORTING.match(self._data)
         try:
-            doc = orjson.loads(self._data)
+            doc = orjson.loads(memoryview(self._data)[exporting.end() if exporting else 0 :])
         except orjson.JSONDecodeError:
             return []
         messages = doc.get("messages") if isinstance(doc, dict) else None
