@@ -14,14 +14,15 @@ Figures, by what each version writes:
   Copilot CLI runs the model with, which is the `tokenLimit` its compaction compares against.
   Only the agent loop's requests count (`interactionType: "conversation-agent"`). The figure is
   the prompt; the output is `pending`.
-- Sessions on GitHub-hosted models (1.0.49 to 1.0.91 seen) write no per-request usage. Their
+- Sessions on GitHub-hosted models (1.0.34 to 1.0.91 seen) write no per-request usage. Their
   figures are Copilot's own: `session.compaction_start.currentTokens` (its count of the context
   when a compaction starts) and `session.shutdown`, written at every process exit, with
   `currentTokens` (its count of the context at exit) and `modelMetrics` per model (requests and
   summed `usage.inputTokens`). A process that made one request in all states that request's
   prompt as the API reported it: that is the figure (exact, with its output pending);
   otherwise `currentTokens` is, marked `estimated`. A process that wrote usage records gets
-  nothing more from its shutdown.
+  nothing more from its shutdown. (1.0.93's `modelMetrics` count the whole session, a resumed
+  one's earlier processes too: one request in all is still that request's prompt.)
 - `session.usage_checkpoint` (1.0.93, after each turn on GitHub-hosted models) states, in its
   `promptCacheBreakState`, the main conversation's last model call: `prompt_tokens` (the cached
   part included) is that request's prompt as the provider reported it, exact. A process with
