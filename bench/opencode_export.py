@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ctxd.agents.opencode.export import ExportReader
+from ctxd.agents.opencode_family.export import ExportReader
 
 EXPORT = Path(__file__).parents[1] / "tests/data/transcripts/opencode-1.18.33/export.compact.json"
 

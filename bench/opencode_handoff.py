@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from opencode_db import CAPTURED, Writer, copy_capture  # noqa: E402
 
-from ctxd.agents.opencode.store import database_path  # noqa: E402
+from ctxd.agents.opencode import database_path  # noqa: E402
 from ctxd.daemon.centre import Centre  # noqa: E402
 from ctxd.daemon.config import parse_settings  # noqa: E402
 from ctxd.daemon.transcripts import STEP_BUDGET  # noqa: E402

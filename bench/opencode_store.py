@@ -1,5 +1,5 @@
-"""OpenCode's database, as the daemon reads it (`ctxd/agents/opencode/store.py`): the first read
-of a large database, and each later read (the cost of one new step), with RSS.
+"""OpenCode's database, as the daemon reads it (`ctxd/agents/opencode_family/store.py`): the
+first read of a large database, and each later read (the cost of one new step), with RSS.
 
 For each size, a database is built in a temporary directory with OpenCode 1.18.33's schema,
 copied from the captured tests/data/transcripts/opencode-1.18.33/opencode.db (every table and
@@ -187,8 +187,8 @@ def _rss_kib() -> int:
 
 
 def child(path: str, steps: int) -> dict[str, Any]:
-    from ctxd.agents.opencode.digest import session_digest
-    from ctxd.agents.opencode.store import OpenCodeStore
+    from ctxd.agents.opencode_family.digest import session_digest
+    from ctxd.agents.opencode_family.store import OpenCodeStore
 
     # OpenCode holds the database open (its WAL there) while the daemon reads it.
     writer = sqlite3.connect(path)

@@ -1,7 +1,7 @@
 """ctxd-hook: the thin hook client that agents run on every hook event.
 
     ctxd-hook AGENT [EVENT]        # EVENT: a hint
-    # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot | cline;
+    # AGENT: claude | gemini | codex | qwen | opencode | pi | copilot | cline | kilo;
     ctxd-hook claude statusline    # Claude Code's statusLine command: prints ctxd's line
     ctxd-hook claude statusline --wrap COMMAND   # the user's own statusline, shown as it is
 
@@ -232,7 +232,7 @@ def _listening(path: str) -> bool:
 #: tests/clients/test_hook_client.py holds it to `ctxd.agents.AGENTS`).
 USAGE = (
     "usage: ctxd-hook AGENT [EVENT]"
-    "   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot, cline)\n"
+    "   (AGENT: claude, gemini, codex, qwen, opencode, pi, copilot, cline, kilo)\n"
 )
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import ctxd_wire as wire
 import pytest
 
-from ctxd.agents.opencode.install import installed_plugin
+from ctxd.agents.opencode import installed_plugin
 from ctxd.agents.pi.install import extension_path
 
 if TYPE_CHECKING:

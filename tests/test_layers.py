@@ -218,11 +218,27 @@ def test_a_short_name_is_seen_as_a_word_part_only() -> None:
     assert not any(_names_an_agent(t) for t in ("typing", "pid", "ping", "Mapping", "pick_up"))
 
 
+def _defines_spec(package: Path) -> bool:
+    tree = ast.parse((package / "__init__.py").read_text(), str(package))
+    return any(
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(isinstance(t, ast.Name) and t.id == "SPEC" for t in _targets(node))
+        for node in tree.body
+    )
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
 def test_each_agent_is_one_package_listed_in_the_registry() -> None:
+    """An agent is a package with a `SPEC`, listed in the registry; a package beside them with
+    none is what agents share (`opencode_family`), itself no agent."""
     from ctxd import agents
 
-    packages = {p.parent.name for p in (PACKAGE / "agents").glob("*/__init__.py")}
-    assert packages == set(agents.AGENTS)
+    packages = {p.parent for p in (PACKAGE / "agents").glob("*/__init__.py")}
+    assert {p.name for p in packages if _defines_spec(p)} == set(agents.AGENTS)
+    assert set(agents.AGENTS) <= {p.name for p in packages}
     for name in agents.AGENTS:
         assert agents.spec(name).name == name
 
@@ -236,7 +252,7 @@ def _agent_of(module: str) -> str | None:
 
 
 def _agent_packages() -> set[str]:
-    return {p.parent.name for p in (PACKAGE / "agents").glob("*/__init__.py")}
+    return set(AGENT_NAMES)
 
 
 @pytest.mark.parametrize(

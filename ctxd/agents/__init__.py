@@ -43,7 +43,7 @@ __all__ = [
 #: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
 _PACKAGES: Mapping[str, str] = {
     name: f"ctxd.agents.{name}"
-    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot", "cline")
+    for name in ("claude", "gemini", "codex", "qwen", "opencode", "pi", "copilot", "cline", "kilo")
 }
 
 #: The agents' names, in the order ctxd lists them.
@@ -111,8 +111,9 @@ def store_paths(env: Mapping[str, str]) -> dict[str, Path]:
 
 
 def store_owner(path: str) -> str | None:
-    """The agent whose session database the file at `path` is (any path), else None."""
-    for s in _specs():
+    """The agent whose session database the file at `path` is (any path), else None; asked
+    newest agent first, as transcripts are (a fork's database has its parent's tables, and more)."""
+    for s in _detection():
         if s.store is not None and s.store.recognises(path):
             return s.name
     return None

@@ -43,7 +43,7 @@ CLIENT_SCRIPT = "ctxd-hook"
 CLIENT_MODULES = (CLIENT_MODULE, "ctxd_wire", "ctxd_line")
 #: Plugin files of agents that load a plugin instead of running a command (`clients/<path>`),
 #: copied beside the client: where `ctxd install` points the agent at them.
-CLIENT_FILES = ("opencode/ctxd.js", "pi/ctxd.ts")
+CLIENT_FILES = ("opencode_family/plugin.js", "opencode/ctxd.js", "kilo/ctxd.js", "pi/ctxd.ts")
 #: The file beside the copied client that names the command running ctxd (one word per line).
 CTXD_COMMAND_FILE = "ctxd-command"
 #: The path under which the daemon's HTTP listener takes hooks (`ctxd.daemon.http.HOOK_PATH`).

@@ -95,32 +95,10 @@ def window_from_text(source: object, model: object, hint: bool = True) -> str:
     )
 
 
-#: Why a session ended, in words: the codes the agents' end hooks send (several agents share
-#: them) and ctxd's own. `ctxd status --json` keeps the code; an unknown one is shown as it is.
-ENDED_REASONS = {
-    "prompt_input_exit": "the user quit",
-    "exit": "the user quit",
-    "user_exit": "the user quit",
-    "logout": "the user logged out",
-    "clear": "cleared with /clear",
-    "resume": "another session resumed it",
-    "bypass_permissions_disabled": "bypass-permissions mode was turned off",
-    "complete": "the agent finished",
-    "error": "an error stopped it",
-    "abort": "aborted",
-    "timeout": "timed out",
-    "other": "reason not given",
-    "session end": "reason not given",
-    "idle": "no activity for [sessions] idle_minutes",
-    "transcript deleted": "its transcript was deleted",
-    "transcript replaced": "its transcript was replaced",
-}
-
-
-def ended_text(reason: object) -> str:
-    """`ended (the user quit)`: why a session ended, as a person reads it."""
-    code = str(reason) if reason else "session end"
-    return f"ended ({ENDED_REASONS.get(code, code)})"
+def ended_text(row: dict[str, Any]) -> str:
+    """`ended (the user quit)`: why a session ended, as a person reads it (the daemon puts it
+    in words, `ctxd.core.endings`; a row without them shows the code)."""
+    return f"ended ({row.get('ended_why') or row.get('ended_reason') or 'reason not given'})"
 
 
 #: Text lines stay within this many columns (a detail line wraps at its " · " separators).
@@ -311,7 +289,7 @@ def status_lines(doc: dict[str, Any], now: float | None = None) -> list[str]:
         if s.get("parent"):
             details.append("subagent")
         if s.get("ended_at"):
-            details.append(ended_text(s.get("ended_reason")))
+            details.append(ended_text(s))
         if s.get("refused_files"):
             details.append(f"{plural(len(s['refused_files']), 'file')} not read (see above)")
         lines += _wrap(details)
@@ -363,7 +341,7 @@ def session_lines(row: dict[str, Any], now: float | None = None) -> list[str]:
     if row.get("parent"):
         fields.append(("subagent of", _short_path(row["parent"])))
     if row.get("ended_at"):
-        fields.append(("ended", ended_text(row.get("ended_reason"))[7:-1]))
+        fields.append(("ended", ended_text(row)[7:-1]))
     for refused in row.get("refused_files") or ():
         fields.append(("not read", f"{refused.get('path')}: {refused.get('reason')}"))
     width = max(len(name) for name, _ in fields) + 2  # the longest label, its colon, a blank

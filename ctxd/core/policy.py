@@ -21,6 +21,7 @@ __all__ = [
     "PolicyState",
     "forecast",
     "handoff_reply",
+    "level_lines",
     "limit_passed",
     "on_compaction",
     "on_prompt",
@@ -75,6 +76,27 @@ def limit_passed(usage: Usage, t: Thresholds) -> tuple[str, float] | None:
     if tokens is not None:
         return f"{which}_tokens", tokens
     return which, t.critical if level >= Severity.CRITICAL else t.warning
+
+
+def level_lines(t: Thresholds, window: int, compaction_at: int) -> dict[str, object]:
+    """Where the warning and the critical level start, in context tokens, for a chart: the
+    percentage on its basis (the compaction point or the window), or the token limit when it
+    comes first; each with the `[thresholds]` setting that puts it there, in words. (On the
+    compaction basis a pending figure can move the real crossing slightly.)"""
+    base = compaction_at if t.basis == "compaction" else window
+    basis = "of the room before compaction" if t.basis == "compaction" else "of the window"
+    out: dict[str, object] = {}
+    for name, pct, tokens in (
+        ("warning", t.warning, t.warning_tokens),
+        ("critical", t.critical, t.critical_tokens),
+    ):
+        at = math.ceil(base * (1 - pct / 100))
+        label = f"{pct:g} % left {basis}"
+        if tokens is not None and tokens < at:
+            at, label = tokens, f"{name}_tokens = {tokens:,}"
+        out[f"{name}_at"] = at
+        out[f"{name}_label"] = label
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,9 +56,29 @@ class Continuity:
         self.dir = handoff_dir(env)
         #: Session key -> the digest's compaction count when the note was last injected.
         self._injected: dict[str, int] = {}
+        #: Session key -> the handoff draft written for it since start (for the status rows);
+        #: forgotten with the session.
+        self._drafts: dict[str, str] = {}
 
     def forget(self, key: str) -> None:
         self._injected.pop(key, None)
+        self._drafts.pop(key, None)
+
+    def draft_of(self, state: SessionState) -> str | None:
+        """The path of the handoff draft written for this session: the one written since
+        start, or, for a session whose handoff was asked before the daemon started, its draft
+        if one is there (a stat in ctxd's own private folder)."""
+        known = self._drafts.get(state.key)
+        if known is not None or not state.policy.handoff_asked:
+            return known
+        path = self._draft_path(state)
+        try:
+            return str(path) if path.is_file() else None
+        except OSError:
+            return None
+
+    def _draft_path(self, state: SessionState) -> Path:
+        return self.dir / f"{state.session_id}.md"
 
     def amend(
         self,
@@ -79,6 +99,7 @@ class Continuity:
         if asked and c.handoff_file and (reply.block_reason or reply.user_message):
             path = self._write_draft(after, reader.digest, c.handoff_tokens)
             if path is not None:
+                self._drafts[after.key] = str(path)
                 reply = _naming_draft(reply, path)
         # Every hook asks how many compactions there were; the digest is built only when used.
         compactions = reader.compactions
@@ -94,7 +115,7 @@ class Continuity:
         return reply
 
     def _write_draft(self, state: SessionState, digest: Digest, limit: int) -> Path | None:
-        path = self.dir / f"{state.session_id}.md"
+        path = self._draft_path(state)
         text = render_markdown(digest, handoff_title(state), limit)
         try:
             ensure_private_dir(self.dir)

@@ -51,7 +51,7 @@ from anyio.abc import TaskGroup
 from ctxd.daemon import metrics
 from ctxd.daemon.accept import RECEIVE_SIZE, REQUEST_DEADLINE, Acceptor, Connection
 from ctxd.daemon.config import load_http_settings
-from ctxd.daemon.history import History, record_history
+from ctxd.daemon.history import HISTORY_FILE, History, record_history
 from ctxd.daemon.httpwire import (
     HttpError,
     HttpRequest,
@@ -529,7 +529,7 @@ async def start(
         )
     server = HttpServer(handlers["hook"], handlers["status"], port=port, token=token)
     tg.start_soon(server.serve, listener, stopping)
-    tg.start_soon(record_history, server.history, sessions, stopping)
+    tg.start_soon(record_history, server.history, sessions, stopping, state_dir / HISTORY_FILE)
     logger.info(
         "HTTP on http://%s:%d%s (owner checked by %s)",
         host,

@@ -28,6 +28,8 @@ import anyio.to_thread
 import orjson
 
 from ctxd.core import session as core
+from ctxd.core.endings import ended_words
+from ctxd.core.policy import level_lines
 from ctxd.core.session import SessionState
 from ctxd.core.settings import Settings
 from ctxd.daemon.answers import Answers
@@ -282,6 +284,8 @@ class Status:
                 "parent": state.parent,
                 "updated_at": state.updated_at,
                 "ended_at": state.ended_at,
+                "ended_reason": state.ended_reason,
+                "ended_why": None if state.ended_at is None else ended_words(state.ended_reason),
                 "error": f"cannot compute this session's figures: {type(exc).__name__}",
             }
 
@@ -289,13 +293,16 @@ class Status:
         """A session's figures, without what moves with the clock (`_tail` writes that)."""
         fig = core.figures(state, self.answers.grounds(state))
         fc = fig.forecast
+        thresholds = self._settings().thresholds
         return {
             "session_id": state.session_id,
             "agent": state.agent,
             "model": state.model,
             "agent_version": state.agent_version,
             **core.figures_row(fig),
-            "basis": self._settings().thresholds.basis,
+            "basis": thresholds.basis,
+            # Where the levels start, in tokens, for the dashboard's lines.
+            "levels": level_lines(thresholds, fig.window.size, fig.compaction_at),
             "compactions": state.compactions,
             "turns": state.turns,
             "forecast": None
@@ -309,6 +316,7 @@ class Status:
             },
             "warned": state.policy.warned.label,
             "handoff_asked": state.policy.handoff_asked,
+            "handoff_draft": self.answers.continuity.draft_of(state),
             "transcript_path": state.transcript_path,
             "cwd": state.cwd,
             "parent": state.parent,
@@ -316,6 +324,7 @@ class Status:
             "usage_at": state.usage_at,
             "ended_at": state.ended_at,
             "ended_reason": state.ended_reason,
+            "ended_why": None if state.ended_at is None else ended_words(state.ended_reason),
             "prompted_at": state.prompted_at,
         }
 

@@ -185,6 +185,28 @@ def _runtime_only(world: World, runtime: str) -> None:
     world.env["PATH"] = str(only)
 
 
+@pytest.mark.parametrize("runtime", ["kilo", "node"])
+def test_the_kilo_plugin_is_loaded_and_its_hook_run(world: World, runtime: str) -> None:
+    """Kilo's plugin, loaded in Kilo's own runtime (its binary is Bun too) or node."""
+    cache = os.environ.get("CTXD_E2E_CACHE")
+    kilo_bin = Path(cache) / "npm" / "node_modules" / ".bin" if cache else OPENCODE_BIN
+    found = shutil.which(runtime, path=f"{kilo_bin}:{os.environ.get('PATH', '')}")
+    if found is None:
+        pytest.skip(f"no {runtime} here")
+    if runtime == "kilo":  # its npm bin is a node script that runs the platform binary
+        found = str(Path(found).resolve().parents[1].parent / "cli-linux-x64" / "bin" / "kilo")
+    only = world.root / f"only-{runtime}"
+    only.mkdir()
+    (only / runtime).symlink_to(found)
+    world.env["PATH"] = str(only)
+    assert world.cli("install", "kilo").returncode == 0
+    code, marks, out = _lines(world)
+    assert marks["kilo plugin"] == "ok", out
+    assert marks["kilo plugin run"] == "ok", out
+    assert "the answer reached the tool output" in out, out
+    assert code == 0, out
+
+
 def _opencode_plugin(world: World, source: str) -> None:
     """opencode.json names a plugin of this source where ctxd's would be (an older copy)."""
     path = world.root / "old" / "opencode" / "ctxd.js"

@@ -13,7 +13,7 @@ import pytest
 from ctxd_process import ctxd, json_lines
 from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.opencode import database_path
 
 if TYPE_CHECKING:
     from conftest import World

@@ -16,7 +16,7 @@ import pytest
 from ctxd_process import ctxd, json_lines
 from opencode_db import CAPTURE
 
-from ctxd.agents.opencode.export import MAX_BYTES, ExportReader
+from ctxd.agents.opencode_family.export import MAX_BYTES, ExportReader
 from ctxd.cli.replay import Row, replay, replay_store
 from ctxd.core.session import SessionState
 

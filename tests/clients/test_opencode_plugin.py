@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxd.agents.opencode.doctor import SCRIPT
-from ctxd.agents.opencode.install import installed_plugin
+from ctxd.agents.opencode import installed_plugin
+from ctxd.agents.opencode_family.doctor import SCRIPT
 
 if TYPE_CHECKING:
     from conftest import World

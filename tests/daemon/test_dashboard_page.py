@@ -108,3 +108,35 @@ def test_a_row_that_cannot_be_computed_is_drawn_with_its_error_and_no_undefined(
     assert sum("compactions 0" in text for text in cards) == 2
     # What is not known is a dash, not a zero: the broken row has no window.
     assert sum("context – / –" in text for text in cards) == 1
+
+
+def test_an_error_row_is_drawn_as_an_error_and_an_ended_one_says_why_in_words(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    centre = Centre.open(world.env, {"claude": world.claude_projects}, monotonic=lambda: 0.0)
+    ended, broken, live = world.claude(), world.claude(), world.claude()
+    for t in (ended, broken, live):
+        t.assistant(100_000)
+        centre.answers.handle_hook("claude", None, json.dumps(t.payload("PostToolUse")).encode())
+    end = ended.payload("SessionEnd", reason="prompt_input_exit")
+    centre.answers.handle_hook("claude", None, json.dumps(end).encode())
+    grounds = centre.answers.grounds
+
+    def failing_for_one(state: Any) -> Any:
+        if state.key == str(broken.path):
+            raise AttributeError("a state restored wrong")
+        return grounds(state)
+
+    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    drawn = draw({"status": centre.status.document(), "history": {}})
+
+    assert drawn["meta"].startswith("3 sessions (1 error, 1 ended)"), drawn["meta"]
+    # The most urgent first: the row that cannot be computed, the live one, the ended one.
+    order = [c["text"] for c in drawn["cards"]]
+    assert [broken.session_id in order[0], live.session_id in order[1]] == [True, True]
+    failed, _, over = drawn["cards"]
+    assert "card failed" in failed["attrs"] and "sev failed" in failed["attrs"]
+    assert "error" in failed["text"] and "ok" not in failed["text"].lower().split()
+    assert "chart" not in failed["attrs"]  # no figures, so no chart drawn as if there were
+    assert "ended" in over["attrs"] and "ended at " in over["text"]
+    assert ": the user quit" in over["text"] and "prompt_input_exit" not in over["text"]

@@ -1,7 +1,10 @@
 """The dashboard in a real headless Chromium (the distribution's package), driven over the
 DevTools protocol on a pipe (`--remote-debugging-pipe`: no port, no extra library): it loads with
 no console error, shows the sessions the daemon tracks, and follows a transcript append within
-a second. `CTXD_DASHBOARD_SCREENSHOT=PATH` also saves a screenshot there (docs/dashboard.png)."""
+a second; after a restart it still draws each session's history, with its levels and forecast.
+`CTXD_DASHBOARD_SCREENSHOT=PATH` saves that last page's screenshot there: docs/dashboard.png is
+made by `CTXD_DASHBOARD_SCREENSHOT=docs/dashboard.png .venv/bin/python -m pytest
+tests/daemon/test_http_dashboard.py -k restart`."""
 
 from __future__ import annotations
 
@@ -13,15 +16,21 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 from loopback import free_port
 
-from ctxd.daemon.history import HISTORY_TICK
+from ctxd.daemon.centre import Centre
+from ctxd.daemon.history import HISTORY_FILE, HISTORY_TICK
+from ctxd.daemon.http import HttpServer
+from ctxd.daemon.listeners import open_http_listener
 
 if TYPE_CHECKING:
     from conftest import World
@@ -243,9 +252,6 @@ def test_the_dashboard_shows_the_sessions_and_follows_an_append(
 
     errors = browser.console_errors()
     assert errors == [], errors
-    shot = os.environ.get("CTXD_DASHBOARD_SCREENSHOT")
-    if shot:
-        browser.screenshot(Path(shot))
 
 
 STATUSLINE = Path(__file__).parents[1] / "data" / "payloads" / "statusline" / "claude-2.1.332.jsonl"
@@ -320,3 +326,186 @@ def test_the_dashboard_marks_a_guessed_window_and_says_why(world: World, browser
     assert browser.evaluate(f"{other}.querySelectorAll('.guessed').length") == 0
     errors = browser.console_errors()
     assert errors == [], errors
+
+
+def api(port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/status", timeout=10) as answer:
+        doc: dict[str, Any] = json.loads(answer.read())
+    return doc
+
+
+def test_after_a_restart_the_dashboard_draws_the_history_levels_forecast_and_endings(
+    world: World, browser: Browser
+) -> None:
+    port = free_port()
+    world.write_config(f"[http]\nenabled = true\nport = {port}\n")
+    world.start()
+    # One session's calls through real hooks, a second apart (the daemon samples every session
+    # once a second), through a compaction.
+    charted = world.claude()
+    for point in (150_000, 260_000, "compact", 200_000, 330_000, 450_000, 570_000, 680_000):
+        if point == "compact":
+            charted.compact_boundary(60_000, 660_000)
+        else:
+            charted.assistant(int(point))
+            world.hook_out("claude", charted.payload("PostToolUse"))
+        time.sleep(HISTORY_TICK + 0.15)
+    urgent, quiet, ended = world.claude(), world.claude(), world.claude()
+    for t, tokens in ((urgent, 800_000), (quiet, 90_000), (ended, 300_000)):
+        t.assistant(tokens)
+        world.hook_out("claude", t.payload("PostToolUse"))
+    world.hook_out("claude", ended.payload("SessionEnd", reason="prompt_input_exit"))
+    world.wait_for(lambda: ((r := world.row(ended)) and r["ended_at"]) or None, 5, "the end")
+    # Past 70 % used, the end of a turn asks for a handoff note; ctxd drafts it.
+    world.hook_out("claude", charted.payload("Stop"))
+    asked = world.wait_for(lambda: (r := world.row(charted)) and r["handoff_draft"], 5)
+    before = world.wait_for(
+        lambda: (len(h := api(port)["history"].get(str(charted.path), [])) >= 8 and h) or None,
+        5,
+        "the charted session's history",
+    )
+    # Each call a point, and the compaction's own (its summary's size) between them.
+    assert [(p[1] // 1000, p[2]) for p in before] == [
+        (150, 0),
+        (260, 0),
+        (60, 1),
+        (200, 1),
+        (330, 1),
+        (450, 1),
+        (570, 1),
+        (680, 1),
+    ]
+
+    assert world.stop() == 0
+    kept = world.state_file.parent / HISTORY_FILE
+    assert kept.stat().st_mode & 0o777 == 0o600
+    restarted_at = time.time()
+    world.start()
+    # One more call after the restart: the series goes on from where it was.
+    charted.assistant(700_000)
+    world.hook_out("claude", charted.payload("PostToolUse"))
+    row = world.wait_for(lambda: (r := world.row(charted)) and r["tokens"] == 700_000 and r, 5)
+    # The draft asked for before the restart is still named.
+    assert row["handoff_asked"] and row["handoff_draft"] == asked
+    assert row["severity"] == "warning" and row["forecast"]["calls_to_compaction"]
+
+    browser.go(f"http://127.0.0.1:{port}/")
+    card = f"document.querySelector(\"[data-session='{charted.session_id}']\")"
+    drawn = browser.wait(f"{card}?.querySelector('svg.chart')?.dataset.points >= 9", 10)
+    assert drawn, browser.evaluate("document.body.innerText")
+    points = browser.evaluate(
+        f"{card}.querySelector('polyline.context').getAttribute('points').split(' ').length"
+    )
+    assert points >= len(before) + 1
+    # The points from before the restart are those the daemon answers now, oldest first.
+    history = api(port)["history"][str(charted.path)]
+    assert history[: len(before)] == before and history[0][0] < restarted_at - 5
+    # The levels where the row says they start, the compaction marked and named, the forecast.
+    for level in ("warning", "critical"):
+        line = browser.evaluate(f"{card}.querySelector('line.level.{level}')?.dataset.tokens")
+        assert line == str(row["levels"][f"{level}_at"]), (level, line)
+    assert browser.evaluate(f"{card}.querySelector('.compaction-label')?.textContent") == (
+        "compaction 1"
+    )
+    assert browser.evaluate(f"{card}.querySelector('.forecast-line')?.dataset.calls") == str(
+        row["forecast"]["calls_to_compaction"]
+    )
+    text = browser.evaluate(f"{card}.innerText")
+    calls = row["forecast"]["calls_to_compaction"]
+    assert f"compaction in ~{calls} call" in text and "tokens a call" in text, text
+    legend = browser.evaluate(f"{card}.querySelector('.legend').innerText")
+    for entry in ("context", "window", "compaction point", "warning (35 % left", "critical (25"):
+        assert entry in legend, legend
+    assert "(ctxd's model table)" in text, text
+    draft = browser.evaluate(f"{card}.querySelector('.handoff-draft')?.textContent")
+    assert draft == row["handoff_draft"] and Path(draft).is_file(), draft
+    assert "handoff asked: draft at" in text, text
+    # The most urgent first, the ended last, its reason in words.
+    order = browser.evaluate(
+        "[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)"
+    )
+    assert order == [urgent.session_id, charted.session_id, quiet.session_id, ended.session_id]
+    ending = f"document.querySelector(\"[data-session='{ended.session_id}']\")"
+    assert browser.evaluate(f"{ending}.querySelector('.sev').textContent") == "ended"
+    assert ": the user quit" in browser.evaluate(f"{ending}.innerText")
+    page = browser.evaluate("document.body.innerText")
+    assert "prompt_input_exit" not in page and "undefined" not in page and "NaN" not in page
+    errors = browser.console_errors()
+    assert errors == [], errors
+    shot = os.environ.get("CTXD_DASHBOARD_SCREENSHOT")
+    if shot:  # tall enough for the four cards
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 1010, "deviceScaleFactor": 1, "mobile": False},
+        )
+        time.sleep(0.6)
+        browser.screenshot(Path(shot))
+
+
+@contextlib.contextmanager
+def serving_status(status: Callable[[], bytes]) -> Iterator[int]:
+    """A real HttpServer on a loopback port, in a thread, answering `status()` as the
+    daemon's status handler; its port."""
+    port = free_port()
+    stop = threading.Event()
+    listening = threading.Event()
+
+    async def serve() -> None:
+        stopping = anyio.Event()
+        server = HttpServer(lambda request: b"", lambda request: status(), port=port)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, open_http_listener(port), stopping)
+            listening.set()
+            while not stop.is_set():
+                await anyio.sleep(0.05)
+            stopping.set()
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    try:
+        assert listening.wait(10)
+        yield port
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def test_the_dashboard_draws_a_row_that_cannot_be_computed_as_an_error(
+    world: World, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    centre = Centre.open(world.env, {"claude": world.claude_projects}, monotonic=lambda: 0.0)
+    ended, broken, live = world.claude(), world.claude(), world.claude()
+    for t in (ended, broken, live):
+        t.assistant(100_000)
+        centre.answers.handle_hook("claude", None, json.dumps(t.payload("PostToolUse")).encode())
+    end = ended.payload("SessionEnd", reason="prompt_input_exit")
+    centre.answers.handle_hook("claude", None, json.dumps(end).encode())
+    grounds = centre.answers.grounds
+
+    def failing_for_one(state: Any) -> Any:
+        if state.key == str(broken.path):
+            raise AttributeError("a state restored wrong")
+        return grounds(state)
+
+    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    with serving_status(centre.status.encoded) as port:
+        browser.go(f"http://127.0.0.1:{port}/")
+        order = browser.wait(
+            "document.querySelectorAll('[data-session]').length === 3 && "
+            "[...document.querySelectorAll('[data-session]')].map(e => e.dataset.session)",
+            10,
+        )
+        card = f"document.querySelector(\"[data-session='{broken.session_id}']\")"
+        assert order == [broken.session_id, live.session_id, ended.session_id]
+        assert browser.evaluate(f"{card}.className") == "card failed"
+        assert browser.evaluate(f"{card}.querySelector('.sev').textContent") == "error"
+        assert browser.evaluate(f"{card}.querySelector('.error').textContent") == (
+            "cannot compute this session's figures: AttributeError"
+        )
+        # No bar, no chart, no figure drawn as if it were one.
+        assert browser.evaluate(f"{card}.querySelectorAll('svg, .bar').length") == 0
+        text = browser.evaluate("document.body.innerText")
+        assert not re.search(r"undefined|NaN|null|prompt_input_exit", text), text
+        assert "the user quit" in text
+        errors = browser.console_errors()
+        assert errors == [], errors

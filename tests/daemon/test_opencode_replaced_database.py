@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from opencode_db import Writer, copy_capture
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.opencode import database_path
 
 if TYPE_CHECKING:
     from conftest import World

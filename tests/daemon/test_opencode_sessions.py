@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from opencode_db import CAPTURE, CAPTURED, Writer, copy_capture
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.opencode import database_path
 from ctxd.core.digest import COMPACT_HEADER
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from opencode_db import copy_capture
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.opencode import database_path
 
 if TYPE_CHECKING:
     from conftest import World

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import shutil
+import sqlite3
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,9 @@ from loopback import free_port
 from opencode_db import CAPTURED, copy_capture
 from referencing import Registry, Resource
 
-from ctxd.agents.opencode.store import database_path
+from ctxd.agents.kilo import FAMILY as KILO
+from ctxd.agents.opencode import database_path
+from ctxd.agents.opencode_family.store import database_path as family_database_path
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
 
@@ -190,6 +193,22 @@ def _opencode(world: World) -> tuple[str, str, list[str]]:
     return CAPTURED, json.dumps(payload), []
 
 
+def kilo_database_path(env: dict[str, str]) -> Path:
+    return family_database_path(KILO, env)
+
+
+def _kilo(world: World) -> tuple[str, str, list[str]]:
+    # Kilo CLI, OpenCode's fork: its database, its plugin naming the session that went idle.
+    path = kilo_database_path(world.env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(TRANSCRIPTS / "kilo-7.7.7" / "kilo.compact.db", path)
+    db = sqlite3.connect(path)
+    (sid,) = db.execute("SELECT id FROM session").fetchone()
+    db.close()
+    payload = {"hook_event_name": "session_idle", "session_id": sid, "cwd": str(world.work)}
+    return sid, json.dumps(payload), []
+
+
 #: Each agent ctxd supports: its captured session placed where the agent keeps it, and the
 #: session id, the hook's payload and the hook command's arguments after the agent's name.
 AGENTS: dict[str, Callable[[World], tuple[str, str, list[str]]]] = {
@@ -198,6 +217,7 @@ AGENTS: dict[str, Callable[[World], tuple[str, str, list[str]]]] = {
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,
+    "kilo": _kilo,
     "opencode": _opencode,
     "pi": _pi,
     "qwen": _qwen,

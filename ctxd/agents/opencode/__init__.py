@@ -1,72 +1,49 @@
-"""OpenCode: everything ctxd knows about it, as one `AgentSpec`.
-
-It writes no transcript files (`files`): every session is in one SQLite database,
-`opencode.db`, followed as a session store read by rowid (`store`, `AgentSpec.store`), which
-keeps each session's digest from its parts as they arrive (`digest`). What `opencode export`
-prints, the same messages and parts as one JSON document, is its transcript for `ctxd replay`
-(`export`), each step's figures made as the store makes them (`usage`). Its model limits and
-compaction settings come from its `opencode.json` (`config`). It runs no command hooks: ctxd's
-plugin, clients/opencode/ctxd.js, forwards its events (`hooks`: a warning after a tool call, the
-handoff as the user's next message when a session goes idle), and `ctxd doctor` runs that plugin
-through `Installer.plugin_run` (`doctor`).
-"""
+"""OpenCode: what ctxd knows about it is the OpenCode family's (`ctxd.agents.opencode_family`),
+under OpenCode's own names: this declaration."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from functools import partial
+from pathlib import Path
 
-from ctxd.agents.opencode import config, doctor, files, install
-from ctxd.agents.opencode.compaction import compaction_point
-from ctxd.agents.opencode.digest import session_digest
-from ctxd.agents.opencode.export import ExportReader
-from ctxd.agents.opencode.hooks import DIALECT
-from ctxd.agents.opencode.store import OpenCodeStore, database_path, problem, recognises
-from ctxd.agents.reader import NO_FACTS, FactListener
-from ctxd.agents.settings_file import settings_reader
-from ctxd.agents.spec import AgentSpec, Installer
-from ctxd.agents.store import SessionStore
-from ctxd.core.compaction import for_agent
+from ctxd.agents.opencode_family import Family, family_spec
+from ctxd.agents.opencode_family import config as _config
+from ctxd.agents.opencode_family import install as _install
+from ctxd.agents.opencode_family import store as _store
 
-__all__ = ["SPEC"]
-
-NAME = "opencode"
+__all__ = ["FAMILY", "SPEC", "config_files", "database_path", "installed_plugin"]
 
 
-def _open_reader(
-    path: str | None, facts: FactListener = NO_FACTS, *, usage: bool = True
-) -> ExportReader:
-    # No digest is read from an export: the handoff reads a session's from the database.
-    return ExportReader(path)
+def _is_opencode_release(version: str) -> bool:
+    # OpenCode's releases are 0.x and 1.x; Kilo's CLI started at 7.0.
+    major = version.split(".", 1)[0]
+    return not major.isdigit() or int(major) < 7
 
 
-def _open_store(path: str, position: Mapping[str, Any] | None = None) -> OpenCodeStore:
-    return OpenCodeStore(path, position)
-
-
-SPEC = AgentSpec(
-    name=NAME,
+FAMILY = Family(
+    name="opencode",
     title="OpenCode",
-    dialect=DIALECT,
-    files=files,
-    open_reader=_open_reader,
-    compaction=for_agent(NAME, compaction_point),
-    installer=Installer(
-        settings_path=install.settings_path,
-        install=install.install,
-        uninstall=install.uninstall,
-        checks=install.checks,
-        plugin=True,
-        plugin_run=doctor.plugin_run,
-    ),
-    settings_files=config.settings_files,
-    read_settings=settings_reader(config.settings_config),
-    configured_window=config.configured_window,
-    store=SessionStore(
-        path=database_path,
-        open=_open_store,
-        recognises=recognises,
-        digest=session_digest,
-        problem=problem,
-    ),
+    folder="opencode",
+    database="opencode.db",
+    database_env="OPENCODE_DB",
+    config_names=("opencode.json", "opencode.jsonc"),
+    dot_folders=(".opencode",),
+    config_env="OPENCODE_CONFIG",
+    config_dir_env="OPENCODE_CONFIG_DIR",
+    no_project_env="OPENCODE_DISABLE_PROJECT_CONFIG",
+    plugin="opencode/ctxd.js",
+    own_tables=(),
+    exported_by=_is_opencode_release,
 )
+
+SPEC = family_spec(FAMILY)
+
+
+def database_path(env: Mapping[str, str]) -> Path:
+    """OpenCode's database in this environment (`store.database_path`)."""
+    return _store.database_path(FAMILY, env)
+
+
+config_files = partial(_config.config_files, FAMILY)
+installed_plugin = partial(_install.installed_plugin, FAMILY)

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from ctxd.agents import spec
-from ctxd.agents.opencode import config as opencode_config
-from ctxd.agents.opencode.config import config_files, limit, setting, walk_top, worktree_root
+from ctxd.agents.opencode import config_files
+from ctxd.agents.opencode_family import config as opencode_config
+from ctxd.agents.opencode_family.config import limit, setting, walk_top, worktree_root
 from ctxd.core import session as core
 from ctxd.core.events import UsageUpdate
 from ctxd.core.settings import Settings

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ctxd.agents.opencode.digest import OpenCodeFacts, session_digest
-from ctxd.agents.opencode.store import OpenCodeStore
+from ctxd.agents.opencode_family.digest import OpenCodeFacts, session_digest
+from ctxd.agents.opencode_family.store import OpenCodeStore
 from ctxd.core.digest import Command, FileUse, Todo
 
 

@@ -12,9 +12,10 @@ import pytest
 from opencode_db import Writer, copy_capture
 
 from ctxd.agents import spec
-from ctxd.agents.opencode import store
-from ctxd.agents.opencode.digest import session_digest
-from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.opencode import database_path
+from ctxd.agents.opencode_family import store
+from ctxd.agents.opencode_family.digest import session_digest
+from ctxd.agents.opencode_family.store import OpenCodeStore
 from ctxd.agents.store import StoreProblem
 
 CAPTURE = Path(__file__).parents[2] / "data" / "transcripts" / "opencode-1.18.33" / "opencode.db"

@@ -49,8 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents import state as reader_state
-from ctxd.agents.opencode.digest import OpenCodeFacts, decoded_part, fold_part
-from ctxd.agents.opencode.usage import step_usage
+from ctxd.agents.opencode_family.digest import OpenCodeFacts, decoded_part, fold_part
+from ctxd.agents.opencode_family.family import Family
+from ctxd.agents.opencode_family.usage import step_usage
 from ctxd.agents.store import StoreProblem, StoreUpdate
 from ctxd.core.digest import Digest
 from ctxd.paths import home
@@ -94,14 +95,15 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TRANSIENT = ("locked", "busy")
 
 
-def database_path(env: Mapping[str, str]) -> Path:
-    """`OPENCODE_DB` if set (a bare name lies in the data directory), else
-    `$XDG_DATA_HOME/opencode/opencode.db` (`~/.local/share` without it)."""
-    data = Path(env.get("XDG_DATA_HOME") or home(env) / ".local" / "share") / "opencode"
-    named = env.get("OPENCODE_DB")
+def database_path(family: Family, env: Mapping[str, str]) -> Path:
+    """The family member's `*_DB` variable if set (a bare name lies in the data directory), else
+    `$XDG_DATA_HOME/<folder>/<database>` (`~/.local/share` without it): OpenCode's
+    `opencode/opencode.db`, `OPENCODE_DB`; Kilo's `kilo/kilo.db`, `KILO_DB`."""
+    data = Path(env.get("XDG_DATA_HOME") or home(env) / ".local" / "share") / family.folder
+    named = env.get(family.database_env)
     if named:
         return Path(named) if os.path.isabs(named) else data / named
-    return data / "opencode.db"
+    return data / family.database
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -119,9 +121,9 @@ def connect(path: str) -> sqlite3.Connection:
     )
 
 
-def recognises(path: str) -> bool:
+def recognises(path: str, own_tables: tuple[str, ...] = ()) -> bool:
     """The file at `path` is a SQLite database with OpenCode's session, message and part
-    tables (a copy anywhere: what `ctxd replay` is handed)."""
+    tables, and `own_tables` too (a fork's: a copy anywhere is what `ctxd replay` is handed)."""
     try:
         if read_head(path, len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
             return False
@@ -134,7 +136,7 @@ def recognises(path: str) -> bool:
         return False
     finally:
         db.close()
-    return names >= set(_SCHEMA)
+    return names >= {*_SCHEMA, *own_tables}
 
 
 def problem(path: str) -> str | None:

@@ -1,4 +1,5 @@
-"""OpenCode: the events ctxd's plugin (clients/opencode/ctxd.js) forwards, and what it honours.
+"""OpenCode (and Kilo): the events ctxd's plugin (clients/opencode_family/plugin.js) forwards,
+and what it honours.
 
 OpenCode 1.18.33 runs no command hooks; it loads JavaScript plugins (`@opencode-ai/plugin`'s
 `Hooks`). The plugin sends, as `{hook_event_name, session_id, cwd, ...}` under plain identifiers

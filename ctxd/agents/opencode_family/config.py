@@ -38,6 +38,13 @@ The top of the walk is looked for once, when the daemon first lists a session di
 files, and the files listed are then stat-checked as every agent's settings files are
 (`daemon/agent_settings.py`), absent ones included, so that a config written later is read.
 
+Kilo CLI (7.7.7) reads the same places under its own names (`family.Family`, declared in
+`ctxd.agents.kilo`): `$XDG_CONFIG_HOME/kilo/` (`config.json`, `kilo.json`, `kilo.jsonc`,
+`opencode.json`, `opencode.jsonc`: the order its log shows it loading them), `KILO_CONFIG`, the
+project's `kilo.json(c)` and `opencode.json(c)`, its `.kilo`, `.kilocode` and `.opencode` folders
+(the order among the three on one level is not verified), `KILO_CONFIG_DIR` and
+`KILO_DISABLE_PROJECT_CONFIG`; and its `compaction.threshold_percent`.
+
 The flat keys: `limit.<name>.<model>` (the model id its messages record, `modelID`) and
 `compaction.<name>`, each value as JSON text.
 """
@@ -51,6 +58,7 @@ from typing import Any
 
 import orjson
 
+from ctxd.agents.opencode_family.family import Family
 from ctxd.paths import home
 from ctxd.untrusted import holdable_path
 
@@ -68,19 +76,19 @@ __all__ = [
 
 #: The limits of a model that OpenCode's config can set.
 LIMITS = ("context", "input", "output")
-_COMPACTION = ("auto", "reserved")
-_NAMES = ("opencode.json", "opencode.jsonc")
-_GLOBAL_NAMES = ("config.json", *_NAMES)
-_DOT = ".opencode"
+#: Kilo's `threshold_percent` is read for OpenCode too: its rule does not look at it.
+_COMPACTION = ("auto", "reserved", "threshold_percent")
+#: Read in the global config folder before the member's own names.
+_GLOBAL_NAME = "config.json"
 
 
-def settings_files(env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
-    """OpenCode's config files for a session in `cwd`, lowest precedence first: `config_files`
-    with the top of the walk looked for on disk."""
+def settings_files(family: Family, env: Mapping[str, str], cwd: str | None) -> tuple[Path, ...]:
+    """The family member's config files for a session in `cwd`, lowest precedence first:
+    `config_files` with the top of the walk looked for on disk."""
     if not cwd or not os.path.isabs(cwd) or not holdable_path(cwd):  # cwds come from its db too
-        return config_files(env, None, None)
+        return config_files(family, env, None, None)
     cwd = os.path.normpath(cwd)  # a `..` must not take the walk above where it may go
-    return config_files(env, cwd, walk_top(env, cwd))
+    return config_files(family, env, cwd, walk_top(env, cwd))
 
 
 def walk_top(env: Mapping[str, str], cwd: str) -> str:
@@ -115,26 +123,31 @@ def worktree_root(cwd: str, top: str | None = None) -> str | None:
     return None
 
 
-def config_files(env: Mapping[str, str], cwd: str | None, top: str | None) -> tuple[Path, ...]:
-    """The files OpenCode reads for a session in `cwd` whose walk stops at `top` (`walk_top`;
-    None, or a directory not above `cwd`: the session's directory alone), lowest precedence
-    first, whether they exist or not (the order in the module docstring). Pure."""
-    config = Path(env.get("XDG_CONFIG_HOME") or home(env) / ".config") / "opencode"
-    files = [config / name for name in _GLOBAL_NAMES]
-    if env.get("OPENCODE_CONFIG"):
-        files.append(Path(env["OPENCODE_CONFIG"]))
-    project = env.get("OPENCODE_DISABLE_PROJECT_CONFIG", "").lower() not in ("1", "true")
+def config_files(
+    family: Family, env: Mapping[str, str], cwd: str | None, top: str | None
+) -> tuple[Path, ...]:
+    """The files the family member reads for a session in `cwd` whose walk stops at `top`
+    (`walk_top`; None, or a directory not above `cwd`: the session's directory alone), lowest
+    precedence first, whether they exist or not (the order in the module docstring). Pure."""
+    names, dots = family.config_names, family.dot_folders
+    config = Path(env.get("XDG_CONFIG_HOME") or home(env) / ".config") / family.folder
+    files = [config / name for name in (_GLOBAL_NAME, *names)]
+    if env.get(family.config_env):
+        files.append(Path(env[family.config_env]))
+    project = env.get(family.no_project_env, "").lower() not in ("1", "true")
     walk = _up(Path(cwd), Path(top) if top else None) if cwd and project else []
     for folder in reversed(walk):
-        files += [folder / name for name in _NAMES]
+        files += [folder / name for name in names]
     # As OpenCode lists its config directories: the global one (read above, not again unless
     # it is OPENCODE_CONFIG_DIR), the walk's `.opencode/`s nearest first, ~/.opencode, then
     # OPENCODE_CONFIG_DIR; each once, at its first place.
-    extra = Path(env["OPENCODE_CONFIG_DIR"]) if env.get("OPENCODE_CONFIG_DIR") else None
-    dirs = [config, *(folder / _DOT for folder in walk), home(env) / _DOT]
+    named = env.get(family.config_dir_env)
+    extra = Path(named) if named else None
+    home_dots = [home(env) / dot for dot in dots]
+    dirs = [config, *(folder / dot for folder in walk for dot in dots), *home_dots]
     for folder in dict.fromkeys([*dirs, extra] if extra else dirs):
-        if str(folder).endswith(_DOT) or folder == extra:
-            files += [folder / name for name in _NAMES]
+        if folder.name in dots or folder == extra:
+            files += [folder / name for name in names]
     return tuple(files)
 
 

@@ -111,7 +111,7 @@ def session_digest(path: str, session_id: str) -> Digest:
     """The digest of one session of the database at `path`, its parts read whole (what `ctxd
     handoff` reads; the daemon keeps each session's as its rows arrive, `store.OpenCodeStore`).
     Raises OSError when the database cannot be read."""
-    from ctxd.agents.opencode.store import connect  # the store keeps digests of these facts
+    from ctxd.agents.opencode_family.store import connect  # the store keeps digests of these facts
 
     facts = OpenCodeFacts()
     try:

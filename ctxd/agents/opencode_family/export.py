@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from ctxd.agents.opencode.usage import step_usage
+from ctxd.agents.opencode_family.usage import step_usage
 from ctxd.core.events import UsageUpdate
 from ctxd.errors import TranscriptError
 
