@@ -30,7 +30,7 @@ from ctxd.agents.opencode_family.usage import step_usage
 from ctxd.core.events import UsageUpdate
 from ctxd.errors import TranscriptError
 
-__all__ = ["MAX_BYTES", "ExportReader", "recognises", "recognises_prefix"]
+__all__ = ["MAX_BYTES", "ExportReader", "after_exporting_line", "recognises", "recognises_prefix"]
 
 #: The largest export read (bytes). Real exports with long tool outputs run to some MB; the
 #: whole document is parsed at once, so this bounds the memory a replay takes.
@@ -56,12 +56,15 @@ def recognises(record: Mapping[str, Any]) -> bool:
 
 
 def recognises_prefix(prefix: bytes) -> bool:
-    """An export saved on one line (re-serialised), too long to decode from its head, or one
-    saved with the line `opencode export` writes before it."""
-    return (
-        prefix.startswith(b'{"info":{"id":"' + _SESSION_ID.encode())
-        or _EXPORTING.match(prefix) is not None
-    )
+    """An export saved on one line (re-serialised), too long to decode from its head."""
+    return prefix.startswith(b'{"info":{"id":"' + _SESSION_ID.encode())
+
+
+def after_exporting_line(head: bytes) -> bytes | None:
+    """What follows the line `opencode export` writes before the document, where `head`
+    starts with it; else None."""
+    found = _EXPORTING.match(head)
+    return None if found is None else head[found.end() :]
 
 
 def _finished_at(message: Mapping[str, Any]) -> float | None:
