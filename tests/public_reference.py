@@ -4,7 +4,7 @@ Deliberately simple and self-contained: plain `json`, no ctxd imports, whole-fil
 It states, per file, the context-token timeline ctxd *should* report, so a test can compare
 `ctxd replay` against numbers computed by a second, naive implementation of the same rules.
 
-    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot",
+    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot"|"opencode",
                        "final_tokens": int | None,   # context size after the last turn
                        "turn_tokens": [int, ...],    # one figure per assistant turn, in order
                        "window": int | None}         # window the transcript itself states
@@ -254,11 +254,28 @@ def _copilot_shutdown(data: dict[str, Any]) -> tuple[Any, bool]:
     return None, False
 
 
+def _copilot_request(kind: Any, rec: dict[str, Any], data: dict[str, Any]) -> int | None:
+    """The prompt of one agent-loop request as the provider reported it, where the record
+    states one: a usage record's inputTokens (its whole prompt), or (1.0.93) the main
+    conversation's last model call in a usage checkpoint."""
+    if kind == "session.usage_record":
+        usage = data.get("usage")
+        if isinstance(usage, dict) and usage.get("interactionType", "conversation-agent") == (
+            "conversation-agent"
+        ):
+            return _int(usage.get("inputTokens"))
+    if kind == "session.usage_checkpoint" and "agentId" not in rec:
+        for state in data.get("promptCacheBreakState") or []:
+            if state.get("conversation") == "main":
+                return _int(state["models"][state["lastActiveModel"]]["prompt_tokens"])
+    return None
+
+
 def _copilot(path: str) -> dict[str, Any]:
     turns: list[int] = []  # figures the provider reported
     final: int | None = None
     window: int | None = None
-    per_request = False  # this process wrote session.usage_record lines
+    per_request = False  # this process wrote per-request figures
     for rec in _records(path):
         kind = rec.get("type")
         data = rec.get("data")
@@ -267,20 +284,17 @@ def _copilot(path: str) -> dict[str, Any]:
         # The limit Copilot compacts against: a compaction's tokenLimit, or the model's limits
         # that 1.0.91 names on every model call.
         window = _int(data.get("tokenLimit")) or _copilot_limit(data) or window
-        # Each process (a start or a resume) writes its own shutdown, whose metrics count
-        # that process's requests only.
+        prompt = _copilot_request(kind, rec, data)
+        # Each process (a start or a resume) writes its own shutdown.
         if kind in ("session.start", "session.resume"):
             per_request = False
-        elif kind == "session.usage_record":
+        elif prompt is not None:
+            per_request = True
             usage = data.get("usage")
-            # Only the agent loop's requests; a usage record's inputTokens is its whole prompt.
-            if isinstance(usage, dict) and usage.get("interactionType", "conversation-agent") == (
-                "conversation-agent"
-            ):
-                per_request = True
-                turns.append(_int(usage.get("inputTokens")))
-                final = turns[-1]
+            if isinstance(usage, dict):  # a usage record names the prompt's limit too
                 window = _int(usage.get("maxPromptTokens")) or window
+            turns.append(prompt)
+            final = prompt
         elif kind == "session.compaction_start":
             if not per_request and "currentTokens" in data:
                 final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's
@@ -295,6 +309,27 @@ def _copilot(path: str) -> dict[str, Any]:
     return {"agent": "copilot", "final_tokens": final, "turn_tokens": turns, "window": window}
 
 
+# --------------------------------------------------------------------------- OpenCode
+
+
+def _opencode_export(path: str) -> dict[str, Any]:
+    """What `opencode export` prints, one JSON document: each step-finish part states the
+    step's prompt as input plus the cache read and written (the output is not context yet)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    turns = []
+    for message in doc["messages"]:
+        for part in message["parts"]:
+            if part.get("type") == "step-finish":
+                tokens = part["tokens"]
+                cache = tokens.get("cache") or {}
+                turns.append(
+                    _int(tokens.get("input")) + _int(cache.get("read")) + _int(cache.get("write"))
+                )
+    final = turns[-1] if turns else None
+    return {"agent": "opencode", "final_tokens": final, "turn_tokens": turns, "window": None}
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -302,8 +337,8 @@ def agent_of(path: str) -> str:
     """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
     rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
     top = rel.split(os.sep, 1)[0]
-    if top not in ("claude", "codex", "gemini", "copilot"):
-        raise ValueError(f"{path} is not under {DATA_DIR}/<claude|codex|gemini|copilot>/")
+    if top not in ("claude", "codex", "gemini", "copilot", "opencode"):
+        raise ValueError(f"{path} is not under {DATA_DIR}/<agent>/")
     return top
 
 
@@ -315,6 +350,8 @@ def expected(path: str) -> dict[str, Any]:
         return _codex(path)
     if agent == "copilot":
         return _copilot(path)
+    if agent == "opencode":
+        return _opencode_export(path)
     return _gemini(path)
 
 

@@ -11,8 +11,9 @@ them all.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ctxd.agents.hooks import goes_as_block, parse_hook, render_reply
@@ -36,6 +37,7 @@ __all__ = [
     "store_paths",
     "transcript_owner",
     "transcript_roots",
+    "window_sizes",
 ]
 
 #: Each agent's name -> the package whose `SPEC` it is, in the order ctxd lists them.
@@ -150,7 +152,8 @@ def detect_agent(head: bytes) -> str | None:
     `head` may end in the middle of a line; complete lines are judged first, and a first line
     too long to be complete in `head` is judged by the keys it starts with. A head that is the
     start of one object spread over lines (an indented JSON document, not JSON lines) is judged
-    by the members it holds whole.
+    by the members it holds whole, and a head none of that tells by how it starts (a line an
+    agent writes before its document).
     """
     return _detect(_detection(), head)
 
@@ -170,16 +173,19 @@ def _detect(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
             for s in specs:
                 if s.files.recognises(record):
                     return s.name
-    if not complete:
-        for s in specs:
-            if s.files.recognises_prefix(partial):
-                return s.name
+    if not complete and (found := _by_prefix(specs, partial)) is not None:
+        return found
     members = leading_members(head)
     if members:
         for s in specs:
             if s.files.recognises(members):
                 return s.name
-    return None
+    # A line an agent writes before its document: the head is judged by how it starts.
+    return _by_prefix(specs, head) if complete else None
+
+
+def _by_prefix(specs: tuple[AgentSpec, ...], head: bytes) -> str | None:
+    return next((s.name for s in specs if s.files.recognises_prefix(head)), None)
 
 
 def builtin_windows() -> dict[str, int]:
@@ -188,3 +194,17 @@ def builtin_windows() -> dict[str, int]:
     for s in _specs():
         table.update(s.windows)
     return table
+
+
+@functools.cache  # one function per agent, asked on every judgement
+def window_sizes(name: str) -> Callable[[str | None], tuple[int, ...]]:
+    """Model -> the windows its owner states it with (`AgentSpec.window_sizes`): the agent's
+    own table first, else any other agent's (gpt-5.6 run by OpenCode or Copilot CLI comes in
+    the sizes pi's and Codex's tables know)."""
+    own = spec(name).window_sizes
+    others = tuple(s.window_sizes for s in _specs() if s.name != name)
+
+    def sizes(model: str | None) -> tuple[int, ...]:
+        return own(model) or next((found for ask in others if (found := ask(model))), ())
+
+    return sizes

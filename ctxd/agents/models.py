@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["ModelInfo", "lookup", "normalise_model_id", "windows"]
+__all__ = ["ModelInfo", "lookup", "normalise_model_id", "sizes_of", "windows"]
 
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
     """One row: a normalised model-id prefix, the window the agent runs it with, its maximum
-    output, and the source of those figures."""
+    output, and the source of those figures; `sizes`, the other windows the model's owner
+    states it with (an earlier release's, the most its catalog allows), which a session that
+    holds more than `window` proves it ran with."""
 
     prefix: str
     window: int
     max_output: int
     source: str
+    sizes: tuple[int, ...] = ()
 
 
 _BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]\s*$")
@@ -76,6 +79,16 @@ def _lookup(model: str, rows: tuple[ModelInfo, ...]) -> ModelInfo | None:
         if _extends(key, info.prefix) and (best is None or len(info.prefix) > len(best.prefix)):
             best = info
     return best
+
+
+def sizes_of(rows: tuple[ModelInfo, ...]) -> Callable[[str | None], tuple[int, ...]]:
+    """`AgentSpec.window_sizes` for a table: model -> its row's window and other sizes."""
+
+    def sizes(model: str | None) -> tuple[int, ...]:
+        info = lookup(model, rows)
+        return () if info is None or not info.sizes else (info.window, *info.sizes)
+
+    return sizes
 
 
 def windows(rows: Iterable[ModelInfo]) -> dict[str, int]:

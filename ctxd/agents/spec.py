@@ -252,6 +252,10 @@ def _no_configured_window(model: str | None, config: Mapping[str, str]) -> int |
     return None
 
 
+def _no_window_sizes(model: str | None) -> tuple[int, ...]:
+    return ()
+
+
 def _no_implied_transcript(session_id: str, env: Mapping[str, str]) -> str | None:
     return None
 
@@ -313,3 +317,7 @@ class AgentSpec:
     #: Whether the agent compacts a session resumed after its prompt cache expired
     #: (`ctxd.core.compaction.ResumeCompactionRule`); None: it never does.
     resume_compaction: ResumeCompactionRule | None = None
+    #: Model -> the windows its owner states it with besides the table's (an earlier release's,
+    #: the most its catalog allows; `ctxd.agents.models.sizes_of`): where a session holds more
+    #: than the table's window, the smallest of them that holds it is the window.
+    window_sizes: Callable[[str | None], tuple[int, ...]] = _no_window_sizes

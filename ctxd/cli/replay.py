@@ -139,6 +139,7 @@ def replay(
         config,
         configured_window=agents.spec(agent).configured_window,
         compact_window=agents.spec(agent).compact_window,
+        window_sizes=agents.window_sizes(agent),
     )
     yield from _timeline(state, _updates(path, agent), grounds, override)
 
@@ -279,5 +280,6 @@ def replay_store(
             config,
             configured_window=spec.configured_window,
             compact_window=spec.compact_window,
+            window_sizes=agents.window_sizes(owner),
         )
         yield info, _timeline(state, updates, grounds, override)

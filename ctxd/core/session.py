@@ -130,6 +130,9 @@ class Grounds:
     #: The agent reads no answer at a stop: the handoff is asked with a tool call's context
     #: instead (`Dialect.handoff_on_tool_call`).
     handoff_on_tool_call: bool = False
+    #: Model -> the windows its owner states it with (`AgentSpec.window_sizes`): what usage
+    #: beyond the table's window raises it to; None: the common windows only.
+    window_sizes: Callable[[str | None], tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +372,7 @@ def _window_and_point(
         if grounds.configured_window is None
         else grounds.configured_window(model, agent_config),
         proved=proved,
+        sizes=() if grounds.window_sizes is None else grounds.window_sizes(model),
     )
     return window, point_for(window.size), agent_config
 

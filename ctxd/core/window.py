@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -155,8 +155,16 @@ def _index_of(table: Mapping[str, int]) -> _TableIndex:
     return index
 
 
-def window_for_usage(tokens: int) -> int:
-    """The smallest common window that holds `tokens`, or `tokens` itself beyond the largest."""
+def window_for_usage(tokens: int, sizes: Sequence[int] = ()) -> int:
+    """The smallest window that holds `tokens`: of `sizes` (the windows the model's owner
+    states it with) where one does, else of the common ones, else `tokens` itself.
+
+    A model that comes in 272,000 and 372,000 and held 371,566 ran with 372,000, not with the
+    400,000 of some other model.
+    """
+    for size in sorted(s for s in sizes if s > 0):
+        if size >= tokens:
+            return size
     for size in COMMON_WINDOWS:
         if size >= tokens:
             return size
@@ -210,6 +218,7 @@ def resolve_window(
     inferred: Callable[[], int | None] | None = None,
     configured: int | None = None,
     proved: int = 0,
+    sizes: Sequence[int] = (),
 ) -> Window:
     """Pick the window by precedence; the first usable source wins.
 
@@ -224,8 +233,9 @@ def resolve_window(
     5. `table`: exact id, then longest prefix (see `lookup_table`);
     6. when `tokens`, or `proved` (the most this model is known to have held: a window a
        session proved by its own usage, kept across its compactions and learned for the model),
-       exceed the table's (or the default) window: the smallest common window that holds
-       them (`window_for_usage`), source "usage";
+       exceed the table's (or the default) window: the smallest window that holds them, of
+       `sizes` (the windows the model's owner states it with) first, then of the common ones
+       (`window_for_usage`), source "usage";
     7. `default`.
 
     Sources that are None or <= 0 are skipped. Usage only ever raises a table or default
@@ -252,5 +262,5 @@ def resolve_window(
         assumed = Window(default, "default")
     held = max(tokens, proved)
     if held > assumed.size:
-        return Window(window_for_usage(held), "usage")
+        return Window(window_for_usage(held, sizes), "usage")
     return assumed

@@ -107,6 +107,7 @@ class Answers:
             spec.compact_window,
             spec.resume_compaction,
             spec.dialect.handoff_on_tool_call,
+            agents.window_sizes(state.agent),
         )
         self._grounds[state.agent] = grounds
         return grounds

@@ -29,8 +29,8 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 25
-    for agent in ("claude", "codex", "gemini", "copilot"):
+    assert len(FILES) == 28
+    for agent in ("claude", "codex", "gemini", "copilot", "opencode"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
 
@@ -89,6 +89,24 @@ def test_an_indented_recording_replays_under_any_name(
     assert [line["tokens"] for line in lines[:-1]] == reference.expected(source)["turn_tokens"]
 
 
+def test_a_copilot_session_with_usage_checkpoints_ends_on_the_last_requests_prompt() -> None:
+    """1.0.93 on a GitHub-hosted model: after each turn a usage checkpoint states the last
+    model call's prompt as the API reported it; two processes (a resume), so the shutdowns'
+    metrics are not one request's, and their own count (18,299) is not the figure."""
+    name = "copilot/session-state/1fc398c2-e820-4e06-9dfd-8a9205f95437/events.jsonl"
+    path = os.path.join(reference.DATA_DIR, name)
+    lines = replay_json(path)
+    assert [line["tokens"] for line in lines] == [23_728, 23_906, 23_906]
+    assert reference.expected(path)["turn_tokens"] == [23_728, 23_906]
+    final = lines[-1]
+    assert (final["agent"], final["agent_version"], final["model"]) == (
+        "copilot",
+        "1.0.93",
+        "claude-sonnet-5.5",
+    )
+    assert final["estimated"] is False
+
+
 @pytest.mark.parametrize(
     ("name", "version", "model"),
     [
@@ -103,6 +121,12 @@ def test_an_indented_recording_replays_under_any_name(
             "copilot/session-state/030f200c-c26f-4ef0-9099-6d1156c83631/events.jsonl",
             "1.0.55-1",
             "claude-opus-4.7-1m-internal",
+        ),
+        # autopilot, two model changes (the second the same model at another effort)
+        (
+            "copilot/session-state/96ef38f0-9d09-45c3-8124-6448c36090ed/events.jsonl",
+            "1.0.34",
+            "claude-sonnet-4.6",
         ),
     ],
 )

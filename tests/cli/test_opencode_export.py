@@ -101,6 +101,39 @@ def test_an_export_saved_on_one_line_is_told_too(env: dict[str, str], tmp_path: 
         assert [line["tokens"] for line in lines] == [30_000, 31_000, 31_000], path.name
 
 
+def test_an_export_without_its_steps_gives_each_answers_own_tokens(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Archivers keep the messages and drop their parts: OpenCode sets an answer's `tokens` to
+    its last step's, so each answer still states its figure; a failed answer states none."""
+    doc = orjson.loads((DATA / "export.subagent.task.json").read_bytes())
+    for message in doc["messages"]:
+        message["parts"] = [p for p in message["parts"] if p["type"] != "step-finish"]
+    failed = orjson.loads(orjson.dumps(doc["messages"][-1]))
+    failed["info"] |= {"id": "msg_failed", "error": {"name": "MessageAbortedError"}}
+    doc["messages"].append(failed)
+    path = tmp_path / "kept-messages.json"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    lines = json_lines(ctxd(env, "replay", "--json", str(path)))
+    # the database's steps were 30,000 then 31,000, one answer each
+    assert [line["tokens"] for line in lines] == [30_000, 31_000, 31_000]
+    assert (lines[-1]["agent"], lines[-1]["turns"]) == ("opencode", 2)
+
+
+def test_an_export_saved_with_its_exporting_line_is_read(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`opencode export ID > file 2>&1` (1.15 seen) keeps the "Exporting session: ID" line
+    before the document: told and read as the document alone."""
+    source = (DATA / "export.subagent.task.json").read_bytes()
+    session_id = orjson.loads(source)["info"]["id"]
+    path = tmp_path / "export.json"
+    path.write_bytes(f"Exporting session: {session_id}\n".encode() + source)
+    lines = json_lines(ctxd(env, "replay", "--json", str(path)))
+    assert [line["tokens"] for line in lines] == [30_000, 31_000, 31_000]
+    assert lines[-1]["agent"] == "opencode"
+
+
 def test_an_export_fed_in_pieces_cut_anywhere_gives_the_same_updates() -> None:
     data = (DATA / "export.compact.json").read_bytes()
     whole = ExportReader().feed(data)

@@ -213,7 +213,8 @@ def test_replay_keeps_the_window_a_pi_session_proved_through_its_compaction(
     tmp_path: Path,
 ) -> None:
     """The real gpt-5.6-sol session's shape: 371,566 held (pi's catalog row is 272,000), a
-    compaction, then small answers. The window stays what 371,566 proved, not the table's."""
+    compaction, then small answers. The window stays what 371,566 proved: the
+    372,000 OpenAI states for the model, neither the table's 272,000 nor a common 400,000."""
     header = {"type": "session", "version": 3, "id": "01a2f0c4-0000-7000-8000-000000000001"}
     lines = [
         orjson.dumps(header | {"timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w"}),
@@ -247,9 +248,9 @@ def test_replay_keeps_the_window_a_pi_session_proved_through_its_compaction(
     turns = [(r["tokens"], r["window"], r["window_source"]) for r in rows if not r.get("final")]
     assert turns == [
         (250_000, 272_000, "table"),  # pi's own catalog row, not Codex's 258,400
-        (371_566, 400_000, "usage"),
-        (turns[2][0], 400_000, "usage"),  # the compaction's estimate
-        (30_000, 400_000, "usage"),  # the cache warming moved nothing
-        (45_000, 400_000, "usage"),
+        (371_566, 372_000, "usage"),
+        (turns[2][0], 372_000, "usage"),  # the compaction's estimate
+        (30_000, 372_000, "usage"),  # the cache warming moved nothing
+        (45_000, 372_000, "usage"),
     ]
-    assert rows[-1]["final"] is True and rows[-1]["window"] == 400_000
+    assert rows[-1]["final"] is True and rows[-1]["window"] == 372_000

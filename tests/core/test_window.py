@@ -295,8 +295,8 @@ def test_resolve_window_ranks_an_inferred_window_below_learned_above_table() -> 
 @pytest.mark.parametrize(
     ("tokens", "proved", "expected"),
     [
-        # a gpt-5.6-sol session held 371,566 of a 272,000 table row, then compacted: what it
-        # held still says the window is larger than the table's
+        # a session held 371,566 of a 272,000 table row, then compacted: what it held still
+        # says the window is larger than the table's (no other sizes stated: a common window)
         (371_566, 0, Window(400_000, "usage")),
         (20_000, 371_566, Window(400_000, "usage")),
         (20_000, 0, Window(272_000, "table")),
@@ -319,6 +319,57 @@ def test_what_a_model_proved_to_hold_raises_an_assumed_window(
         proved=proved,
     )
     assert got == expected
+
+
+#: The gpt-5.6 family as its owner states it: 272,000 (pi's and Codex 0.171's catalogs),
+#: 372,000 (Codex 0.144's), up to 872,000 (Codex 0.171's max_context_window).
+GPT_5_6_SIZES = (272_000, 372_000, 872_000)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "proved", "expected"),
+    [
+        # the real gpt-5.6-sol session under pi: held 371,566, overflowed at 371,606 and
+        # compacted; the window it proved is the owner's 372,000, not another model's 400,000
+        (371_566, 0, Window(372_000, "usage")),
+        (40_000, 371_566, Window(372_000, "usage")),  # after its compaction, still proved
+        (40_000, 312_658, Window(372_000, "usage")),
+        (40_000, 0, Window(272_000, "table")),
+        (40_000, 372_000, Window(372_000, "usage")),
+        (40_000, 372_001, Window(872_000, "usage")),  # the next size the owner states
+        (900_000, 0, Window(1_000_000, "usage")),  # beyond them all: the common windows
+    ],
+)
+def test_a_window_a_session_proved_is_one_its_model_comes_in(
+    tokens: int, proved: int, expected: Window
+) -> None:
+    got = resolve_window(
+        statusline=None,
+        agent_reported=None,
+        model="gpt-5.6-sol",
+        learned={},
+        table={"gpt-5.6-sol": 272_000},
+        tokens=tokens,
+        proved=proved,
+        sizes=GPT_5_6_SIZES,
+    )
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("tokens", "sizes", "expected"),
+    [
+        (371_566, (272_000, 372_000, 872_000), 372_000),
+        (371_566, (372_000, 272_000), 372_000),  # in any order
+        (371_566, (), 400_000),  # no sizes stated: the common windows
+        (371_566, (0, -1), 400_000),  # unusable sizes are skipped
+        (2_500_000, (872_000,), 2_500_000),
+    ],
+)
+def test_window_for_usage_prefers_the_model_s_own_sizes(
+    tokens: int, sizes: tuple[int, ...], expected: int
+) -> None:
+    assert window_for_usage(tokens, sizes) == expected
 
 
 @pytest.mark.parametrize(

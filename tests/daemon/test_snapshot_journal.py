@@ -121,7 +121,8 @@ def test_what_a_session_proved_of_its_models_window_survives_a_restart(tmp_path:
     restored.sessions.store(other)
     row = restored.status.document()["sessions"]
     fresh = next(r for r in row if r["session_id"] == "s9")
-    assert (fresh["window"], fresh["window_source"]) == (400_000, "usage")
+    # the window OpenAI states for the model that holds it
+    assert (fresh["window"], fresh["window_source"]) == (372_000, "usage")
 
 
 SESSIONS = 10_000

@@ -14,21 +14,32 @@ Figures, by what each version writes:
   Copilot CLI runs the model with, which is the `tokenLimit` its compaction compares against.
   Only the agent loop's requests count (`interactionType: "conversation-agent"`). The figure is
   the prompt; the output is `pending`.
-- Sessions on GitHub-hosted models (1.0.49 to 1.0.91 seen) write no per-request usage. Their
+- Sessions on GitHub-hosted models (1.0.34 to 1.0.91 seen) write no per-request usage. Their
   figures are Copilot's own: `session.compaction_start.currentTokens` (its count of the context
   when a compaction starts) and `session.shutdown`, written at every process exit, with
   `currentTokens` (its count of the context at exit) and `modelMetrics` per model (requests and
   summed `usage.inputTokens`). A process that made one request in all states that request's
   prompt as the API reported it: that is the figure (exact, with its output pending);
   otherwise `currentTokens` is, marked `estimated`. A process that wrote usage records gets
-  nothing more from its shutdown.
+  nothing more from its shutdown. (1.0.93's `modelMetrics` count the whole session, a resumed
+  one's earlier processes too: one request in all is still that request's prompt.)
+- `session.usage_checkpoint` (1.0.93, after each turn on GitHub-hosted models) states, in its
+  `promptCacheBreakState`, the main conversation's last model call: `prompt_tokens` (the cached
+  part included) is that request's prompt as the provider reported it, exact. A process with
+  such checkpoints gets nothing more from its shutdown, as with usage records.
 - `session.compaction_complete` with `success: true` is a compaction that was applied (counted,
   its warnings reset). The figure after it is `postCompactionTokens` (Copilot's local estimate,
   `tokenAccountingBasis: "local_full_context_estimate"`) or, where the record has none (1.0.74),
-  the sum of its `systemTokens`, `conversationTokens` and `toolDefinitionsTokens`, else the
-  compaction start's system and tool tokens plus the summary's length in tokens (4 characters
-  each): `estimated` always. `preCompactionTokens` is where it compacted. A cancelled or failed
-  one (`success: false`) changes nothing.
+  the sum of its `systemTokens`, `conversationTokens` and `toolDefinitionsTokens`, else
+  `preCompactionTokens` less `tokensRemoved` (1.0.48, which wrote some removals below zero:
+  those say nothing), else the compaction start's system and tool tokens plus the summary's
+  length in tokens (4 characters each): `estimated` always. `preCompactionTokens` is where it
+  compacted. A cancelled or failed one (`success: false`) changes nothing.
+- `assistant.usage` (a usage record's fields, per request) and `session.usage_info` (Copilot's
+  count of the context, `currentTokens`, and its `tokenLimit`) are ephemeral: streamed to the
+  SDK and by `--output-format json`, never kept in events.jsonl. A capture of that stream has
+  them: read as a usage record (the agent loop's: no `initiator`, no `agentId`) and as a
+  compaction start's count. A count written as a float is rounded.
 - The window: `maxPromptTokens` of a usage record, `tokenLimit` of a compaction, or (1.0.91)
   `modelInfo.capabilities.limits.max_prompt_tokens` of `model.turn_started` /
   `model.model_call_started` (`max_context_window_tokens` where no prompt limit is given): the
@@ -47,6 +58,7 @@ neither.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
@@ -66,6 +78,10 @@ _TURN_STARTS = frozenset({"assistant.turn_start", "user.message"})
 _PROCESS_STARTS = frozenset({"session.start", "session.resume"})
 _MODEL_CALLS = frozenset({"model.turn_started", "model.model_call_started"})
 _AGENT_LOOP = "conversation-agent"
+#: Per-request usage and the context's size as Copilot streams them (`ephemeral`).
+_LIVE_EVENTS = frozenset({"assistant.usage", "session.usage_info"})
+#: The conversation a usage checkpoint names for the agent loop (subagents have their own).
+_MAIN_CONVERSATION = "main"
 #: The bulk of a file (system prompts, tool results), in the form Copilot CLI writes them and
 #: with nothing the figures need: not decoded unless the listener wants every record. A line
 #: in another form is decoded (only the cost differs).
@@ -140,6 +156,10 @@ class CopilotReader:
             return None
         if kind == "session.usage_record":
             return self._usage_record(record, data)
+        if kind in _LIVE_EVENTS:
+            return self._live(kind, record, data)
+        if kind == "session.usage_checkpoint":
+            return self._checkpoint(record, data)
         if kind == "session.compaction_start":
             return self._compaction_start(record, data)
         if kind == "session.compaction_complete":
@@ -154,6 +174,8 @@ class CopilotReader:
         """What an event without a figure says about the turn, the model or the window."""
         if kind == "assistant.message":
             self._answered = not data.get("toolRequests")
+            # what answered (1.0.9x names it): the model behind "auto" or a changed setting
+            self._model = _text(data.get("model")) or self._model
         elif kind in _TURN_STARTS:
             self._answered = False
         elif kind == "hook.start":
@@ -181,23 +203,53 @@ class CopilotReader:
             **fields,
         )
 
+    def _live(self, kind: str, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
+        """The events Copilot marks ephemeral (streamed to the SDK and `--output-format json`,
+        not kept in events.jsonl): found in a capture of that stream, they are read too."""
+        if record.get("agentId") is not None:
+            return None  # a subagent's request or context
+        if kind == "assistant.usage":
+            if data.get("initiator") is not None:
+                return None  # a sub-agent's or a sampling call, not the agent loop's
+            return self._usage_record(record, {"usage": data})
+        self._window = _count(data.get("tokenLimit")) or self._window
+        current = _count(data.get("currentTokens"))
+        if current is None or self._usage_records:
+            return None
+        return self._update(record, current, estimated=True)
+
+    def _checkpoint(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
+        """The main conversation's last model call, as a usage checkpoint states it (1.0.93):
+        its prompt as the provider reported it (the cached part included)."""
+        if record.get("agentId") is not None:
+            return None
+        call = _last_main_call(data)
+        if call is None:
+            return None
+        model, state = call
+        prompt = _count(state.get("prompt_tokens"))
+        if prompt is None:
+            return None
+        self._usage_records = True
+        return self._update(record, prompt, model=model)
+
     def _usage_record(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
         usage = data.get("usage")
         if not isinstance(usage, dict) or usage.get("interactionType", _AGENT_LOOP) != _AGENT_LOOP:
             return None
-        prompt = count(usage.get("inputTokens"))
+        prompt = _count(usage.get("inputTokens"))
         if prompt is None:
             return None
         self._usage_records = True
-        self._window = count(usage.get("maxPromptTokens")) or self._window
+        self._window = _count(usage.get("maxPromptTokens")) or self._window
         self._model = _text(usage.get("model")) or self._model
-        return self._update(record, prompt, pending=count(usage.get("outputTokens")) or 0)
+        return self._update(record, prompt, pending=_count(usage.get("outputTokens")) or 0)
 
     def _compaction_start(self, record: dict[str, Any], data: dict[str, Any]) -> UsageUpdate | None:
-        self._window = count(data.get("tokenLimit")) or self._window
-        system, tools = count(data.get("systemTokens")), count(data.get("toolDefinitionsTokens"))
+        self._window = _count(data.get("tokenLimit")) or self._window
+        system, tools = _count(data.get("systemTokens")), _count(data.get("toolDefinitionsTokens"))
         self._fixed_part = (system or 0) + (tools or 0) if system or tools else None
-        current = count(data.get("currentTokens"))
+        current = _count(data.get("currentTokens"))
         if current is None or self._usage_records:
             return None  # the usage records' exact figures stand
         return self._update(record, current, estimated=True)
@@ -207,16 +259,17 @@ class CopilotReader:
     ) -> UsageUpdate | None:
         if data.get("success") is not True:
             return None
-        self._window = count(data.get("tokenLimit")) or self._window
-        tokens = count(data.get("postCompactionTokens"))
+        self._window = _count(data.get("tokenLimit")) or self._window
+        pre = _count(data.get("preCompactionTokens"))
+        tokens = _count(data.get("postCompactionTokens"))
         if tokens is None:
-            tokens = _parts(data) or self._summary_estimate(data)
+            tokens = _parts(data) or _after_removal(pre, data) or self._summary_estimate(data)
         return self._update(
             record,
             tokens,
             compaction=True,
             estimated=True,
-            compacted_from=count(data.get("preCompactionTokens")),
+            compacted_from=pre,
         )
 
     def _summary_estimate(self, data: dict[str, Any]) -> int:
@@ -229,16 +282,16 @@ class CopilotReader:
             return None
         model = _text(data.get("currentModel")) or self._model
         metrics = _model_metrics(data)
-        requests = {name: count(m["requests"].get("count")) or 0 for name, m in metrics.items()}
+        requests = {name: _count(m["requests"].get("count")) or 0 for name, m in metrics.items()}
         if sum(requests.values()) == 1:
             # One request in the whole process: its summed usage is that request's own.
             (name,) = (name for name, n in requests.items() if n == 1)
             usage = metrics[name].get("usage")
-            prompt = count(usage.get("inputTokens")) if isinstance(usage, dict) else None
+            prompt = _count(usage.get("inputTokens")) if isinstance(usage, dict) else None
             if prompt is not None and isinstance(usage, dict):
-                output = count(usage.get("outputTokens")) or 0
+                output = _count(usage.get("outputTokens")) or 0
                 return self._update(record, prompt, model=name, pending=output)
-        current = count(data.get("currentTokens"))
+        current = _count(data.get("currentTokens"))
         if current is None:
             return None
         return self._update(record, current, model=model, estimated=True)
@@ -262,14 +315,43 @@ def _limit(data: dict[str, Any]) -> int | None:
     limits = capabilities.get("limits") if isinstance(capabilities, dict) else None
     if not isinstance(limits, dict):
         return None
-    return count(limits.get("max_prompt_tokens")) or count(limits.get("max_context_window_tokens"))
+    prompt = _count(limits.get("max_prompt_tokens"))
+    return prompt or _count(limits.get("max_context_window_tokens"))
 
 
 def _parts(data: dict[str, Any]) -> int | None:
     parts = [
-        count(data.get(k)) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
+        _count(data.get(k)) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
     ]
     return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
+
+
+def _last_main_call(data: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(model, its cache state) of the main conversation's last model call in a usage
+    checkpoint's `promptCacheBreakState` (`[{conversation, models: {model: {prompt_tokens,
+    cache_read, cache_write, …}}, lastActiveModel}]`), else None."""
+    states = data.get("promptCacheBreakState")
+    for entry in states if isinstance(states, list) else ():
+        if not isinstance(entry, dict) or entry.get("conversation") != _MAIN_CONVERSATION:
+            continue
+        models = entry.get("models")
+        if not isinstance(models, dict) or not models:
+            return None
+        name = _text(entry.get("lastActiveModel"))
+        if name is None and len(models) == 1:
+            (name,) = models
+        state = models.get(name) if name is not None else None
+        return (name, state) if name is not None and isinstance(state, dict) else None
+    return None
+
+
+def _after_removal(pre: int | None, data: dict[str, Any]) -> int | None:
+    """What a compaction left, from what it started with and `tokensRemoved` (1.0.48 writes
+    no post figure); a removal below zero (1.0.48 wrote some) or above the start says nothing."""
+    removed = _count(data.get("tokensRemoved"))
+    if pre is None or removed is None or removed > pre:
+        return None
+    return pre - removed or None
 
 
 def _model_metrics(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -285,6 +367,14 @@ def _model_metrics(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         for k, v in metrics.items()
         if isinstance(v, dict) and isinstance(v.get("requests"), dict)
     }
+
+
+def _count(value: object) -> int | None:
+    """A token count as Copilot writes it: an int, or a float where its JavaScript arithmetic
+    made one (it wrote a float `totalPremiumRequests` in 1.0.4x), rounded; else None."""
+    if type(value) is float and math.isfinite(value) and value >= 0:
+        return round(value)
+    return count(value)
 
 
 def _text(value: object) -> str | None:

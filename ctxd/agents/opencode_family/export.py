@@ -4,19 +4,23 @@
 {message}, "parts": [{part}, …]}, …]}`, indented (1.18.33, tests/data/transcripts/opencode-1.18.33/
 export.*.json). Its messages and parts are the rows of the database (`store`), in their order:
 each `step-finish` part with its message gives the update `usage.step_usage` makes of it there,
-so an export and the database it came from give the same figures. A part holds no time of its
-own in an export (the database keeps it in a column): a step's time is its message's
-`time.completed` (else `time.created`).
+so an export and the database it came from give the same figures; an answer without
+`step-finish` parts (an export whose parts a tool dropped) gives its own `tokens`, which
+OpenCode sets to its last step's. A part holds no time of its own in an export (the database
+keeps it in a column): a step's time is its message's `time.completed` (else `time.created`).
 
-It is one document, not lines: the reader holds the bytes until they parse as a whole, and no
-more than `MAX_BYTES` of them (a larger file is refused with `TranscriptError`: the file is
-untrusted). OpenCode never writes such a file itself, so the daemon follows none: this reader is
-what `ctxd replay` runs over a saved export.
+A file saved with `2>&1` starts with the line `opencode export` writes on stderr ("Exporting
+session: ses_…"): the document after it is read. It is one document, not lines: the reader
+holds the bytes until they parse as a whole, and no more than `MAX_BYTES` of them (a larger
+file is refused with `TranscriptError`: the file is untrusted). OpenCode never writes such a
+file itself, so the daemon follows none: this reader is what `ctxd replay` runs over a saved
+export.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,13 +30,16 @@ from ctxd.agents.opencode_family.usage import step_usage
 from ctxd.core.events import UsageUpdate
 from ctxd.errors import TranscriptError
 
-__all__ = ["MAX_BYTES", "ExportReader", "recognises", "recognises_prefix"]
+__all__ = ["MAX_BYTES", "ExportReader", "after_exporting_line", "recognises", "recognises_prefix"]
 
 #: The largest export read (bytes). Real exports with long tool outputs run to some MB; the
 #: whole document is parsed at once, so this bounds the memory a replay takes.
 MAX_BYTES = 128 * 1024 * 1024
 
 _SESSION_ID = "ses_"
+#: The line `opencode export` writes before the document (on stderr; a file saved with `2>&1`
+#: keeps it: seen with 1.15.13).
+_EXPORTING = re.compile(rb"\AExporting session: ses_[A-Za-z0-9]{1,64}\r?\n")
 
 
 def recognises(record: Mapping[str, Any]) -> bool:
@@ -51,6 +58,13 @@ def recognises(record: Mapping[str, Any]) -> bool:
 def recognises_prefix(prefix: bytes) -> bool:
     """An export saved on one line (re-serialised), too long to decode from its head."""
     return prefix.startswith(b'{"info":{"id":"' + _SESSION_ID.encode())
+
+
+def after_exporting_line(head: bytes) -> bytes | None:
+    """What follows the line `opencode export` writes before the document, where `head`
+    starts with it; else None."""
+    found = _EXPORTING.match(head)
+    return None if found is None else head[found.end() :]
 
 
 def _finished_at(message: Mapping[str, Any]) -> float | None:
@@ -94,8 +108,9 @@ class ExportReader:
             self._ends_in_brace = stripped.endswith(b"}")
         if not self._ends_in_brace:
             return []  # the document goes on (or is not JSON)
+        exporting = _EXPORTING.match(self._data)
         try:
-            doc = orjson.loads(self._data)
+            doc = orjson.loads(memoryview(self._data)[exporting.end() if exporting else 0 :])
         except orjson.JSONDecodeError:
             return []
         messages = doc.get("messages") if isinstance(doc, dict) else None
@@ -127,6 +142,11 @@ class ExportReader:
             if not isinstance(info, dict) or not isinstance(parts, list):
                 continue
             at = _finished_at(info)
+            if not any(isinstance(p, dict) and p.get("type") == "step-finish" for p in parts):
+                update = self._message_usage(info, at)
+                if update is not None:
+                    updates.append(update)
+                continue
             for index, part in enumerate(parts):
                 if not isinstance(part, dict) or part.get("type") != "step-finish":
                     continue
@@ -139,3 +159,23 @@ class ExportReader:
                     self._reported.add(turn_id)
                     updates.append(update)
         return updates
+
+    def _message_usage(self, info: dict[str, Any], at: float | None) -> UsageUpdate | None:
+        """An answer whose steps the export does not hold (a tool that kept the messages and
+        dropped their parts): OpenCode sets an answer's `tokens` to its last step's, so they
+        are that step's figures. An answer that failed, or states nothing, gives none."""
+        tokens = info.get("tokens")
+        message_id = info.get("id")
+        if (
+            info.get("role") != "assistant"
+            or info.get("error") is not None
+            or not isinstance(tokens, dict)
+            or not isinstance(message_id, str)
+            or message_id in self._reported
+        ):
+            return None
+        update = step_usage({"type": "step-finish", "tokens": tokens}, info, message_id, at)
+        if update is None or update.tokens + update.pending == 0:
+            return None
+        self._reported.add(message_id)
+        return update

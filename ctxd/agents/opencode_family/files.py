@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxd.agents.lines import decode, leading_members
 from ctxd.agents.opencode_family import export
 from ctxd.agents.opencode_family.family import Family
 from ctxd.agents.opencode_family.store import database_path
@@ -41,7 +42,15 @@ class FamilyFiles:
         )
 
     def recognises_prefix(self, prefix: bytes) -> bool:
-        return export.recognises_prefix(prefix)
+        document = export.after_exporting_line(prefix)
+        if document is None:
+            return export.recognises_prefix(prefix)
+        # Saved with the line the export writes first: the document after it says whose.
+        first = decode(document.split(b"\n", 1)[0])
+        members = first if first is not None else leading_members(document)
+        if members is None:
+            return export.recognises_prefix(document)
+        return self.recognises(members)
 
     def session_id_from_path(self, path: str) -> str | None:
         return None

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from ctxd.agents.models import sizes_of
 from ctxd.agents.models import windows as model_windows
 from ctxd.agents.pi import files, install
 from ctxd.agents.pi.compaction import compaction_point, settings_config
@@ -63,6 +64,7 @@ SPEC = AgentSpec(
         plugin=True,
     ),
     windows=MappingProxyType(model_windows(MODELS)),
+    window_sizes=sizes_of(MODELS),
     config_env=("PI_CODING_AGENT_DIR",),
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),

@@ -59,17 +59,20 @@ def has_layout(path: str) -> bool:
 
 
 def recognises(record: Mapping[str, Any]) -> bool:
-    # The header: no other agent's first record is {"type": "session", "version": <int>, "cwd"}.
+    # The header: no other agent's first record is {"type": "session", "id", "cwd"}. Sessions
+    # of version 1 (linear, before entries had ids; pi still reads them) have no `version`.
+    version = record.get("version", 1)
     return (
         record.get("type") == "session"
-        and isinstance(record.get("version"), int)
+        and isinstance(version, int)
+        and not isinstance(version, bool)
         and isinstance(record.get("id"), str)
         and "cwd" in record
     )
 
 
 def recognises_prefix(prefix: bytes) -> bool:
-    return prefix.startswith(b'{"type":"session","version":')
+    return prefix.startswith((b'{"type":"session","version":', b'{"type":"session","id":'))
 
 
 def session_id_from_path(path: str) -> str | None:

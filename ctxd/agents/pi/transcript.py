@@ -12,7 +12,8 @@ its tool calls run.
   pi-ai 1.6.0 anthropic-messages.js, read, not run). The figure is the
   prompt, `input + cacheRead + cacheWrite`; the rest of `totalTokens` (the output) is
   `pending`, since pi compares `totalTokens` with its compaction point. Answers that stopped
-  with `aborted` or `error` are skipped, as pi skips them.
+  with `aborted` or `error`, and answers whose usage is all zero (a provider that reports
+  none), are skipped, as pi skips them.
 - A `compaction` entry (`summary`, `firstKeptEntryId`, `tokensBefore`; 1.x adds `systemMessage`,
   the prompt the compacted context starts with) marks a compaction. pi itself knows no size for
   the context until the next answer; ctxd estimates it as pi does (`estimatedTokensAfter`, four
@@ -29,6 +30,10 @@ its tool calls run.
 
 Entries form a tree (`/tree` moves to another branch in the same file); the figure is the last
 answer appended, whichever branch it is on.
+
+What `pi --mode json` prints (saved from its stdout) starts with the same header and is read
+too: each `message_end` (and `turn_end`, the same message again) as an answer, and a
+`compaction_end` with a `result` as a compaction that left its `estimatedTokensAfter`.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ CUSTOM_TYPE = "ctxd"
 _WANTED = (
     b'"role":"assistant"',
     b'"type":"compaction"',
+    b'"type":"compaction_end"',
     b'"customType":"ctxd"',
     b'"type":"context_edit"',
 )
@@ -60,6 +66,9 @@ _SIZED = (b'{"type":"message"', b'{"type":"custom_message"', b'{"type":"branch_s
 #: pi's own rate (`estimateTokens`): four characters a token; an image counts 4,800 characters.
 _CHARS_PER_TOKEN = 4
 _IMAGE_CHARS = 4_800
+#: The records that carry a finished answer: the session file's `message` entry, and what
+#: `pi --mode json` prints (a header like the file's, then `message_end`; `turn_end` repeats it).
+_ANSWERS = frozenset({"message", "message_end", "turn_end"})
 #: Tool call ids remembered (the newest answers'); a hook asks about a call just made.
 _MAX_CALLS = 256
 #: Entries whose size is remembered (the newest): compactions keep the recent tail, and edits
@@ -137,10 +146,12 @@ class PiReader:
         own: UsageUpdate | None = None
         if kind in ("message", "custom_message", "branch_summary"):
             self._size(record)
-        if kind == "message":
+        if kind in _ANSWERS:
             own = self._answer(record)
         elif kind == "compaction":
             own = self._compaction(record)
+        elif kind == "compaction_end":
+            own = self._compaction_result(record)
         elif kind == "context_edit":
             own = self._edit(record)
         elif kind == "custom" and record.get("customType") == CUSTOM_TYPE:
@@ -180,11 +191,16 @@ class PiReader:
             return None
         prompt = sum(count(usage.get(key)) or 0 for key in ("input", "cacheRead", "cacheWrite"))
         total = count(usage.get("totalTokens")) or prompt + (count(usage.get("output")) or 0)
+        if total == 0:
+            return None  # a provider that reported no usage: pi skips it too, so does the figure
         model = message.get("model")
         entry_id = record.get("id")
+        at = epoch_seconds(record.get("timestamp"))
+        if at is None and count(message.get("timestamp")):  # the stream's: milliseconds
+            at = message["timestamp"] / 1000
         return UsageUpdate(
             tokens=prompt,
-            at=epoch_seconds(record.get("timestamp")),
+            at=at,
             model=model if isinstance(model, str) else None,
             reported_window=self._window,
             turn_id=entry_id if isinstance(entry_id, str) else None,
@@ -225,6 +241,17 @@ class PiReader:
             turn_id=entry_id if isinstance(entry_id, str) else None,
             estimated=True,
         )
+
+    def _compaction_result(self, record: dict[str, Any]) -> UsageUpdate | None:
+        """The stream's `compaction_end`: a `result` when it succeeded, whose
+        `estimatedTokensAfter` is pi's own estimate of what it left."""
+        result = record.get("result")
+        if not isinstance(result, dict):
+            return None  # aborted or failed: nothing changed
+        tokens = count(result.get("estimatedTokensAfter"))
+        if tokens is None:
+            return self._compaction(result)
+        return UsageUpdate(tokens=tokens, at=None, compaction=True, estimated=True)
 
     def _edit(self, record: dict[str, Any]) -> UsageUpdate | None:
         target = record.get("targetId")

@@ -215,3 +215,79 @@ def test_a_first_line_cut_short_is_told_by_its_start_in_any_spacing() -> None:
     assert recognises_prefix(b'{"type":"session.start","data":{"sessionId":"66957610-db49')
     assert recognises_prefix(b'{"type": "session.start", "data": {"sessionId": "66957610-db')
     assert not recognises_prefix(b'{"type": "user", "message": {"role": "user"')
+
+
+def test_a_compaction_that_states_what_it_removed_leaves_the_rest() -> None:
+    """1.0.48: `tokensRemoved` beside `preCompactionTokens`, no post figure and no parts; a
+    removal below zero (1.0.48 wrote some) says nothing, and the summary is estimated."""
+    removed = {"success": True, "preCompactionTokens": 150_000, "tokensRemoved": 118_500}
+    negative: dict[str, Any] = {"success": True, "preCompactionTokens": 40_000}
+    negative |= {"tokensRemoved": -2_098, "summaryContent": "s" * 4_000}
+    after, odd = CopilotReader().feed(
+        _start("1.0.48", 0)
+        + _line("session.compaction_complete", removed, 1)
+        + _line("session.compaction_complete", negative, 2)
+    )
+    assert (after.tokens, after.compaction, after.estimated) == (31_500, True, True)
+    assert after.compacted_from == 150_000
+    assert (odd.tokens, odd.compacted_from) == (1_000, 40_000)
+
+
+def test_the_usage_copilot_streams_is_read_from_a_capture_of_it() -> None:
+    """`assistant.usage` and `session.usage_info` are ephemeral (streamed, not kept in
+    events.jsonl): in a capture of the stream they are the agent loop's figures and window."""
+    info = {"currentTokens": 18_204, "tokenLimit": 128_000, "messagesLength": 2}
+    usage = {
+        "model": "gpt-5.4",
+        "inputTokens": 21_950,
+        "outputTokens": 310,
+        "cacheReadTokens": 18_000,
+        "maxPromptTokens": 272_000,
+    }
+    subagent = usage | {"inputTokens": 9_000, "initiator": "sub-agent"}
+    reader = CopilotReader()
+    (context,) = reader.feed(_start("1.0.102", 0, "gpt-5.4") + _line("session.usage_info", info, 1))
+    assert (context.tokens, context.estimated, context.reported_window) == (18_204, True, 128_000)
+    (answer,) = reader.feed(
+        _line("assistant.usage", usage, 2)
+        + _line("assistant.usage", subagent, 3)
+        + _line("assistant.usage", usage | {"inputTokens": 5_000}, 4, agentId="a1")
+        + _line("session.usage_info", info | {"currentTokens": 22_000}, 5)  # exact figures stand
+    )
+    assert (answer.tokens, answer.pending, answer.estimated) == (21_950, 310, False)
+    assert (answer.reported_window, answer.model) == (272_000, "gpt-5.4")
+
+
+def test_a_count_written_as_a_float_is_still_a_figure() -> None:
+    shutdown = orjson.loads(
+        _shutdown({"claude-sonnet-4.6": 3}, {"claude-sonnet-4.6": 90_000}, 35_322, 1)
+    )
+    shutdown["data"]["currentTokens"] = 35_322.0
+    (figure,) = CopilotReader().feed(_start("1.0.4", 0) + orjson.dumps(shutdown) + b"\n")
+    assert (figure.tokens, figure.estimated) == (35_322, True)
+
+
+def test_the_model_that_answered_is_the_figures_not_auto() -> None:
+    """A session on "auto": the start and model change name "auto", each answer (1.0.9x) the
+    model behind it, which the figure is judged with."""
+    reader = CopilotReader()
+    (figure,) = reader.feed(
+        _start("1.0.93", 0, "auto")
+        + _line("session.model_change", {"newModel": "auto"}, 1)
+        + _line("assistant.message", {"model": "gpt-5.4", "content": "hi", "toolRequests": []}, 2)
+        + _line("session.compaction_start", {"currentTokens": 30_000, "tokenLimit": 272_000}, 3)
+    )
+    assert (figure.tokens, figure.model) == (30_000, "gpt-5.4")
+
+
+def test_a_model_any_agent_knows_the_sizes_of_is_raised_to_one_of_them(tmp_path: Path) -> None:
+    """gpt-5.6-sol on a GitHub-hosted Copilot session that held 371,566: the window it proved
+    is one OpenAI states the model with (372,000), known to pi's table, not 400,000."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        _start("1.0.93", 0, "gpt-5.6-sol")
+        + _shutdown({"gpt-5.6-sol": 1}, {"gpt-5.6-sol": 371_566}, 360_000, 1)
+    )
+    rows = [item for item in replay(str(path)) if isinstance(item, Row)]
+    window = rows[-1].figures.window
+    assert (rows[-1].figures.tokens, window.size, window.source) == (371_566, 372_000, "usage")
