@@ -9,13 +9,18 @@ machine's load falls on all alike), as a fresh process:
   - the console script's floor: the venv's interpreter with its site start-up (`.pth` files of
     an editable install included) and the `import re` pip's wrapper does, nothing else;
   - `ctxd status`, `ctxd status --json` (the console script pip writes);
-  - `ctxd status` with no daemon running (the one-line next step).
+  - `ctxd status` with no daemon running (the one-line next step);
+  - with `--before VENV`: `ctxd status` and `--json` of another install (another checkout's
+    venv, e.g. main's) against the same daemon, interleaved with the rest.
+Every checkout's bytecode is compiled first and PYTHONDONTWRITEBYTECODE is dropped from the
+environment: what an installed ctxd runs (pip compiles on install).
 Measured per run: wall time, and the CPU time of the shell and everything it waited for (the
 rusage `wait4` returns). Then the instructions each one executes (user space, the shell and its
 children), counted by `perf stat -e instructions:u` where the kernel lets us, else by valgrind's
 callgrind (`--trace-children=yes`, every process's total summed) over INSTRUCTION_RUNS runs.
 
     .venv/bin/python bench/status_floor.py [--runs 40] [--sessions 40] [--instruction-runs 3]
+        [--before OTHER/.venv]
 """
 
 from __future__ import annotations
@@ -37,10 +42,18 @@ BIN = Path(c.PYTHON).parent
 SHELL = "/bin/sh"
 
 
-def commands() -> dict[str, str]:
+def commands(before: Path | None) -> dict[str, str]:
     """Each measured command, as the shell line `sh -c` runs."""
     ctxd = shlex.quote(str(BIN / "ctxd"))
+    other = {}
+    if before is not None:
+        old = shlex.quote(str(before / "bin" / "ctxd"))
+        other = {
+            "before: ctxd status": f"{old} status",
+            "before: ctxd status --json": f"{old} status --json",
+        }
     return {
+        **other,
         "sh -c true": "true",
         "floor: python3 -S -I -c pass": f"{shlex.quote(c.REAL_PYTHON)} -S -I -c pass",
         "console-script floor: venv python3 -c 'import re'": (
@@ -49,6 +62,25 @@ def commands() -> dict[str, str]:
         "ctxd status": f"{ctxd} status",
         "ctxd status --json": f"{ctxd} status --json",
     }
+
+
+def compile_bytecode(venv: Path) -> None:
+    """Bytecode for the checkout behind `venv` (its editable install's sources)."""
+    python = venv / "bin" / "python"
+    source = subprocess.run(
+        [python, "-c", "import ctxd, os; print(os.path.dirname(os.path.dirname(ctxd.__file__)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for part in ("ctxd", "clients"):
+        subprocess.run(
+            [python, "-m", "compileall", "-q", os.path.join(source, part)],
+            env=env,
+            capture_output=True,
+            check=True,
+        )
 
 
 def run_once(line: str, env: dict[str, str]) -> tuple[float, float, int]:
@@ -126,21 +158,26 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--instruction-runs", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="another checkout's venv, measured too")
     args = parser.parse_args()
     c.header(
         "`ctxd status` against the interpreter's floor",
         f".venv/bin/python bench/status_floor.py --runs {args.runs} --sessions {args.sessions} "
-        f"--instruction-runs {args.instruction_runs}",
+        f"--instruction-runs {args.instruction_runs}"
+        + (" --before OTHER/.venv" if args.before else ""),
     )
+    for venv in (BIN.parent, *([args.before] if args.before else [])):
+        compile_bytecode(venv)
     use_perf = perf_supported()
     count = instructions_perf if use_perf else instructions_callgrind
     counter = "perf stat -e instructions:u" if use_perf else "valgrind --tool=callgrind"
-    lines = commands()
+    lines = commands(args.before)
     wall: dict[str, list[float]] = {name: [] for name in lines}
     cpu: dict[str, list[float]] = {name: [] for name in lines}
     instructions: dict[str, list[int]] = {name: [] for name in lines}
     with c.sandbox("status-floor") as box:
         env = {**box.env, "PATH": f"{BIN}:{box.env['PATH']}"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         with c.running_daemon(box) as daemon:
             track_sessions(box, args.sessions)
             for name, line in lines.items():  # warm up, and every command must succeed
@@ -164,9 +201,11 @@ def main() -> None:
         for _ in range(args.instruction_runs):
             instructions[off].append(count(lines["ctxd status"], env))
     floor = "floor: python3 -S -I -c pass"
-    floor_wall = c.summarize(wall[floor]).p50
+    console = "console-script floor: venv python3 -c 'import re'"
     floor_cpu = c.summarize(cpu[floor]).p50
+    console_cpu = c.summarize(cpu[console]).p50
     floor_ins = min(instructions[floor])
+    console_ins = min(instructions[console])
     rows = []
     for name in wall:
         w, u = c.summarize(wall[name]), c.summarize(cpu[name])
@@ -178,9 +217,8 @@ def main() -> None:
                 w.p95,
                 u.p50,
                 f"{ins / 1e6:.1f} M",
-                f"{w.p50 / floor_wall:.2f}×",
-                f"{u.p50 / floor_cpu:.2f}×",
-                f"{ins / floor_ins:.2f}×",
+                f"{u.p50 / floor_cpu:.2f}× / {u.p50 / console_cpu:.2f}×",
+                f"{ins / floor_ins:.2f}× / {ins / console_ins:.2f}×",
             ]
         )
     print(
@@ -191,9 +229,8 @@ def main() -> None:
                 "wall p95 ms",
                 "CPU p50 ms",
                 "instructions (min)",
-                "wall / floor",
-                "CPU / floor",
-                "instructions / floor",
+                "CPU / floor / console floor",
+                "instructions / floor / console floor",
             ],
             rows,
         )
