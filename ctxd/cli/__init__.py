@@ -6,7 +6,8 @@ stderr and that error's exit code.
 Each verb imports what it needs when it runs, and its arguments are defined only when it is the
 verb parsed (`VERBS`): `ctxd status` and `ctxd watch`, run often and by hand, import the client's
 round trip and the report's text, never the agent registry, the daemon or orjson
-(tests/cli/test_cli_imports.py).
+(tests/cli/test_cli_imports.py). `ctxd status`, which pollers run, and `ctxd line` are read
+without argparse when their words are the usual ones (`main`), so this module does not import it.
 """
 
 from __future__ import annotations
