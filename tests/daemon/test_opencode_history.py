@@ -66,6 +66,18 @@ def _parts_of(path: Path, sessions: list[str]) -> int:
     return int(count)
 
 
+def _best_first_read(path: Path, since: float | None) -> float:
+    """Seconds a fresh reader's first read takes, the best of three."""
+    times = []
+    for _ in range(3):
+        reader = OpenCodeStore(str(path))
+        begin = time.perf_counter()
+        reader.read(since=since)
+        times.append(time.perf_counter() - begin)
+        reader.close()
+    return min(times)
+
+
 def test_a_first_start_reads_only_the_sessions_active_in_the_live_window(
     world: World,
 ) -> None:
@@ -78,9 +90,7 @@ def test_a_first_start_reads_only_the_sessions_active_in_the_live_window(
     assert len(live) == 2  # of 200: what a month of history leaves live
 
     centre = Centre.open(world.env, {}, lambda: now, lambda: 0.0, parse_settings(""))
-    begin = time.perf_counter()
     centre.transcripts.catch_up(str(path))
-    took = time.perf_counter() - begin
 
     listed = sorted(row["session_id"] for row in centre.status.document()["sessions"])
     assert listed == live
@@ -89,14 +99,15 @@ def test_a_first_start_reads_only_the_sessions_active_in_the_live_window(
     assert isinstance(reader, OpenCodeStore)
     assert reader.rows_read == _parts_of(path, live)
     assert not reader.behind
-    # The same database read whole (what every first start did), for the time it takes.
+    # Against the same database read whole (what every first start did): rows and time, the
+    # best of three fresh readers each (a loaded machine's pauses are not the reader's).
     whole = OpenCodeStore(str(path))
-    begin = time.perf_counter()
-    everything = whole.read()
-    took_whole = time.perf_counter() - begin
+    assert len({u.session_id for u in whole.read()}) == SESSIONS + 1
     assert whole.rows_read > 90 * reader.rows_read
-    assert len({u.session_id for u in everything}) == SESSIONS + 1
-    assert took < took_whole / 4, (took, took_whole)
+    whole.close()
+    took_live = _best_first_read(path, now - LIVE)
+    took_whole = _best_first_read(path, None)
+    assert took_live < took_whole / 4, (took_live, took_whole)
 
     # An old session moves (a new message, a new step): it is read from its new rows, listed.
     old = "ses_hist_150"  # 22 days idle
