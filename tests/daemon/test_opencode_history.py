@@ -137,3 +137,18 @@ def test_ctxd_status_lists_only_the_sessions_active_in_the_window(world: World) 
     text = world.cli("status").stdout
     assert "2 sessions" in text.splitlines()[0]
     assert "ses_hist_000" in text and "ses_hist_001" in text and "ses_hist_002" not in text
+
+    # A month-old session gets a new message: the daemon hears of it and lists it.
+    w = Writer(path)
+    w.clock = int(time.time() * 1000)
+    w.step("ses_hist_199", 66_000)
+    w.close()
+    row = world.wait_for(
+        lambda: next(
+            (r for r in world.status()["sessions"] if r["session_id"] == "ses_hist_199"), None
+        ),
+        10,
+        "the old session's new step",
+    )
+    assert row["tokens"] == 66_000
+    assert len(world.status()["sessions"]) == 3
