@@ -29,7 +29,7 @@ sys.path.insert(0, str(c.REPO / "tests"))
 
 from opencode_db import Writer, copy_capture
 
-from ctxd.agents.opencode.store import OpenCodeStore
+from ctxd.agents.opencode_family.store import OpenCodeStore
 from ctxd.core.settings import SessionSettings
 
 MONTH = 30 * 86400.0

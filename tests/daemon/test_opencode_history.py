@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from opencode_db import Writer, copy_capture
 
-from ctxd.agents.opencode.store import OpenCodeStore, database_path
+from ctxd.agents.opencode import database_path
+from ctxd.agents.opencode_family.store import OpenCodeStore
 from ctxd.core.settings import SessionSettings
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import parse_settings
