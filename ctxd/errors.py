@@ -7,6 +7,7 @@ into an error answer. Nothing else should escape a boundary.
 __all__ = [
     "ConfigError",
     "CtxdError",
+    "DaemonNotRunning",
     "DaemonUnavailable",
     "InvalidInput",
     "ProtocolError",
@@ -34,6 +35,14 @@ class DaemonUnavailable(CtxdError):
     """No daemon answers on the socket."""
 
     exit_code = 3
+
+
+class DaemonNotRunning(DaemonUnavailable):
+    """Nothing listens on the socket: no daemon has started, or it has stopped."""
+
+    def __init__(self, message: str, socket: str) -> None:
+        super().__init__(message)
+        self.socket = socket
 
 
 class ProtocolError(CtxdError):

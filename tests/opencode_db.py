@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ class Writer:
 
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path)
-        # ids and times on from the rows already there (a writer opened again goes on)
+        # ids and times on from the rows already there (a writer opened again goes on), times
+        # from now: a daemon reads a database's sessions active in its live window only.
         (rows,) = self.db.execute("select (select count(*) from part) + count(*) from message")
         self.n = int(rows[0])
-        self.clock = 1_796_164_300_000 + 1000 * self.n  # ms, after the capture
+        self.clock = max(1_796_164_300_000, int(time.time() * 1000)) + 1000 * self.n  # ms
 
     def _next(self, prefix: str) -> tuple[str, int]:
         self.n += 1
@@ -92,10 +94,15 @@ class Writer:
         self.db.close()
 
 
-def copy_capture(directory: Path, name: str = "opencode.db") -> Path:
+def copy_capture(directory: Path, name: str = "opencode.db", *, live: bool = True) -> Path:
+    """The capture in `directory`; `live`: its session touched now, as OpenCode leaves a session
+    just used (a daemon reads only the sessions active in its live window)."""
     path = directory / name
     shutil.copy(CAPTURE, path)
     db = sqlite3.connect(path)
     db.execute("pragma journal_mode=wal")
+    if live:
+        db.execute("update session set time_updated = ?", (int(time.time() * 1000),))
+        db.commit()
     db.close()
     return path

@@ -53,11 +53,17 @@ class StoreUpdate:
 
 class StoreReader(Protocol):
     def read(
-        self, until: float | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        until: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        since: float | None = None,
     ) -> list[StoreUpdate]:
         """The updates of the rows written since the last read, oldest first, read batch by
-        batch until the end or until `clock()` passes `until`. Raises OSError when the store
-        cannot be read (missing, locked, not the agent's)."""
+        batch until the end or until `clock()` passes `until`. With `since` (a wall-clock time),
+        a read from the store's start (no position) passes over the sessions last active before
+        it, as the daemon passes over transcripts idle that long; their later rows are read as
+        they come. Raises OSError when the store cannot be read (missing, locked, not the
+        agent's)."""
         ...
 
     @property

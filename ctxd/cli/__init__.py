@@ -6,28 +6,29 @@ stderr and that error's exit code.
 Each verb imports what it needs when it runs, and its arguments are defined only when it is the
 verb parsed (`VERBS`): `ctxd status` and `ctxd watch`, run often and by hand, import the client's
 round trip and the report's text, never the agent registry, the daemon or orjson
-(tests/cli/test_cli_imports.py).
+(tests/cli/test_cli_imports.py). `ctxd status`, which pollers run, and `ctxd line` are read
+without argparse when their words are the usual ones (`main`), so this module does not import it.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
 
 from ctxd import __version__
 from ctxd.errors import CtxdError, InvalidInput
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
+if TYPE_CHECKING:  # typing (and argparse, see `main`) costs start-up time; the checker needs it
+    import argparse
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
     from typing import Any
 
     from ctxd.cli.install import Plan
 
-Verb = Callable[[argparse.Namespace], int]
+    Verb = Callable[[argparse.Namespace], int]
 
 
 def _print(line: str = "") -> None:
@@ -82,40 +83,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _select(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """`doc` with only the sessions whose id starts with `prefix` (one session: its main row and
-    its subagents'); InvalidInput when none or several sessions match."""
-    rows = [s for s in doc["sessions"] if str(s["session_id"]).startswith(prefix)]
-    ids = sorted({str(s["session_id"]) for s in rows})
-    if not ids:
-        raise InvalidInput(f"no tracked session id starts with {prefix!r} (see `ctxd status`)")
-    if len(ids) > 1:
-        raise InvalidInput(f"{prefix!r} is the start of {len(ids)} session ids: {', '.join(ids)}")
-    return {**doc, "sessions": rows}
-
-
 def cmd_status(args: argparse.Namespace) -> int:
-    from ctxd.cli.client import request_json
-    from ctxd.cli.report import session_lines, status_lines
+    from ctxd.cli import status
 
-    doc = request_json("status")
-    # The daemon's own statistics repeat the config error reported at the top.
-    if isinstance(doc.get("daemon"), dict):
-        doc["daemon"].pop("config_error", None)
-    if args.session:
-        doc = _select(doc, args.session)
-    if args.json:
-        _print_json(doc)
-    elif args.session:
-        for i, row in enumerate(doc["sessions"]):
-            if i:
-                _print()
-            for line in session_lines(row):
-                _print(line)
-    else:
-        for line in status_lines(doc):
-            _print(line)
-    return 0
+    return status.run(args.session, as_json=args.json)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -441,44 +412,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # (the agents' names come from the agent registry) without making every other verb pay too.
 
 
-#: Stands in a help text for the agents whose sessions live in a database (`_HelpFormatter`).
-_WITH_STORE = "{agents with a database}"
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's own, told the terminal's width as `shutil.get_terminal_size` would tell it:
-    argparse asks shutil, whose import loads three compression modules, every run of every verb
-    (measured in docs/benchmarks.md §13)."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)  # argparse's own margin
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        # The agents that keep a session database are named only when help is printed: naming
-        # them imports every agent's package, which a verb about one agent need not.
-        text = super()._get_help_string(action)
-        if text is not None and _WITH_STORE in text:
-            text = text.replace(_WITH_STORE, _with_store())
-        return text
-
-
-def _columns() -> int:
-    """$COLUMNS, else the width of the terminal on stdout, else 80."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    stdout = sys.__stdout__
-    if stdout is None:
-        return 80
-    try:
-        return os.get_terminal_size(stdout.fileno()).columns or 80
-    except (ValueError, OSError):  # not a terminal, or closed
-        return 80
-
-
 def _positive_int(text: str) -> int:
     """A number of tokens as ctxd prints one (`725k`, `1M`) or in digits (`parse_tokens`)."""
+    import argparse
+
     from ctxd.core.measure import parse_tokens
 
     try:
@@ -488,6 +425,8 @@ def _positive_int(text: str) -> int:
 
 
 def _positive_seconds(text: str) -> float:
+    import argparse
+
     try:
         value = float(text)
     except ValueError:
@@ -499,6 +438,8 @@ def _positive_seconds(text: str) -> float:
 
 
 def _serve_arguments(serve: argparse.ArgumentParser) -> None:
+    import argparse
+
     serve.add_argument("--spawned", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument(
         "--log-level",
@@ -551,6 +492,7 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     from pathlib import Path
 
     from ctxd.agents import AGENTS
+    from ctxd.cli.helpformat import WITH_STORE
 
     replay.add_argument(
         "path",
@@ -566,7 +508,7 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument(
         "--session",
         metavar="ID",
-        help=f"of an agent's session database ({_WITH_STORE}): only the session whose "
+        help=f"of an agent's session database ({WITH_STORE}): only the session whose "
         "id starts with ID (default: every session, each subagent's after its parent's)",
     )
     replay.add_argument(
@@ -583,13 +525,6 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
         help="also draw the context over the turns, with the warning, critical and compaction "
         "levels and each compaction, into this SVG file",
     )
-
-
-def _with_store() -> str:
-    """The agents whose sessions live in a database rather than in transcript files."""
-    from ctxd import agents
-
-    return ", ".join(agents.spec(n).title for n in agents.AGENTS if agents.spec(n).store)
 
 
 def _settings_arguments(sub: argparse.ArgumentParser, verb: str) -> None:
@@ -661,13 +596,14 @@ def _doctor_arguments(doctor: argparse.ArgumentParser) -> None:
 
 def _handoff_arguments(handoff: argparse.ArgumentParser) -> None:
     from ctxd.agents import AGENTS
+    from ctxd.cli.helpformat import WITH_STORE
 
     handoff.add_argument("session", nargs="?", help="the start of its id (default: the latest)")
     handoff.add_argument("--json", action="store_true", help="the digest and the note as JSON")
     handoff.add_argument(
         "--transcript",
         metavar="PATH",
-        help=f"a transcript file instead, or an agent's session database ({_WITH_STORE})",
+        help=f"a transcript file instead, or an agent's session database ({WITH_STORE})",
     )
     handoff.add_argument(
         "--session",
@@ -714,17 +650,21 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every verb, or with `verb` only that one (what `main` parses
     a known verb with: each verb's parser costs its construction, gettext's look-ups included,
     and its arguments what they import)."""
+    import argparse
+
+    from ctxd.cli.helpformat import HelpFormatter
+
     parser = argparse.ArgumentParser(
         prog="ctxd",
         description="Know how full every coding agent's context window is.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ctxd {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, (text, add_arguments, func) in VERBS.items():
         if verb is None or verb == name:
             sub = verbs.add_parser(
-                name, help=text, description=_describe(text), formatter_class=_HelpFormatter
+                name, help=text, description=_describe(text), formatter_class=HelpFormatter
             )
             add_arguments(sub)
             sub.set_defaults(func=func)
@@ -778,14 +718,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         import ctxd_line
 
         return ctxd_line.main(words[1:])
+    if words[:1] == ["status"]:
+        # Polled too (a menu bar, a script): its usual words are read without argparse, whose
+        # import and parser cost more than the request (docs/benchmarks.md §29); anything else
+        # (help, a misspelt option) goes to argparse, which says what is wrong.
+        from ctxd.cli import status
+
+        wanted = status.parse_words(words[1:])
+        if wanted is not None:
+            session, as_json = wanted
+            return _run("status", lambda: status.run(session, as_json=as_json))
     args = build_parser(_verb(words)).parse_args(words)
     func: Verb = args.func
     if args.verb not in _LOOKS:
         _refresh_client()
+    return _run(args.verb, lambda: func(args))
+
+
+def _run(verb: str, call: Callable[[], int]) -> int:
+    """`call`'s exit code; a CtxdError as one line on stderr and its exit code."""
     try:
-        return func(args)
+        return call()
     except CtxdError as exc:
-        sys.stderr.write(f"ctxd {args.verb}: {exc}\n")
+        sys.stderr.write(f"ctxd {verb}: {exc}\n")
         return exc.exit_code
     except BrokenPipeError:
         return 0

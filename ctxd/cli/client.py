@@ -14,7 +14,7 @@ import os
 
 import ctxd_wire as wire
 
-from ctxd.errors import DaemonUnavailable, ProtocolError
+from ctxd.errors import DaemonNotRunning, DaemonUnavailable, ProtocolError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
@@ -59,7 +59,7 @@ def request(
         try:
             sock.connect(path)
         except (FileNotFoundError, ConnectionRefusedError):
-            raise DaemonUnavailable(f"no ctxd daemon is running (socket {path})") from None
+            raise DaemonNotRunning(f"no ctxd daemon is running (socket {path})", path) from None
         except OSError as exc:
             raise DaemonUnavailable(f"cannot reach ctxd at {path}: {exc.strerror or exc}") from None
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import textwrap
 import time
 
 TYPE_CHECKING = False
@@ -172,6 +171,8 @@ def watching_lines(watching: object) -> list[str]:
     it watches every folder."""
     if not isinstance(watching, dict) or not watching.get("unwatched"):
         return []
+    import textwrap  # seldom needed: not imported by every `ctxd status`
+
     if watching.get("error"):
         said = (
             f"cannot watch the agents' folders ({watching['error']}): all "

@@ -387,7 +387,9 @@ class Transcripts:
         if until is None:
             return False
         try:
-            found = reader.read(until, self.monotonic)
+            # Only the sessions that can be live, as `discover` for transcripts.
+            since = self.sessions.clock() - self._settings().sessions.idle_seconds
+            found = reader.read(until, self.monotonic, since)
         except OSError as exc:
             self._store_unread(path, agent, exc)
             self._backlog.pop(path, None)  # the next change or sweep retries

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+SCHEMA = Path(__file__).resolve().parents[2] / "ctxd" / "schemas" / "status.v1.schema.json"
 
 if TYPE_CHECKING:
     from conftest import World
@@ -92,13 +96,55 @@ def test_status_text_lists_sessions(ctxd: World) -> None:
     assert "claude" in line and "760,000" in line and "CRITICAL" in line
 
 
-def test_status_without_daemon(world: World) -> None:
+def test_status_without_daemon_gives_the_next_step_in_one_line(world: World) -> None:
     result = world.cli("status")
-    assert result.returncode != 0
+    assert result.returncode == 3
     line = one_line(result.stderr)
-    assert "no ctxd daemon is running" in line and str(world.socket) in line
+    assert line.startswith("ctxd status: ctxd is not running") and str(world.socket) in line
+    assert "start it with `ctxd serve`" in line and "first hook starts it" in line
     assert result.stdout == ""
-    assert world.cli("status", "--json").returncode == result.returncode
+    # A stale socket (the daemon was killed): the same.
+    world.socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
+        stale.bind(str(world.socket))
+    again = world.cli("status")
+    assert (again.returncode, again.stderr) == (3, result.stderr)
+
+
+def test_status_json_without_daemon_is_a_json_error_object(world: World) -> None:
+    # A tool parsing `ctxd status --json` gets JSON whatever happens, with the schema's version
+    # first, as the document has it.
+    result = world.cli("status", "--json")
+
+    assert result.returncode == 3
+    assert result.stderr == ""
+    error = json.loads(one_line(result.stdout))
+    assert list(error) == ["schema", "error"]
+    assert error["schema"] == "ctxd.status/v1"
+    assert error["error"].startswith("ctxd is not running") and "`ctxd serve`" in error["error"]
+    _validate(error, "#/$defs/error")
+
+
+def test_status_json_for_an_unknown_session_is_a_json_error_object(ctxd: World) -> None:
+    result = ctxd.cli("status", "--json", "no-such-session")
+
+    assert result.returncode == 2
+    error = json.loads(one_line(result.stdout))
+    assert error["schema"] == "ctxd.status/v1" and "no-such-session" in error["error"]
+    _validate(error, "#/$defs/error")
+
+
+def _validate(value: object, part: str) -> None:
+    """`value` against `part` of ctxd/schemas/status.v1.schema.json, found by its `$id`."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    schema = json.loads(SCHEMA.read_text())
+    registry: Registry[Any] = Registry().with_resource(
+        schema["$id"], Resource.from_contents(schema)
+    )
+    validator = jsonschema.Draft202012Validator({"$ref": schema["$id"] + part}, registry=registry)
+    validator.validate(value)
 
 
 def test_stop_without_daemon(world: World) -> None:

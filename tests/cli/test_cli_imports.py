@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 if TYPE_CHECKING:
     from conftest import World
 
@@ -68,8 +70,41 @@ def test_status_without_a_daemon_says_so_as_cheaply(world: World) -> None:
     result = _look(world, "status")
 
     assert result.returncode == 3
-    assert "no ctxd daemon is running" in result.stderr
+    assert "ctxd is not running" in result.stderr
     assert _heavy(_imported(result.stderr)) == []
+
+
+#: What a poller's `ctxd status` does without, beyond HEAVY: argparse and its parser cost more
+#: than the request (its usual words are read by hand), orjson's import more than the rest of
+#: the command (the stdlib's json, loaded already, writes the same bytes), and textwrap is for
+#: a rare line (docs/benchmarks.md §29).
+POLLED_NEVER = ("argparse", "gettext", "textwrap", "ctxd.cli.helpformat")
+
+
+@pytest.mark.parametrize("words", [[], ["--json"], ["SESSION"], ["--json", "SESSION"]])
+def test_polled_status_imports_only_what_it_prints(ctxd: World, words: list[str]) -> None:
+    t = ctxd.claude()
+    t.assistant(120_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+    words = [t.session_id[:8] if w == "SESSION" else w for w in words]
+
+    result = _look(ctxd, "status", *words)
+
+    assert result.returncode == 0, result.stderr
+    assert "120,000" in result.stdout or '"tokens":120000' in result.stdout
+    modules = _imported(result.stderr)
+    assert ("ctxd.cli.report" in modules) == ("--json" not in words)
+    assert _heavy(modules) == []
+    assert sorted(m for m in modules if m.startswith(POLLED_NEVER)) == []
+
+
+def test_status_help_and_a_misspelt_option_still_go_to_argparse(world: World) -> None:
+    helped = _look(world, "status", "--help")
+    wrong = _look(world, "status", "--jsn")
+
+    assert helped.returncode == 0 and "usage: ctxd status" in helped.stdout
+    assert "--json" in helped.stdout
+    assert wrong.returncode == 2 and "unrecognized arguments: --jsn" in wrong.stderr
 
 
 def test_watch_imports_neither_the_agents_nor_the_daemon(ctxd: World) -> None:

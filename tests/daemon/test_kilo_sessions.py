@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.in_process
 
 CAPTURE = Path(__file__).parents[1] / "data" / "transcripts" / "kilo-7.7.7" / "kilo.compact.db"
+#: The daemon's clock: an hour after the capture's session, so that it is live (a first read
+#: passes over sessions idle past the live window).
+NOW = 1_796_558_000.0
 
 
 def _hook(centre: Centre, payload: dict[str, object]) -> dict[str, object] | None:
@@ -40,7 +43,7 @@ def test_kilos_compacted_session_gets_its_note_once_and_its_handoff_draft(world:
     shutil.copy(CAPTURE, path)
     (sid,) = sqlite3.connect(path).execute("SELECT id FROM session").fetchone()
     settings = parse_settings('[windows]\n"mock-model" = 200000\n')
-    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, settings)
+    centre = Centre.open(world.env, {}, lambda: NOW, lambda: 0.0, settings)
     tool = {"hook_event_name": "tool_execute_after", "session_id": sid, "cwd": "/w"}
     _hook(centre, tool)  # its WARNING (69.7 % of 168,000 used)
     [row] = centre.status.document()["sessions"]

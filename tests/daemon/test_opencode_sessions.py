@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # The world gives these tests files and an environment; no ctxd process runs.
 pytestmark = pytest.mark.in_process
 
+#: The daemon's clock: an hour after the capture's session and the rows `Writer` adds, so that
+#: they are live (a first read passes over sessions idle past the live window).
+NOW = 1_796_168_000.0
+
 
 def test_a_subagent_whose_first_step_ends_before_its_parents_is_still_its_subagent(
     world: World,
@@ -36,7 +40,7 @@ def test_a_subagent_whose_first_step_ends_before_its_parents_is_still_its_subage
     # OpenCode writes the parent's step-finish only once its task tool (the subagent) is done.
     w.step("ses_sub", 50_000)
     w.close()
-    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    centre = Centre.open(world.env, {}, lambda: NOW, lambda: 0.0, parse_settings(""))
     centre.transcripts.catch_up(str(path))
     w = Writer(path)
     w.step("ses_main", 30_000)
@@ -67,7 +71,7 @@ def test_after_a_compaction_the_next_tool_output_carries_the_sessions_digest_onc
     path = database_path(world.env)
     path.parent.mkdir(parents=True)
     copy_capture(path.parent)
-    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    centre = Centre.open(world.env, {}, lambda: NOW, lambda: 0.0, parse_settings(""))
     assert _tool_call(centre, CAPTURED) == ""
     w = Writer(path)
     w.compaction(CAPTURED, 1_500)
@@ -83,7 +87,7 @@ def test_the_real_subagent_capture_read_at_once(world: World) -> None:
     path = database_path(world.env)
     path.parent.mkdir(parents=True)
     shutil.copy(CAPTURE.parent / "opencode.subagent.db", path)
-    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: 0.0, parse_settings(""))
+    centre = Centre.open(world.env, {}, lambda: NOW, lambda: 0.0, parse_settings(""))
     centre.transcripts.catch_up(str(path))
     parent, child = sorted(centre.status.document()["sessions"], key=lambda r: r["parent"] or "")
     assert (parent["tokens"], parent["parent"]) == (12_000, None)
@@ -123,7 +127,7 @@ def _long_session(world: World) -> tuple[Centre, Path]:
     w.close()
     settings = parse_settings('[windows]\n"mock-model" = 200000\n')
     monotonic = [0.0]
-    centre = Centre.open(world.env, {}, lambda: 1_800_000_000.0, lambda: monotonic[0], settings)
+    centre = Centre.open(world.env, {}, lambda: NOW, lambda: monotonic[0], settings)
     while not centre.transcripts.catch_up(str(path)):
         monotonic[0] += 1.0
     return centre, path

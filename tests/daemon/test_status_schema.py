@@ -11,6 +11,7 @@ import importlib.resources
 import json
 import shutil
 import sqlite3
+import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -204,6 +205,9 @@ def _kilo(world: World) -> tuple[str, str, list[str]]:
     shutil.copyfile(TRANSCRIPTS / "kilo-7.7.7" / "kilo.compact.db", path)
     db = sqlite3.connect(path)
     (sid,) = db.execute("SELECT id FROM session").fetchone()
+    # Touched now, as Kilo leaves a session just used: the daemon reads the live window only.
+    db.execute("UPDATE session SET time_updated = ?", (int(time.time() * 1000),))
+    db.commit()
     db.close()
     payload = {"hook_event_name": "session_idle", "session_id": sid, "cwd": str(world.work)}
     return sid, json.dumps(payload), []

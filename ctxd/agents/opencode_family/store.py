@@ -78,6 +78,15 @@ _NEW_PARTS = (
     " AND instr(p.data, '\"step-finish\"') = 0 THEN NULL ELSE p.data END, m.data"
     " FROM part p JOIN message m ON m.id = p.message_id WHERE p.rowid > ? ORDER BY p.rowid"
 )
+#: The same rows up to ?2 (the last when a pass from the first row began) of the sessions that
+#: can be live only: active (the session, or its last message) since ?3 (ms). By the index of
+#: parts by session: the other sessions' rows are not walked.
+_LIVE_PARTS = _NEW_PARTS.replace(
+    " WHERE p.rowid > ? ",
+    " WHERE p.rowid > ?1 AND p.rowid <= ?2 AND p.session_id IN (SELECT s.id FROM session s"
+    " WHERE s.time_updated >= ?3"
+    " OR (SELECT max(l.time_created) FROM message l WHERE l.session_id = s.id) >= ?3) ",
+)
 _PART_DATA = "SELECT data FROM part WHERE rowid = ?"
 _STEP_PARTS = "SELECT data FROM part WHERE message_id = ? AND rowid < ? ORDER BY rowid"
 _LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
@@ -86,8 +95,8 @@ _PART_AT = "SELECT id FROM part WHERE rowid = ?"
 _SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
 #: The tables and columns of OpenCode's this reader reads.
 _SCHEMA = {
-    "session": ("id", "parent_id", "directory"),
-    "message": ("id", "data"),
+    "session": ("id", "parent_id", "directory", "time_updated"),
+    "message": ("id", "session_id", "time_created", "data"),
     "part": ("id", "message_id", "session_id", "time_created", "data"),
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -230,6 +239,13 @@ class OpenCodeStore:
         self._digests_whole = True
         #: The files' signature when the database was found unreadable, and why.
         self._broken: tuple[tuple[int, ...], str] | None = None
+        #: A pass from the first row given `since` reads, up to this rowid (the last when it
+        #: began), only the rows of sessions active since `_live_since_ms`: a history's other
+        #: sessions are ended ones, and one that moves again is read from its new rows on.
+        self._live_edge = 0
+        self._live_since_ms = 0
+        #: Rows fetched from the part table, in all (what a read costs).
+        self.rows_read = 0
         if saved.rowid and not self._load_digests(position or {}):
             # Without the digests of the rows before the position (an older snapshot, another
             # version's), they would hold the newest rows only: rebuild them with one pass.
@@ -264,7 +280,10 @@ class OpenCodeStore:
         self._sessions.pop(session_id, None)
 
     def read(
-        self, until: float | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        until: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        since: float | None = None,
     ) -> list[StoreUpdate]:
         # A database found unreadable is not opened again until its files change: every hook
         # of the agent polls it.
@@ -272,18 +291,23 @@ class OpenCodeStore:
         if self._broken is not None and self._broken[0] == signature:
             raise StoreProblem(self._broken[1])
         try:
-            updates = self._read(until, clock)
+            updates = self._read(until, clock, since)
         except StoreProblem as exc:
             self._broken = (signature, str(exc))
             raise
         self._broken = None
         return updates
 
-    def _read(self, until: float | None, clock: Callable[[], float]) -> list[StoreUpdate]:
+    def _read(
+        self, until: float | None, clock: Callable[[], float], since: float | None
+    ) -> list[StoreUpdate]:
         db = self._connect()
         try:
             (last,) = db.execute(_LAST_PART).fetchone()
             self._verify(db, last)
+            if self.rowid == 0:  # a pass from the first row: a first start, a database replaced
+                self._live_edge = last if since is not None else 0
+                self._live_since_ms = int((since or 0) * 1000)
             updates = self._read_rows(db, until, clock)
             self.behind = self.rowid < last
             if self.rowid >= self._replay_until:
@@ -324,9 +348,13 @@ class OpenCodeStore:
         self, db: sqlite3.Connection, until: float | None, clock: Callable[[], float]
     ) -> list[StoreUpdate]:
         updates: list[StoreUpdate] = []
-        cursor = db.execute(_NEW_PARTS, (self.rowid,))
+        if self.rowid < self._live_edge:
+            cursor = db.execute(_LIVE_PARTS, (self.rowid, self._live_edge, self._live_since_ms))
+        else:
+            cursor = db.execute(_NEW_PARTS, (self.rowid,))
         try:
             for rowid, part_id, session_id, message_id, created, part, message in cursor:
+                self.rows_read += 1
                 update = self._take(
                     db, rowid, session_id, message_id, part_id, created, part, message
                 )
@@ -336,7 +364,9 @@ class OpenCodeStore:
                     updates.append(update)
                 self.rowid, self._part = rowid, part_id
                 if until is not None and clock() >= until:
-                    break
+                    return updates
+            if self.rowid < self._live_edge:  # the rows passed over last: on from after them
+                self._move_to(db, self._live_edge)
         finally:
             cursor.close()
         return updates

@@ -1,0 +1,246 @@
+"""`ctxd status` against the interpreter's floor: what a poller (a tmux line, a menu bar) pays
+per call, as a whole process.
+
+A real daemon tracking SESSIONS Claude sessions. Each command runs as the agents and the
+pollers run theirs, through `sh -c`, RUNS times, interleaved (one of each in turn, so that the
+machine's load falls on all alike), as a fresh process:
+  - `sh -c true` (the shell alone);
+  - the floor: the real interpreter doing nothing (`python3 -S -I -c pass`);
+  - the console script's floor: the venv's interpreter with its site start-up (`.pth` files of
+    an editable install included) and the `import re` pip's wrapper does, nothing else;
+  - `ctxd status`, `ctxd status --json` (the console script pip writes);
+  - `ctxd status` with no daemon running (the one-line next step);
+  - with `--before VENV`: `ctxd status` and `--json` of another install (another checkout's
+    venv, e.g. main's) against the same daemon, interleaved with the rest.
+Every checkout's bytecode is compiled first and PYTHONDONTWRITEBYTECODE is dropped from the
+environment: what an installed ctxd runs (pip compiles on install).
+Measured per run: wall time, and the CPU time of the shell and everything it waited for (the
+rusage `wait4` returns). Then the instructions each one executes (user space, the shell and its
+children), counted by `perf stat -e instructions:u` where the kernel lets us, else by valgrind's
+callgrind (`--trace-children=yes`, every process's total summed) over INSTRUCTION_RUNS runs.
+
+    .venv/bin/python bench/status_floor.py [--runs 40] [--sessions 40] [--instruction-runs 3]
+        [--before OTHER/.venv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import common as c
+from line_cost import track_sessions
+
+BIN = Path(c.PYTHON).parent
+SHELL = "/bin/sh"
+
+
+def commands(before: Path | None) -> dict[str, str]:
+    """Each measured command, as the shell line `sh -c` runs."""
+    ctxd = shlex.quote(str(BIN / "ctxd"))
+    other = {}
+    if before is not None:
+        old = shlex.quote(str(before / "bin" / "ctxd"))
+        other = {
+            "before: ctxd status": f"{old} status",
+            "before: ctxd status --json": f"{old} status --json",
+        }
+    return {
+        **other,
+        "sh -c true": "true",
+        "floor: python3 -S -I -c pass": f"{shlex.quote(c.REAL_PYTHON)} -S -I -c pass",
+        "console-script floor: venv python3 -c 'import re'": (
+            f"{shlex.quote(str(BIN / 'python3'))} -c 'import re'"
+        ),
+        "ctxd status": f"{ctxd} status",
+        "ctxd status --json": f"{ctxd} status --json",
+    }
+
+
+def compile_bytecode(venv: Path) -> None:
+    """Bytecode for the checkout behind `venv` (its editable install's sources)."""
+    python = venv / "bin" / "python"
+    source = subprocess.run(
+        [python, "-c", "import ctxd, os; print(os.path.dirname(os.path.dirname(ctxd.__file__)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for part in ("ctxd", "clients"):
+        subprocess.run(
+            [python, "-m", "compileall", "-q", os.path.join(source, part)],
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+
+
+def run_once(line: str, env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall ms, CPU ms of the shell and its children, exit status) of one `sh -c line`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        start = time.perf_counter()
+        pid = os.posix_spawn(
+            SHELL,
+            [SHELL, "-c", line],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 1),
+                (os.POSIX_SPAWN_DUP2, devnull, 2),
+            ],
+        )
+        _, status, usage = os.wait4(pid, 0)
+        wall = (time.perf_counter() - start) * 1000
+    finally:
+        os.close(devnull)
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000, os.waitstatus_to_exitcode(status)
+
+
+def perf_supported() -> bool:
+    if shutil.which("perf") is None:
+        return False
+    done = subprocess.run(
+        ["perf", "stat", "-x,", "-e", "instructions:u", "true"], capture_output=True, text=True
+    )
+    return done.returncode == 0 and "not supported" not in done.stderr
+
+
+def instructions_perf(line: str, env: dict[str, str]) -> int:
+    done = subprocess.run(
+        ["perf", "stat", "-x,", "-e", "instructions:u", SHELL, "-c", line],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for row in done.stderr.splitlines():
+        fields = row.split(",")
+        if len(fields) > 2 and fields[2].startswith("instructions"):
+            return int(fields[0])
+    raise RuntimeError(f"perf stat printed no count: {done.stderr.strip()}")
+
+
+def instructions_callgrind(line: str, env: dict[str, str]) -> int:
+    """Instructions of `sh -c line` and every process it starts, under callgrind."""
+    with tempfile.TemporaryDirectory(prefix="ctxd-bench-cg-", dir=env.get("TMPDIR")) as out:
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--trace-children=yes",
+                f"--callgrind-out-file={out}/cg.%p",
+                SHELL,
+                "-c",
+                line,
+            ],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        total = 0
+        for path in Path(out).iterdir():
+            found = re.search(rb"^(?:summary|totals): (\d+)", path.read_bytes(), re.MULTILINE)
+            if found:
+                total += int(found.group(1))
+        return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument("--instruction-runs", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="another checkout's venv, measured too")
+    args = parser.parse_args()
+    c.header(
+        "`ctxd status` against the interpreter's floor",
+        f".venv/bin/python bench/status_floor.py --runs {args.runs} --sessions {args.sessions} "
+        f"--instruction-runs {args.instruction_runs}"
+        + (" --before OTHER/.venv" if args.before else ""),
+    )
+    for venv in (BIN.parent, *([args.before] if args.before else [])):
+        compile_bytecode(venv)
+    use_perf = perf_supported()
+    count = instructions_perf if use_perf else instructions_callgrind
+    counter = "perf stat -e instructions:u" if use_perf else "valgrind --tool=callgrind"
+    lines = commands(args.before)
+    wall: dict[str, list[float]] = {name: [] for name in lines}
+    cpu: dict[str, list[float]] = {name: [] for name in lines}
+    instructions: dict[str, list[int]] = {name: [] for name in lines}
+    with c.sandbox("status-floor") as box:
+        env = {**box.env, "PATH": f"{BIN}:{box.env['PATH']}"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        with c.running_daemon(box) as daemon:
+            track_sessions(box, args.sessions)
+            for name, line in lines.items():  # warm up, and every command must succeed
+                if run_once(line, env)[2] != 0:
+                    raise RuntimeError(f"{name!r} failed")
+            for _ in range(args.runs):
+                for name, line in lines.items():
+                    took, used, _ = run_once(line, env)
+                    wall[name].append(took)
+                    cpu[name].append(used)
+            for _ in range(args.instruction_runs):
+                for name, line in lines.items():
+                    instructions[name].append(count(line, env))
+            daemon_cpu = c.proc_cpu_seconds(daemon.pid)
+        off = "ctxd status, no daemon"
+        wall[off], cpu[off], instructions[off] = [], [], []
+        for _ in range(args.runs):
+            took, used, _ = run_once(lines["ctxd status"], env)
+            wall[off].append(took)
+            cpu[off].append(used)
+        for _ in range(args.instruction_runs):
+            instructions[off].append(count(lines["ctxd status"], env))
+    floor = "floor: python3 -S -I -c pass"
+    console = "console-script floor: venv python3 -c 'import re'"
+    floor_cpu = c.summarize(cpu[floor]).p50
+    console_cpu = c.summarize(cpu[console]).p50
+    floor_ins = min(instructions[floor])
+    console_ins = min(instructions[console])
+    rows = []
+    for name in wall:
+        w, u = c.summarize(wall[name]), c.summarize(cpu[name])
+        ins = min(instructions[name])
+        rows.append(
+            [
+                name,
+                w.p50,
+                w.p95,
+                u.p50,
+                f"{ins / 1e6:.1f} M",
+                f"{u.p50 / floor_cpu:.2f}× / {u.p50 / console_cpu:.2f}×",
+                f"{ins / floor_ins:.2f}× / {ins / console_ins:.2f}×",
+            ]
+        )
+    print(
+        c.table(
+            [
+                "command (through sh -c)",
+                "wall p50 ms",
+                "wall p95 ms",
+                "CPU p50 ms",
+                "instructions (min)",
+                "CPU / floor / console floor",
+                "instructions / floor / console floor",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"\n{args.sessions} live sessions; instructions by {counter}; "
+        f"load average {os.getloadavg()[0]:.2f}; the daemon's CPU {daemon_cpu:.2f} s in all"
+    )
+    c.save_json("status_floor", {"wall": wall, "cpu": cpu, "instructions": instructions})
+
+
+if __name__ == "__main__":
+    main()
