@@ -194,6 +194,16 @@ def _opencode(world: World) -> tuple[str, str, list[str]]:
     return CAPTURED, json.dumps(payload), []
 
 
+def _kimi(world: World) -> tuple[str, str, list[str]]:
+    # Kimi Code's hooks name the session alone: its wire file is under a workspace's folder.
+    stop = PAYLOADS / "kimi" / "2.1.0" / "compact" / "13-Stop.json"
+    sid = _session_id(stop)
+    capture = TRANSCRIPTS / "kimi-code-2.1.0" / "wire.compact.jsonl"
+    folder = world.home / ".kimi-code" / "sessions" / "work" / sid / "agents" / "main"
+    _place(capture, folder / "wire.jsonl")
+    return sid, json.dumps(_payload(stop, None, world.work)), []
+
+
 def kilo_database_path(env: dict[str, str]) -> Path:
     return family_database_path(KILO, env)
 
@@ -222,6 +232,7 @@ AGENTS: dict[str, Callable[[World], tuple[str, str, list[str]]]] = {
     "copilot": _copilot,
     "gemini": _gemini,
     "kilo": _kilo,
+    "kimi": _kimi,
     "opencode": _opencode,
     "pi": _pi,
     "qwen": _qwen,
