@@ -60,7 +60,9 @@ def test_install_writes_the_hook_files_and_uninstall_takes_exactly_them(world: W
         text, mode = after[name]
         assert mode == 0o755
         assert b"written by `ctxd install`" in text
-        assert b"ctxd_hook" in text and text.startswith(b"#!/bin/sh\n")
+        # the hook client `ctxd install` chose: the native one where it built, else Python's
+        assert text.startswith(b"#!/bin/sh\n")
+        assert b"/ctxd-hook cline" in text or b"ctxd_hook.py cline" in text
     assert settings.read_text() == '{"version": 1}\n'
 
     again = world.cli("install", "cline")
