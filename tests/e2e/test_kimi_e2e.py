@@ -130,7 +130,9 @@ class Rig:
     def statusline(self, payload: Json) -> Result:
         """Run ctxd's status line command as Kimi's UI does (`sh -c`, the payload on stdin)."""
         config = tomllib.loads((self.rd.home / ".kimi-code" / "config.toml").read_text())
-        hook = next(h["command"] for h in config["hooks"] if "ctxd_hook" in h["command"])
+        hook = next(
+            h["command"] for h in config["hooks"] if re.search(r"ctxd[-_]hook", h["command"])
+        )
         env = self.env(KIMI_CODE_STATUS_LINE="1")
         argv = ["sh", "-c", f"{hook} statusline"]
         return run(argv, cwd=self.rd.work, env=env, stdin=json.dumps(payload), timeout=10)
@@ -174,7 +176,7 @@ def test_install_keeps_the_users_config_and_uninstall_gives_it_back(
     config = rig.rd.home / ".kimi-code" / "config.toml"
     text = config.read_text(encoding="utf-8")
     assert text.startswith(USER_CONFIG)
-    assert text.count("[[hooks]]") == 7 and "ctxd_hook" in text
+    assert text.count("[[hooks]]") == 7 and re.search(r"ctxd[-_]hook", text)
     tui = config.parent / "tui.toml"
     assert tomllib.loads(tui.read_text())["status_line"]["command"].endswith(" kimi statusline")
     doctor = run([str(rig.bin), "doctor"], cwd=rig.rd.work, env=rig.env(), timeout=60)
