@@ -1,6 +1,14 @@
 """Each session's context over time, for the dashboard's chart (`/api/v1/status`), kept across
 restarts in the private state dir (`history.json`, beside the snapshot).
 
+Bounded in memory as a whole, not only per session: the daemon tracks up to 20,000 sessions,
+and a flood of them must not make the charts its largest holding. Each series keeps at most
+HISTORY_POINTS points, packed in columns (`Series`: about 15 bytes a point, plus the JSON the
+dashboard's answer keeps of it), and all series together at most HISTORY_BUDGET points. Past
+that, the series that moved longest ago are thinned first (to HISTORY_THINNED points spread
+over their span), then dropped, down to 90% of the budget; the series that moved last, the
+sessions a user is watching, stay whole. Figures: docs/benchmarks.md §30.
+
 The file is ctxd's own but read as if it were not: at most HISTORY_FILE_MAX bytes (a bigger one
 is logged and the history starts empty), each point checked for its types and order and a
 series skipped alone when damaged; nothing in it can stop the daemon. (The points are checked
@@ -19,8 +27,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
-from collections.abc import Generator, Iterable
+from array import array
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -33,12 +41,15 @@ from ctxd.fileio import write_atomic
 from ctxd.untrusted import read_untrusted
 
 __all__ = [
+    "HISTORY_BUDGET",
     "HISTORY_FILE",
     "HISTORY_FILE_MAX",
     "HISTORY_POINTS",
     "HISTORY_SAVE",
+    "HISTORY_THINNED",
     "HISTORY_TICK",
     "History",
+    "Series",
     "load_history",
     "read_history",
     "record_history",
@@ -50,6 +61,11 @@ logger = logging.getLogger(__name__)
 #: Points of each session's context kept for the dashboard's chart, and how often it is sampled.
 HISTORY_POINTS = 600
 HISTORY_TICK = 1.0
+#: Points kept in all series together (500 full charts, about what the file below holds: more
+#: would not outlive a restart), and the points a series that moved long ago is thinned to
+#: when they would be more.
+HISTORY_BUDGET = 300_000
+HISTORY_THINNED = 60
 #: The file the history is kept in across restarts (in the private state dir), its bound in
 #: bytes (about 500 sessions of HISTORY_POINTS points each), and how often it is written.
 HISTORY_FILE = "history.json"
@@ -61,19 +77,95 @@ _FORMAT = 1
 
 Point = tuple[float, int, int]
 
+#: The largest figure a point keeps (a signed 64-bit integer, as the JSON encoder takes); a
+#: larger one is kept as this, a negative one as 0.
+_FIGURE_MAX = 2**63 - 1
+
+
+class Series:
+    """One session's points, packed: a column of times (`array('d')`), one of tokens
+    (`array('I')`, 32 bits) and one of compactions (`array('H')`, 16 bits), about 15 bytes a
+    point where a tuple of Python objects took about 100; a figure too large for its column
+    widens that column to 64 bits. Iterates as the (time, tokens, compactions) tuples it was
+    given; holds at most `keep` of them, the oldest going first."""
+
+    __slots__ = ("_compactions", "_times", "_tokens", "keep", "stamp")
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        #: The history's change count at this series' last change: what tells its kept JSON
+        #: is stale (unique across series, so one dropped and made again is never mistaken).
+        self.stamp = 0
+        self._times = array("d")
+        self._tokens = array("I")
+        self._compactions = array("H")
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    def __iter__(self) -> Iterator[Point]:
+        return zip(self._times, self._tokens, self._compactions, strict=True)
+
+    @property
+    def last(self) -> Point:
+        return self._times[-1], self._tokens[-1], self._compactions[-1]
+
+    def append(self, at: float, tokens: int, compactions: int) -> None:
+        if len(self._times) >= self.keep:
+            del self._times[0], self._tokens[0], self._compactions[0]
+        self._times.append(at)
+        self._tokens = _put(self._tokens, _clamp(tokens))
+        self._compactions = _put(self._compactions, _clamp(compactions))
+
+    def moved(self, tokens: int, compactions: int) -> bool:
+        """Whether these figures differ from the last point's (always, when there is none)."""
+        if not self._times:
+            return True
+        return (self._tokens[-1], self._compactions[-1]) != (_clamp(tokens), _clamp(compactions))
+
+    def thin(self, to: int) -> int:
+        """Keep about `to` points spread evenly over the series' span, its first and last
+        among them; the points let go."""
+        n = len(self._times)
+        if n <= to:
+            return 0
+        step = -(-(n - 1) // max(to - 1, 1))  # the first and last kept: at most `to` points
+        picks = list(range(0, n - 1, step)) + [n - 1]
+        for name in ("_times", "_tokens", "_compactions"):
+            column = getattr(self, name)
+            setattr(self, name, array(column.typecode, [column[i] for i in picks]))
+        return n - len(picks)
+
+
+def _clamp(figure: int) -> int:
+    return min(max(figure, 0), _FIGURE_MAX)
+
+
+def _put(column: array[int], figure: int) -> array[int]:
+    """`column` with `figure` appended: the same column, or a 64-bit one if it did not fit."""
+    try:
+        column.append(figure)
+    except OverflowError:
+        column = array("q", column)
+        column.append(figure)
+    return column
+
 
 class History:
     """Each session's context over time: a point when its tokens or compactions change, at most
-    HISTORY_POINTS per session, dropped with the session."""
+    HISTORY_POINTS per session, dropped with the session; at most `budget` points in all (see
+    the module's docstring)."""
 
-    def __init__(self, points: int = HISTORY_POINTS) -> None:
+    def __init__(self, points: int = HISTORY_POINTS, budget: int = HISTORY_BUDGET) -> None:
         self.points = points
-        self.series: dict[str, deque[Point]] = {}
+        self.budget = budget
+        self.series: dict[str, Series] = {}
+        #: Points held by all series: kept within `budget`.
+        self.total = 0
         #: Bumped on every change: what tells the saver there is something to write.
         self.changes = 0
-        # Each series' JSON member, with the (length, last point) it was encoded at: points are
-        # only appended, each at a later time, so that pair tells a changed series.
-        self._encoded: dict[str, tuple[tuple[int, tuple[float, int, int]], bytes]] = {}
+        # Each series' JSON member, with the stamp of the series it was encoded from.
+        self._encoded: dict[str, tuple[int, bytes]] = {}
 
     def record(self, samples: Iterable[tuple[str, float, int | None, int]]) -> None:
         """`samples`: (key, time, tokens, compactions) of every session tracked now."""
@@ -84,13 +176,44 @@ class History:
                 continue
             series = self.series.get(key)
             if series is None:
-                series = self.series[key] = deque(maxlen=self.points)
-            if not series or series[-1][1:] != (tokens, compactions):
-                series.append((at, tokens, compactions))
+                series = self.series[key] = Series(self.points)
+            if series.moved(tokens, compactions):
+                if len(series) < series.keep:  # else its oldest point goes
+                    self.total += 1
+                series.append(at, tokens, compactions)
                 self.changes += 1
+                series.stamp = self.changes
         for key in self.series.keys() - live:
-            del self.series[key]
+            self.total -= len(self.series.pop(key))
             self.changes += 1
+        if self.total > self.budget:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Bring the points within 90% of the budget (so that a flood sorts the series once per
+        tenth of it, not at every point): the series that moved longest ago are thinned to
+        THINNED points first, then, if that is not enough, dropped (a session still tracked
+        starts a new series at its next point); the series that moved last are kept whole."""
+        target = self.budget * 9 // 10
+        order = sorted(self.series, key=lambda key: self.series[key].last[0])
+        for key in order:
+            if self.total <= target:
+                break
+            series = self.series[key]
+            let_go = series.thin(HISTORY_THINNED)
+            if let_go:
+                self.total -= let_go
+                self.changes += 1
+                series.stamp = self.changes
+        dropped = 0
+        for key in order:
+            if self.total <= target:
+                break
+            self.total -= len(self.series.pop(key))
+            self.changes += 1
+            dropped += 1
+        if dropped:
+            logger.info("history: %d idle sessions' series dropped (the points' bound)", dropped)
 
     def saved(self, limit: int = HISTORY_FILE_MAX) -> tuple[bytes, int]:
         """The history file's bytes (at most `limit`) and how many series did not fit: a
@@ -100,7 +223,7 @@ class History:
         members = self._members()
         parts = [b'{"format":' + orjson.dumps(_FORMAT) + b"}"]
         size = len(parts[0])
-        order = sorted(members, key=lambda key: -members[key][0][1][0])
+        order = sorted(members, key=lambda key: -self.series[key].last[0])
         for n, key in enumerate(order):
             part = b"{" + members[key][1] + b"}"
             if size + len(part) + 1 > limit:
@@ -125,7 +248,7 @@ class History:
         taken, series skipped as damaged: a line that is not one series, a point that is not
         [time, tokens, compactions] of those types, times not rising, a negative count). A
         first line that does not name this format is a ValueError; a series already recorded
-        since start is kept as it is."""
+        since start is kept as it is. The budget holds after it as after a `record`."""
         lines = data.split(b"\n")
         head = orjson.loads(lines[0])
         if not isinstance(head, dict) or head.get("format") != _FORMAT:
@@ -150,10 +273,15 @@ class History:
                 skipped += 1
             elif key not in self.series:
                 self.series[key] = series
+                self.total += len(series)
+                self.changes += 1
+                series.stamp = self.changes
                 taken += 1
+        if self.total > self.budget:
+            self._shrink()
         return taken, skipped
 
-    def export(self) -> dict[str, list[tuple[float, int, int]]]:
+    def export(self) -> dict[str, list[Point]]:
         return {key: list(series) for key, series in self.series.items()}
 
     def encoded(self) -> bytes:
@@ -161,24 +289,23 @@ class History:
         twice a second, and most of 10,000 sessions' series stay as they were."""
         return b"{" + b",".join(member for _, member in self._members().values()) + b"}"
 
-    def _members(self) -> dict[str, tuple[tuple[int, Point], bytes]]:
-        """Each series' JSON member (`"key":[[...],...]`) with the version it was made at."""
+    def _members(self) -> dict[str, tuple[int, bytes]]:
+        """Each series' JSON member (`"key":[[...],...]`) with the stamp it was made at."""
         kept = {}
         for key, series in self.series.items():
-            version = (len(series), series[-1])
             known = self._encoded.get(key)
-            if known is None or known[0] != version:
-                known = (version, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
+            if known is None or known[0] != series.stamp:
+                known = (series.stamp, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
             kept[key] = known
         self._encoded = kept
         return kept
 
 
-def _points(raw: object, keep: int) -> deque[Point] | None:
+def _points(raw: object, keep: int) -> Series | None:
     """The last `keep` points of a saved series, or None when it is not one."""
     if not isinstance(raw, list) or not raw:
         return None
-    out: deque[Point] = deque(maxlen=keep)
+    out = Series(keep)
     last = -math.inf
     for point in raw[-keep:]:
         if type(point) is not list or len(point) != 3:
@@ -189,7 +316,7 @@ def _points(raw: object, keep: int) -> deque[Point] | None:
         if not last < at < math.inf or tokens < 0 or compactions < 0:  # NaN fails too
             return None
         last = at
-        out.append((float(at), tokens, compactions))
+        out.append(float(at), tokens, compactions)
     return out
 
 
