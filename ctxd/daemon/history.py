@@ -89,10 +89,12 @@ class Series:
     widens that column to 64 bits. Iterates as the (time, tokens, compactions) tuples it was
     given; holds at most `keep` of them, the oldest going first."""
 
-    __slots__ = ("_compactions", "_times", "_tokens", "keep", "stamp")
+    __slots__ = ("_compactions", "_times", "_tokens", "born", "keep", "stamp")
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, born: int = 0) -> None:
         self.keep = keep
+        #: The history's change count when it began: of two series, which is the newer.
+        self.born = born
         #: The history's change count at this series' last change: what tells its kept JSON
         #: is stale (unique across series, so one dropped and made again is never mistaken).
         self.stamp = 0
@@ -176,7 +178,7 @@ class History:
                 continue
             series = self.series.get(key)
             if series is None:
-                series = self.series[key] = Series(self.points)
+                series = self.series[key] = Series(self.points, born=self.changes)
             if series.moved(tokens, compactions):
                 if len(series) < series.keep:  # else its oldest point goes
                     self.total += 1
@@ -191,27 +193,31 @@ class History:
 
     def _shrink(self) -> None:
         """Bring the points within 90% of the budget (so that a flood sorts the series once per
-        tenth of it, not at every point): the series that moved longest ago are thinned to
-        THINNED points first, then, if that is not enough, dropped (a session still tracked
-        starts a new series at its next point); the series that moved last are kept whole."""
+        tenth of it, not at every point), cutting the series that moved longest ago first: one
+        longer than HISTORY_THINNED points is thinned to that many, a shorter one dropped (a
+        session still tracked starts a new series at its next point); a second pass drops the
+        thinned ones if need be. The series that moved last are kept whole."""
         target = self.budget * 9 // 10
-        order = sorted(self.series, key=lambda key: self.series[key].last[0])
-        for key in order:
-            if self.total <= target:
-                break
-            series = self.series[key]
-            let_go = series.thin(HISTORY_THINNED)
-            if let_go:
-                self.total -= let_go
-                self.changes += 1
-                series.stamp = self.changes
+        # Idle longest first; of those that moved at the same time, the newest first.
+        order = sorted(
+            self.series, key=lambda key: (self.series[key].last[0], -self.series[key].born)
+        )
         dropped = 0
-        for key in order:
-            if self.total <= target:
-                break
-            self.total -= len(self.series.pop(key))
-            self.changes += 1
-            dropped += 1
+        while order and self.total > target:
+            for key in order:
+                if self.total <= target:
+                    break
+                series = self.series[key]
+                let_go = series.thin(HISTORY_THINNED)
+                if let_go:
+                    self.total -= let_go
+                    self.changes += 1
+                    series.stamp = self.changes
+                else:
+                    self.total -= len(self.series.pop(key))
+                    self.changes += 1
+                    dropped += 1
+            order = [key for key in order if key in self.series]
         if dropped:
             logger.info("history: %d idle sessions' series dropped (the points' bound)", dropped)
 
