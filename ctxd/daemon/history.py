@@ -28,8 +28,9 @@ import logging
 import math
 import time
 from array import array
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -102,6 +103,17 @@ class Series:
         self._tokens = array("I")
         self._compactions = array("H")
 
+    @classmethod
+    def of(cls, keep: int, points: list[list[float | int]]) -> Series:
+        """A series of the last `keep` of these points (checked: rising times, counts not
+        negative), in columns made at once."""
+        series = cls(keep)
+        times, tokens, compactions = zip(*points[-keep:], strict=True)
+        series._times = array("d", times)
+        series._tokens = _column("I", tokens)
+        series._compactions = _column("H", compactions)
+        return series
+
     def __len__(self) -> int:
         return len(self._times)
 
@@ -132,15 +144,30 @@ class Series:
         if n <= to:
             return 0
         step = -(-(n - 1) // max(to - 1, 1))  # the first and last kept: at most `to` points
-        picks = list(range(0, n - 1, step)) + [n - 1]
-        for name in ("_times", "_tokens", "_compactions"):
-            column = getattr(self, name)
-            setattr(self, name, array(column.typecode, [column[i] for i in picks]))
-        return n - len(picks)
+        self._times = _every(self._times, step)
+        self._tokens = _every(self._tokens, step)
+        self._compactions = _every(self._compactions, step)
+        return n - len(self._times)
 
 
 def _clamp(figure: int) -> int:
     return min(max(figure, 0), _FIGURE_MAX)
+
+
+def _every(column: array[Any], step: int) -> array[Any]:
+    """Every `step`th of `column` from its first, and its last."""
+    kept = column[: len(column) - 1 : step]
+    kept.append(column[-1])
+    return kept
+
+
+def _column(typecode: str, figures: Sequence[float | int]) -> array[int]:
+    """These counts (not negative) in a column of `typecode`, or of 64 bits if one does not
+    fit in it."""
+    try:
+        return array(typecode, figures)  # type: ignore[arg-type]
+    except OverflowError:
+        return array("q", [_clamp(int(figure)) for figure in figures])
 
 
 def _put(column: array[int], figure: int) -> array[int]:
@@ -311,7 +338,6 @@ def _points(raw: object, keep: int) -> Series | None:
     """The last `keep` points of a saved series, or None when it is not one."""
     if not isinstance(raw, list) or not raw:
         return None
-    out = Series(keep)
     last = -math.inf
     for point in raw[-keep:]:
         if type(point) is not list or len(point) != 3:
@@ -322,8 +348,7 @@ def _points(raw: object, keep: int) -> Series | None:
         if not last < at < math.inf or tokens < 0 or compactions < 0:  # NaN fails too
             return None
         last = at
-        out.append(float(at), tokens, compactions)
-    return out
+    return Series.of(keep, raw[-keep:])
 
 
 def read_history(path: Path) -> bytes | None:
