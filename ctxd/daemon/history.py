@@ -6,7 +6,7 @@ and a flood of them must not make the charts its largest holding. Each series ke
 HISTORY_POINTS points, packed in columns (`Series`: about 15 bytes a point, plus the JSON the
 dashboard's answer keeps of it), and all series together at most HISTORY_BUDGET points. Past
 that, the series that moved longest ago are thinned first (to HISTORY_THINNED points spread
-over their span), then dropped, down to 90% of the budget; the series that moved last, the
+over their span), then dropped, down to 80% of the budget; the series that moved last, the
 sessions a user is watching, stay whole. Figures: docs/benchmarks.md §30.
 
 The file is ctxd's own but read as if it were not: at most HISTORY_FILE_MAX bytes (a bigger one
@@ -88,9 +88,10 @@ class Series:
     (`array('I')`, 32 bits) and one of compactions (`array('H')`, 16 bits), about 15 bytes a
     point where a tuple of Python objects took about 100; a figure too large for its column
     widens that column to 64 bits. Iterates as the (time, tokens, compactions) tuples it was
-    given; holds at most `keep` of them, the oldest going first."""
+    given; holds at most `keep` of them, the oldest going first. The columns are read by
+    `History`, written only here."""
 
-    __slots__ = ("_compactions", "_times", "_tokens", "born", "keep", "stamp")
+    __slots__ = ("born", "compactions", "keep", "stamp", "times", "tokens")
 
     def __init__(self, keep: int, born: int = 0) -> None:
         self.keep = keep
@@ -99,9 +100,9 @@ class Series:
         #: The history's change count at this series' last change: what tells its kept JSON
         #: is stale (unique across series, so one dropped and made again is never mistaken).
         self.stamp = 0
-        self._times = array("d")
-        self._tokens = array("I")
-        self._compactions = array("H")
+        self.times = array("d")
+        self.tokens: array[int] = array("I")
+        self.compactions: array[int] = array("H")
 
     @classmethod
     def of(cls, keep: int, points: list[list[float | int]]) -> Series:
@@ -109,45 +110,44 @@ class Series:
         negative), in columns made at once."""
         series = cls(keep)
         times, tokens, compactions = zip(*points[-keep:], strict=True)
-        series._times = array("d", times)
-        series._tokens = _column("I", tokens)
-        series._compactions = _column("H", compactions)
+        series.times = array("d", times)
+        series.tokens = _column("I", tokens)
+        series.compactions = _column("H", compactions)
         return series
 
     def __len__(self) -> int:
-        return len(self._times)
+        return len(self.times)
 
     def __iter__(self) -> Iterator[Point]:
-        return zip(self._times, self._tokens, self._compactions, strict=True)
-
-    @property
-    def last(self) -> Point:
-        return self._times[-1], self._tokens[-1], self._compactions[-1]
+        return zip(self.times, self.tokens, self.compactions, strict=True)
 
     def append(self, at: float, tokens: int, compactions: int) -> None:
-        if len(self._times) >= self.keep:
-            del self._times[0], self._tokens[0], self._compactions[0]
-        self._times.append(at)
-        self._tokens = _put(self._tokens, _clamp(tokens))
-        self._compactions = _put(self._compactions, _clamp(compactions))
-
-    def moved(self, tokens: int, compactions: int) -> bool:
-        """Whether these figures differ from the last point's (always, when there is none)."""
-        if not self._times:
-            return True
-        return (self._tokens[-1], self._compactions[-1]) != (_clamp(tokens), _clamp(compactions))
+        """A point, its figures within 0 and _FIGURE_MAX (`_clamp`)."""
+        if len(self.times) >= self.keep:
+            del self.times[0], self.tokens[0], self.compactions[0]
+        self.times.append(at)
+        try:
+            self.tokens.append(tokens)
+        except OverflowError:
+            self.tokens = array("q", self.tokens)
+            self.tokens.append(tokens)
+        try:
+            self.compactions.append(compactions)
+        except OverflowError:
+            self.compactions = array("q", self.compactions)
+            self.compactions.append(compactions)
 
     def thin(self, to: int) -> int:
         """Keep about `to` points spread evenly over the series' span, its first and last
         among them; the points let go."""
-        n = len(self._times)
+        n = len(self.times)
         if n <= to:
             return 0
         step = -(-(n - 1) // max(to - 1, 1))  # the first and last kept: at most `to` points
-        self._times = _every(self._times, step)
-        self._tokens = _every(self._tokens, step)
-        self._compactions = _every(self._compactions, step)
-        return n - len(self._times)
+        self.times = _every(self.times, step)
+        self.tokens = _every(self.tokens, step)
+        self.compactions = _every(self.compactions, step)
+        return n - len(self.times)
 
 
 def _clamp(figure: int) -> int:
@@ -168,16 +168,6 @@ def _column(typecode: str, figures: Sequence[float | int]) -> array[int]:
         return array(typecode, figures)  # type: ignore[arg-type]
     except OverflowError:
         return array("q", [_clamp(int(figure)) for figure in figures])
-
-
-def _put(column: array[int], figure: int) -> array[int]:
-    """`column` with `figure` appended: the same column, or a 64-bit one if it did not fit."""
-    try:
-        column.append(figure)
-    except OverflowError:
-        column = array("q", column)
-        column.append(figure)
-    return column
 
 
 class History:
@@ -203,15 +193,18 @@ class History:
             live.add(key)
             if tokens is None:
                 continue
+            if not (0 <= tokens <= _FIGURE_MAX and 0 <= compactions <= _FIGURE_MAX):
+                tokens, compactions = _clamp(tokens), _clamp(compactions)
             series = self.series.get(key)
             if series is None:
                 series = self.series[key] = Series(self.points, born=self.changes)
-            if series.moved(tokens, compactions):
-                if len(series) < series.keep:  # else its oldest point goes
-                    self.total += 1
-                series.append(at, tokens, compactions)
-                self.changes += 1
-                series.stamp = self.changes
+            elif series.tokens[-1] == tokens and series.compactions[-1] == compactions:
+                continue
+            if len(series.times) < series.keep:  # else its oldest point goes
+                self.total += 1
+            series.append(at, tokens, compactions)
+            self.changes += 1
+            series.stamp = self.changes
         for key in self.series.keys() - live:
             self.total -= len(self.series.pop(key))
             self.changes += 1
@@ -219,15 +212,15 @@ class History:
             self._shrink()
 
     def _shrink(self) -> None:
-        """Bring the points within 90% of the budget (so that a flood sorts the series once per
-        tenth of it, not at every point), cutting the series that moved longest ago first: one
+        """Bring the points within 80% of the budget (so that a flood sorts the series once per
+        fifth of it, not at every point), cutting the series that moved longest ago first: one
         longer than HISTORY_THINNED points is thinned to that many, a shorter one dropped (a
         session still tracked starts a new series at its next point); a second pass drops the
         thinned ones if need be. The series that moved last are kept whole."""
-        target = self.budget * 9 // 10
+        target = self.budget * 4 // 5
         # Idle longest first; of those that moved at the same time, the newest first.
         order = sorted(
-            self.series, key=lambda key: (self.series[key].last[0], -self.series[key].born)
+            self.series, key=lambda key: (self.series[key].times[-1], -self.series[key].born)
         )
         dropped = 0
         while order and self.total > target:
@@ -256,7 +249,7 @@ class History:
         members = self._members()
         parts = [b'{"format":' + orjson.dumps(_FORMAT) + b"}"]
         size = len(parts[0])
-        order = sorted(members, key=lambda key: -self.series[key].last[0])
+        order = sorted(members, key=lambda key: -self.series[key].times[-1])
         for n, key in enumerate(order):
             part = b"{" + members[key][1] + b"}"
             if size + len(part) + 1 > limit:
