@@ -1,15 +1,17 @@
 """Benchmark 30: the dashboard's history kept across restarts, and the page's weight.
 
-For N sessions each with HISTORY_POINTS points (a realistic shape: a second apart, the context
-growing by a few thousand tokens a point, a compaction now and then), measures in process:
-the memory the series hold (tracemalloc), `History.saved()` (the bytes written at each save, on
-the event loop) and its size against HISTORY_FILE_MAX, how many series it leaves out, and
-`load_history` of that file as the daemon's start does it (read in a worker thread, taken in on
-the event loop in slices; the series measured before are let go first, and the collector set as
-the daemon sets it), with the longest
-the event loop waited meanwhile (a task ticking every 1 ms); and, for the file, the time of
-its parse, of the points checked by hand (as `History.restore` does) and of the same read by
-declared types (`ctxd.daemon.typed.from_plain`). Then the page's bytes.
+For N sessions all moving for HISTORY_POINTS ticks (a realistic shape: a second apart, the
+context growing by a few thousand tokens a point, a compaction now and then), measures in
+process: the points kept (all series together are bounded by HISTORY_BUDGET), the memory the
+series hold (tracemalloc) and with the JSON the dashboard's answer keeps of them
+(`History.encoded`), the slowest `History.record` of a tick (where the series idle longest are
+cut), `History.saved()` (the bytes written at each save, on the event loop) and its size
+against HISTORY_FILE_MAX, how many series it leaves out, and `load_history` of that file as the
+daemon's start does it (read in a worker thread, taken in on the event loop in slices; the
+series measured before are let go first, and the collector set as the daemon sets it), with
+the longest the event loop waited meanwhile (a task ticking every 1 ms); and, for the file,
+the time of its parse, of the points checked by hand (as `History.restore` does) and of the
+same read by declared types (`ctxd.daemon.typed.from_plain`). Then the page's bytes.
 
     .venv/bin/python bench/dashboard_history.py [--sessions 100 500 2000 10000]
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 import anyio
 import orjson
 
+from ctxd.daemon import history as history_module
 from ctxd.daemon.history import (
     HISTORY_FILE_MAX,
     HISTORY_POINTS,
@@ -39,22 +42,26 @@ from ctxd.daemon.history import (
 from ctxd.daemon.typed import from_plain
 
 
-def filled(sessions: int) -> History:
+def filled(sessions: int) -> tuple[History, float]:
+    """The history after HISTORY_POINTS ticks of `sessions` all moving, and its slowest tick."""
     history = History()
     start = 1_780_000_000.0
+    keys = [
+        f"/home/dev/.claude/projects/-home-dev-work-project-{s % 40:03d}/"
+        f"{s:08d}-1dbc-4085-bfe2-3aea289cc05b.jsonl"
+        for s in range(sessions)
+    ]
+    slowest = 0.0
     for n in range(HISTORY_POINTS):
         at = start + n + 0.123
-        history.record(
-            (
-                f"/home/dev/.claude/projects/-home-dev-work-project-{s % 40:03d}/"
-                f"{s:08d}-1dbc-4085-bfe2-3aea289cc05b.jsonl",
-                at,
-                20_000 + (n * 3_000 + s * 7) % 600_000,
-                n // 200,
-            )
-            for s in range(sessions)
-        )
-    return history
+        samples = [
+            (key, at, 20_000 + (n * 3_000 + s * 7) % 600_000, n // 200)
+            for s, key in enumerate(keys)
+        ]
+        t = time.perf_counter()
+        history.record(samples)
+        slowest = max(slowest, time.perf_counter() - t)
+    return history, slowest
 
 
 def timed(fn, runs: int = 3):  # type: ignore[no-untyped-def]
@@ -120,18 +127,27 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, nargs="+", default=[100, 500, 2000, 10000])
     args = parser.parse_args()
-    print(f"HISTORY_POINTS={HISTORY_POINTS} HISTORY_FILE_MAX={HISTORY_FILE_MAX}")
+    budget = getattr(history_module, "HISTORY_BUDGET", None)  # None: before the bound
+    print(f"HISTORY_POINTS={HISTORY_POINTS} HISTORY_FILE_MAX={HISTORY_FILE_MAX} budget={budget}")
     print(
-        "| sessions | series in memory | per session | saved() | file | left out "
-        "| load | longest loop wait |"
+        "| sessions | points kept | series in memory | per 600 points | with the JSON "
+        "| slowest tick | saved() | file | left out | load | longest loop wait |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     check_lines: list[str] = []
     for sessions in args.sessions:
         tracemalloc.start()
-        history = filled(sessions)
-        held = tracemalloc.get_traced_memory()[0]
+        base = tracemalloc.get_traced_memory()[0]
+        history, _ = filled(sessions)
+        held = tracemalloc.get_traced_memory()[0] - base
+        answer = history.encoded()
+        with_json = tracemalloc.get_traced_memory()[0] - base - len(answer)
+        del answer
         tracemalloc.stop()
+        points = sum(len(series) for series in history.series.values())
+        del history
+        gc.collect()
+        history, slowest = filled(sessions)
         save_s, (data, left_out) = timed(history.saved)
         del history
         gc.collect()
@@ -148,8 +164,10 @@ def main() -> None:
             f"{sessions:,} sessions: parse {parse_s * 1000:.0f} ms, points checked by hand "
             f"{hand_s * 1000:.0f} ms, read by declared types {typed_s * 1000:.0f} ms"
         )
+        full = HISTORY_POINTS / points  # per chart of HISTORY_POINTS points
         print(
-            f"| {sessions:,} | {held / 2**20:.1f} MiB | {held / sessions / 1024:.1f} KiB "
+            f"| {sessions:,} | {points:,} | {held / 2**20:.1f} MiB | {held * full / 1024:.1f} KiB "
+            f"| {with_json / 2**20:.1f} MiB | {slowest * 1000:.0f} ms "
             f"| {save_s * 1000:.0f} ms | {len(data) / 2**20:.2f} MiB | {left_out:,} "
             f"| {load_s * 1000:.0f} ms | {gap * 1000:.0f} ms |"
         )

@@ -1,6 +1,14 @@
 """Each session's context over time, for the dashboard's chart (`/api/v1/status`), kept across
 restarts in the private state dir (`history.json`, beside the snapshot).
 
+Bounded in memory as a whole, not only per session: the daemon tracks up to 20,000 sessions,
+and a flood of them must not make the charts its largest holding. Each series keeps at most
+HISTORY_POINTS points, packed in columns (`Series`: about 15 bytes a point, plus the JSON the
+dashboard's answer keeps of it), and all series together at most HISTORY_BUDGET points. Past
+that, the series that moved longest ago are thinned first (to HISTORY_THINNED points spread
+over their span), then dropped, down to 80% of the budget; the series that moved last, the
+sessions a user is watching, stay whole. Figures: docs/benchmarks.md §30.
+
 The file is ctxd's own but read as if it were not: at most HISTORY_FILE_MAX bytes (a bigger one
 is logged and the history starts empty), each point checked for its types and order and a
 series skipped alone when damaged; nothing in it can stop the daemon. (The points are checked
@@ -19,9 +27,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
-from collections.abc import Generator, Iterable
+from array import array
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -33,12 +42,15 @@ from ctxd.fileio import write_atomic
 from ctxd.untrusted import read_untrusted
 
 __all__ = [
+    "HISTORY_BUDGET",
     "HISTORY_FILE",
     "HISTORY_FILE_MAX",
     "HISTORY_POINTS",
     "HISTORY_SAVE",
+    "HISTORY_THINNED",
     "HISTORY_TICK",
     "History",
+    "Series",
     "load_history",
     "read_history",
     "record_history",
@@ -50,6 +62,11 @@ logger = logging.getLogger(__name__)
 #: Points of each session's context kept for the dashboard's chart, and how often it is sampled.
 HISTORY_POINTS = 600
 HISTORY_TICK = 1.0
+#: Points kept in all series together (500 full charts, about what the file below holds: more
+#: would not outlive a restart), and the points a series that moved long ago is thinned to
+#: when they would be more.
+HISTORY_BUDGET = 300_000
+HISTORY_THINNED = 60
 #: The file the history is kept in across restarts (in the private state dir), its bound in
 #: bytes (about 500 sessions of HISTORY_POINTS points each), and how often it is written.
 HISTORY_FILE = "history.json"
@@ -61,19 +78,113 @@ _FORMAT = 1
 
 Point = tuple[float, int, int]
 
+#: The largest figure a point keeps (a signed 64-bit integer, as the JSON encoder takes); a
+#: larger one is kept as this, a negative one as 0.
+_FIGURE_MAX = 2**63 - 1
+
+
+class Series:
+    """One session's points, packed: a column of times (`array('d')`), one of tokens
+    (`array('I')`, 32 bits) and one of compactions (`array('H')`, 16 bits), about 15 bytes a
+    point where a tuple of Python objects took about 100; a figure too large for its column
+    widens that column to 64 bits. Iterates as the (time, tokens, compactions) tuples it was
+    given; holds at most `keep` of them, the oldest going first. The columns are read by
+    `History`, written only here."""
+
+    __slots__ = ("born", "compactions", "keep", "stamp", "times", "tokens")
+
+    def __init__(self, keep: int, born: int = 0) -> None:
+        self.keep = keep
+        #: The history's change count when it began: of two series, which is the newer.
+        self.born = born
+        #: The history's change count at this series' last change: what tells its kept JSON
+        #: is stale (unique across series, so one dropped and made again is never mistaken).
+        self.stamp = 0
+        self.times = array("d")
+        self.tokens: array[int] = array("I")
+        self.compactions: array[int] = array("H")
+
+    @classmethod
+    def of(cls, keep: int, points: list[list[float | int]]) -> Series:
+        """A series of the last `keep` of these points (checked: rising times, counts not
+        negative), in columns made at once."""
+        series = cls(keep)
+        times, tokens, compactions = zip(*points[-keep:], strict=True)
+        series.times = array("d", times)
+        series.tokens = _column("I", tokens)
+        series.compactions = _column("H", compactions)
+        return series
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def __iter__(self) -> Iterator[Point]:
+        return zip(self.times, self.tokens, self.compactions, strict=True)
+
+    def append(self, at: float, tokens: int, compactions: int) -> None:
+        """A point, its figures within 0 and _FIGURE_MAX (`_clamp`)."""
+        if len(self.times) >= self.keep:
+            del self.times[0], self.tokens[0], self.compactions[0]
+        self.times.append(at)
+        try:
+            self.tokens.append(tokens)
+        except OverflowError:
+            self.tokens = array("q", self.tokens)
+            self.tokens.append(tokens)
+        try:
+            self.compactions.append(compactions)
+        except OverflowError:
+            self.compactions = array("q", self.compactions)
+            self.compactions.append(compactions)
+
+    def thin(self, to: int) -> int:
+        """Keep about `to` points spread evenly over the series' span, its first and last
+        among them; the points let go."""
+        n = len(self.times)
+        if n <= to:
+            return 0
+        step = -(-(n - 1) // max(to - 1, 1))  # the first and last kept: at most `to` points
+        self.times = _every(self.times, step)
+        self.tokens = _every(self.tokens, step)
+        self.compactions = _every(self.compactions, step)
+        return n - len(self.times)
+
+
+def _clamp(figure: int) -> int:
+    return min(max(figure, 0), _FIGURE_MAX)
+
+
+def _every(column: array[Any], step: int) -> array[Any]:
+    """Every `step`th of `column` from its first, and its last."""
+    kept = column[: len(column) - 1 : step]
+    kept.append(column[-1])
+    return kept
+
+
+def _column(typecode: str, figures: Sequence[float | int]) -> array[int]:
+    """These counts (not negative) in a column of `typecode`, or of 64 bits if one does not
+    fit in it."""
+    try:
+        return array(typecode, figures)  # type: ignore[arg-type]
+    except OverflowError:
+        return array("q", [_clamp(int(figure)) for figure in figures])
+
 
 class History:
     """Each session's context over time: a point when its tokens or compactions change, at most
-    HISTORY_POINTS per session, dropped with the session."""
+    HISTORY_POINTS per session, dropped with the session; at most `budget` points in all (see
+    the module's docstring)."""
 
-    def __init__(self, points: int = HISTORY_POINTS) -> None:
+    def __init__(self, points: int = HISTORY_POINTS, budget: int = HISTORY_BUDGET) -> None:
         self.points = points
-        self.series: dict[str, deque[Point]] = {}
+        self.budget = budget
+        self.series: dict[str, Series] = {}
+        #: Points held by all series: kept within `budget`.
+        self.total = 0
         #: Bumped on every change: what tells the saver there is something to write.
         self.changes = 0
-        # Each series' JSON member, with the (length, last point) it was encoded at: points are
-        # only appended, each at a later time, so that pair tells a changed series.
-        self._encoded: dict[str, tuple[tuple[int, tuple[float, int, int]], bytes]] = {}
+        # Each series' JSON member, with the stamp of the series it was encoded from.
+        self._encoded: dict[str, tuple[int, bytes]] = {}
 
     def record(self, samples: Iterable[tuple[str, float, int | None, int]]) -> None:
         """`samples`: (key, time, tokens, compactions) of every session tracked now."""
@@ -82,15 +193,53 @@ class History:
             live.add(key)
             if tokens is None:
                 continue
+            if not (0 <= tokens <= _FIGURE_MAX and 0 <= compactions <= _FIGURE_MAX):
+                tokens, compactions = _clamp(tokens), _clamp(compactions)
             series = self.series.get(key)
             if series is None:
-                series = self.series[key] = deque(maxlen=self.points)
-            if not series or series[-1][1:] != (tokens, compactions):
-                series.append((at, tokens, compactions))
-                self.changes += 1
-        for key in self.series.keys() - live:
-            del self.series[key]
+                series = self.series[key] = Series(self.points, born=self.changes)
+            elif series.tokens[-1] == tokens and series.compactions[-1] == compactions:
+                continue
+            if len(series.times) < series.keep:  # else its oldest point goes
+                self.total += 1
+            series.append(at, tokens, compactions)
             self.changes += 1
+            series.stamp = self.changes
+        for key in self.series.keys() - live:
+            self.total -= len(self.series.pop(key))
+            self.changes += 1
+        if self.total > self.budget:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Bring the points within 80% of the budget (so that a flood sorts the series once per
+        fifth of it, not at every point), cutting the series that moved longest ago first: one
+        longer than HISTORY_THINNED points is thinned to that many, a shorter one dropped (a
+        session still tracked starts a new series at its next point); a second pass drops the
+        thinned ones if need be. The series that moved last are kept whole."""
+        target = self.budget * 4 // 5
+        # Idle longest first; of those that moved at the same time, the newest first.
+        order = sorted(
+            self.series, key=lambda key: (self.series[key].times[-1], -self.series[key].born)
+        )
+        dropped = 0
+        while order and self.total > target:
+            for key in order:
+                if self.total <= target:
+                    break
+                series = self.series[key]
+                let_go = series.thin(HISTORY_THINNED)
+                if let_go:
+                    self.total -= let_go
+                    self.changes += 1
+                    series.stamp = self.changes
+                else:
+                    self.total -= len(self.series.pop(key))
+                    self.changes += 1
+                    dropped += 1
+            order = [key for key in order if key in self.series]
+        if dropped:
+            logger.info("history: %d idle sessions' series dropped (the points' bound)", dropped)
 
     def saved(self, limit: int = HISTORY_FILE_MAX) -> tuple[bytes, int]:
         """The history file's bytes (at most `limit`) and how many series did not fit: a
@@ -100,7 +249,7 @@ class History:
         members = self._members()
         parts = [b'{"format":' + orjson.dumps(_FORMAT) + b"}"]
         size = len(parts[0])
-        order = sorted(members, key=lambda key: -members[key][0][1][0])
+        order = sorted(members, key=lambda key: -self.series[key].times[-1])
         for n, key in enumerate(order):
             part = b"{" + members[key][1] + b"}"
             if size + len(part) + 1 > limit:
@@ -125,7 +274,7 @@ class History:
         taken, series skipped as damaged: a line that is not one series, a point that is not
         [time, tokens, compactions] of those types, times not rising, a negative count). A
         first line that does not name this format is a ValueError; a series already recorded
-        since start is kept as it is."""
+        since start is kept as it is. The budget holds after it as after a `record`."""
         lines = data.split(b"\n")
         head = orjson.loads(lines[0])
         if not isinstance(head, dict) or head.get("format") != _FORMAT:
@@ -150,10 +299,15 @@ class History:
                 skipped += 1
             elif key not in self.series:
                 self.series[key] = series
+                self.total += len(series)
+                self.changes += 1
+                series.stamp = self.changes
                 taken += 1
+        if self.total > self.budget:
+            self._shrink()
         return taken, skipped
 
-    def export(self) -> dict[str, list[tuple[float, int, int]]]:
+    def export(self) -> dict[str, list[Point]]:
         return {key: list(series) for key, series in self.series.items()}
 
     def encoded(self) -> bytes:
@@ -161,24 +315,22 @@ class History:
         twice a second, and most of 10,000 sessions' series stay as they were."""
         return b"{" + b",".join(member for _, member in self._members().values()) + b"}"
 
-    def _members(self) -> dict[str, tuple[tuple[int, Point], bytes]]:
-        """Each series' JSON member (`"key":[[...],...]`) with the version it was made at."""
+    def _members(self) -> dict[str, tuple[int, bytes]]:
+        """Each series' JSON member (`"key":[[...],...]`) with the stamp it was made at."""
         kept = {}
         for key, series in self.series.items():
-            version = (len(series), series[-1])
             known = self._encoded.get(key)
-            if known is None or known[0] != version:
-                known = (version, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
+            if known is None or known[0] != series.stamp:
+                known = (series.stamp, orjson.dumps(key) + b":" + orjson.dumps(list(series)))
             kept[key] = known
         self._encoded = kept
         return kept
 
 
-def _points(raw: object, keep: int) -> deque[Point] | None:
+def _points(raw: object, keep: int) -> Series | None:
     """The last `keep` points of a saved series, or None when it is not one."""
     if not isinstance(raw, list) or not raw:
         return None
-    out: deque[Point] = deque(maxlen=keep)
     last = -math.inf
     for point in raw[-keep:]:
         if type(point) is not list or len(point) != 3:
@@ -189,8 +341,7 @@ def _points(raw: object, keep: int) -> deque[Point] | None:
         if not last < at < math.inf or tokens < 0 or compactions < 0:  # NaN fails too
             return None
         last = at
-        out.append((float(at), tokens, compactions))
-    return out
+    return Series.of(keep, raw[-keep:])
 
 
 def read_history(path: Path) -> bytes | None:

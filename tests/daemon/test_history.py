@@ -4,6 +4,7 @@ across restarts in a bounded file, read back safely whatever was made of it."""
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,3 +115,66 @@ def test_a_daemon_with_a_damaged_history_file_serves_and_writes_a_good_one(world
     head, series, end = kept.read_bytes().split(b"\n")
     assert (orjson.loads(head), end) == ({"format": 1}, b"")
     assert orjson.loads(series)[str(t.path)][-1][1:] == [120_000, 0]
+
+
+def _path(s: int) -> str:
+    """A transcript path of the length a real one has (the series' key)."""
+    return f"/home/dev/.claude/projects/-home-dev-work-project-{s % 40:03d}/{s:08d}-1dbc-4085.jsonl"
+
+
+def test_a_full_chart_costs_a_few_kib_of_memory_json_included() -> None:
+    """Bound: 12 KiB a session for 600 points, 30 KiB with the JSON the dashboard's answer
+    keeps of them (a tuple of Python objects per point held 78 KiB of these, the JSON 16 more)."""
+    sessions, points = 100, 600
+    tracemalloc.start()
+    try:
+        history = History(points=points)
+        for n in range(points):
+            history.record(
+                (_path(s), 1_780_000_000.123 + n, 20_000 + (n * 3_000 + s * 7) % 600_000, n // 200)
+                for s in range(sessions)
+            )
+        held = tracemalloc.get_traced_memory()[0]
+        answer = history.encoded()
+        with_json = tracemalloc.get_traced_memory()[0] - len(answer)
+    finally:
+        tracemalloc.stop()
+    assert all(len(series) == points for series in history.series.values())
+    assert held / sessions < 12 * 1024
+    assert with_json / sessions < 30 * 1024
+    # Packed or not, the dashboard reads the same points.
+    assert orjson.loads(answer)[_path(7)][-1] == [
+        1_780_000_000.123 + 599,
+        20_000 + 599 * 3_000 % 600_000 + 49,
+        2,
+    ]
+
+
+def test_a_flood_of_20000_charted_sessions_keeps_the_points_bound_and_the_watched_charts() -> None:
+    """At most 300,000 points in all (HISTORY_BUDGET), however many sessions move; the charts of
+    the sessions that moved last stay whole. The clock is the test's."""
+    bound, watched, flood = 300_000, [_path(-n) for n in range(1, 4)], 20_000
+    history = History()
+    clock = 1_780_000_000.0
+
+    def tick(flooding: bool) -> None:
+        nonlocal clock
+        clock += 1.0
+        samples: list[tuple[str, float, int | None, int]] = []
+        if flooding:  # each flood session moves, a little apart, before the watched ones
+            samples += [
+                (_path(s), clock + s / 40_000, 1_000 + int(clock) % 97 + s, 0) for s in range(flood)
+            ]
+        samples += [(key, clock + 0.9, int(clock) % 1_000 * 100, 0) for key in watched]
+        history.record(samples)
+        held = sum(len(series) for series in history.series.values())
+        assert held <= bound
+
+    for _ in range(600):  # the watched sessions fill their charts
+        tick(flooding=False)
+    for _ in range(40):  # 800,000 points offered
+        tick(flooding=True)
+    assert len(history.series) > 1_000  # the flood was charted, thinned, not refused
+    for key in watched:
+        points = list(history.series[key])
+        assert len(points) == 600 and points[-1][0] == clock + 0.9
