@@ -280,6 +280,33 @@ def test_install_builds_the_native_client_and_hooks_run_it(env: dict[str, str]) 
     assert "native (" in nativeclient.client_choice(directory, env).describe()
 
 
+def _has_loader(binary: bytes) -> bool:
+    """Whether an ELF-64 little-endian executable names a dynamic loader (a PT_INTERP header)."""
+    phoff = int.from_bytes(binary[32:40], "little")
+    size, count = (int.from_bytes(binary[o : o + 2], "little") for o in (54, 56))
+    return any(
+        int.from_bytes(binary[at : at + 4], "little") == 3  # PT_INTERP
+        for at in range(phoff, phoff + size * count, size)
+    )
+
+
+def test_the_client_is_linked_statically_where_the_c_library_allows(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A hook process that skips the dynamic loader costs less on every tool call."""
+    compiler = needs_compiler(env)
+    probe = tmp_path / "probe.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    static = subprocess.run(
+        [compiler, "-static", "-o", str(tmp_path / "probe"), str(probe)], capture_output=True
+    )
+    directory = hookcmd.install_client(env)
+    binary = (directory / os.readlink(directory / nativeclient.LINK)).read_bytes()
+    if not binary.startswith(b"\x7fELF\x02\x01"):
+        pytest.skip("not a 64-bit little-endian ELF system")
+    assert _has_loader(binary) == (static.returncode != 0)
+
+
 def test_a_new_source_is_built_beside_and_swapped_in(env: dict[str, str]) -> None:
     needs_compiler(env)
     directory = hookcmd.install_client(env)
@@ -338,8 +365,10 @@ def test_a_failed_build_falls_back_and_is_not_retried(env: dict[str, str], tmp_p
     directory = hookcmd.install_client(env)
     choice = nativeclient.client_choice(directory, env)
     assert not choice.native and "error: no headers" in choice.reason
+    # once each way of linking (static, then dynamic)
+    assert calls.read_text() == "run\n" * len(nativeclient.LINKING)
     hookcmd.install_client(env)  # the same source, the same compiler: not tried again
-    assert calls.read_text() == "run\n"
+    assert calls.read_text() == "run\n" * len(nativeclient.LINKING)
 
 
 @pytest.mark.parametrize("client", ["native", "python"])
