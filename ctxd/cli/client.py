@@ -1,15 +1,15 @@
 """The CLI's side of the socket: one blocking request, one answer, translated errors.
 
-`ctxd status` and `ctxd watch` are a round trip and bytes the daemon rendered, so this module
-imports only what the round trip needs: `ctxd_wire` (stdlib only, the frame and the socket's
-place, shared with the daemon), and the stdlib's `json` only for a header it has to encode or an
-error answer (`request_header` takes one written already). The daemon's side of the protocol
-(`ctxd.protocol`: orjson, dataclasses) costs more to import than the request itself.
+`ctxd status` and `ctxd watch` are a round trip and some text, so this module imports only what
+the round trip needs: `ctxd_wire` (stdlib only, the frame and the socket's place, shared with the
+daemon) and the stdlib's `json` for one header line and one answer. The daemon's side of the
+protocol (`ctxd.protocol`: orjson, dataclasses) costs more to import than the request itself.
 """
 
 from __future__ import annotations
 
 import _socket
+import json
 import os
 
 import ctxd_wire as wire
@@ -21,13 +21,12 @@ if TYPE_CHECKING:  # typing costs start-up time; the checker alone needs it
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["request", "request_header", "request_json"]
+__all__ = ["request", "request_json"]
 
 
-def _header(op: str, fields: dict[str, Any]) -> bytes:
-    import json
-
-    return json.dumps({"v": wire.VERSION, "op": op, **fields}, separators=(",", ":")).encode()
+def _encode(op: str, payload: bytes, fields: dict[str, Any]) -> bytes:
+    header = json.dumps({"v": wire.VERSION, "op": op, **fields}, separators=(",", ":"))
+    return wire.frame(header.encode() + b"\n" + payload)
 
 
 def _result(body: bytes) -> bytes:
@@ -35,8 +34,6 @@ def _result(body: bytes) -> bytes:
     result = wire.ok_result(body)
     if result is not None:
         return result
-    import json  # an error answer: rare
-
     try:
         header = json.loads(body.partition(b"\n")[0])
     except ValueError:
@@ -55,17 +52,6 @@ def request(
     **fields: Any,
 ) -> bytes:
     """Send one request to the daemon; the answer's result bytes, or a CtxdError."""
-    return request_header(_header(op, fields), payload, env=env, timeout=timeout)
-
-
-def request_header(
-    header: bytes,
-    payload: bytes = b"",
-    *,
-    env: Mapping[str, str] = os.environ,
-    timeout: float = 10.0,
-) -> bytes:
-    """`request` with its header line (a JSON object, `"v"` and `"op"` in it) written already."""
     path = wire.socket_path(env)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -77,7 +63,7 @@ def request_header(
         except OSError as exc:
             raise DaemonUnavailable(f"cannot reach ctxd at {path}: {exc.strerror or exc}") from None
         try:
-            sock.sendall(wire.frame(header + b"\n" + payload))
+            sock.sendall(_encode(op, payload, fields))
             body = wire.read_frame(sock, wire.MAX_STATUS)
         except wire.FrameTooLarge as exc:
             raise ProtocolError(str(exc)) from None
@@ -91,8 +77,6 @@ def request_header(
 
 
 def request_json(op: str, *, env: Mapping[str, str] = os.environ, **fields: Any) -> Any:
-    import json
-
     try:
         return json.loads(request(op, env=env, **fields))
     except ValueError:  # UnicodeDecodeError included

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -39,6 +40,35 @@ def _idle_session(world: World) -> tuple[str, float]:
         lambda: (r := world.row(t)) and r.get("idle_compaction_at") and r, 5, "idle time"
     )
     return t.session_id, float(row["idle_compaction_at"])
+
+
+def test_the_stdlib_client_prints_what_ctxd_status_does(ctxd: World) -> None:
+    """`python -S -I ctxd_status.py`: no site-packages, no ctxd package; the same bytes."""
+    t = ctxd.claude()
+    t.assistant(120_000)
+    ctxd.hook_out("claude", t.payload("PostToolUse"))
+    client = Path(__file__).parents[2] / "clients" / "ctxd_status.py"
+
+    for words in ([], ["--json"], [t.session_id[:8]], ["--json", t.session_id[:8]]):
+        bare = subprocess.run(
+            [sys.executable, "-S", "-I", client, *words],
+            env=ctxd.env,
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        cli = ctxd.cli("status", *words)
+        assert bare.returncode == 0 == cli.returncode, bare.stderr
+        assert b"120,000" in bare.stdout or b'"tokens":120000' in bare.stdout
+        assert _steady(bare.stdout.decode()) == _steady(cli.stdout)
+
+
+def _steady(out: str) -> str:
+    """`out` without what changes from one request to the next (the daemon's request count and
+    uptime, how long ago a session was heard)."""
+    return re.sub(
+        r"[\d,]+ requests? served|updated \S+ ago|\"(requests|uptime_s)\":[\d.]+", "", out
+    )
 
 
 def _field(text: str, name: str) -> str:
