@@ -10,6 +10,7 @@ machine's load falls on all alike), as a fresh process:
     an editable install included) and the `import re` pip's wrapper does, nothing else; and
     the same without `import re` (the wrapper pip >= 25.2 and uv write);
   - `ctxd status`, `ctxd status --json` (the console script pip writes);
+  - the front door as a stdlib client: `python3 -S -I .../ctxd_status.py` (no site start-up);
   - `ctxd status` with no daemon running (the one-line next step);
   - with `--before VENV`: `ctxd status` and `--json` of another install (another checkout's
     venv, e.g. main's) against the same daemon, interleaved with the rest.
@@ -50,6 +51,12 @@ def commands(bin_dir: Path, before: Path | None) -> dict[str, str]:
     """Each measured command, as the shell line `sh -c` runs (`bin_dir`: the venv's bin)."""
     ctxd = shlex.quote(str(bin_dir / "ctxd"))
     python = shlex.quote(str(bin_dir / "python3"))
+    client = subprocess.run(
+        [bin_dir / "python3", "-c", "import ctxd_status; print(ctxd_status.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     other = {}
     if before is not None:
         old = shlex.quote(str(before / "bin" / "ctxd"))
@@ -62,13 +69,17 @@ def commands(bin_dir: Path, before: Path | None) -> dict[str, str]:
         "sh -c true": "true",
         "floor: python3 -S -I -c pass": f"{shlex.quote(c.REAL_PYTHON)} -S -I -c pass",
         CONSOLE: f"{python} -c 'import re'",
-        "console-script floor, no `import re`: venv python3 -c pass": f"{python} -c pass",
+        NO_RE: f"{python} -c pass",
         "ctxd status": f"{ctxd} status",
         "ctxd status --json": f"{ctxd} status --json",
+        "stdlib client: python3 -S -I ctxd_status.py": (
+            f"{shlex.quote(c.REAL_PYTHON)} -S -I {shlex.quote(client)}"
+        ),
     }
 
 
 CONSOLE = "console-script floor: venv python3 -c 'import re'"
+NO_RE = "console-script floor, no `import re`: venv python3 -c pass"
 
 
 def compile_bytecode(venv: Path) -> None:
@@ -212,7 +223,8 @@ def main() -> None:
         for _ in range(args.instruction_runs):
             instructions[off].append(count(lines["ctxd status"], env))
     floor = "floor: python3 -S -I -c pass"
-    console = CONSOLE
+    # The floor of the wrapper pip wrote here: with `import re` (pip < 25.2) or without.
+    console = CONSOLE if b"import re" in (venv / "bin" / "ctxd").read_bytes() else NO_RE
     floor_cpu = c.summarize(cpu[floor]).p50
     console_cpu = c.summarize(cpu[console]).p50
     floor_ins = min(instructions[floor])
