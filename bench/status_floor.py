@@ -10,7 +10,8 @@ machine's load falls on all alike), as a fresh process:
     an editable install included) and the `import re` pip's wrapper does, nothing else; and
     the same without `import re` (the wrapper pip >= 25.2 and uv write);
   - `ctxd status`, `ctxd status --json` (the console script pip writes);
-  - the front door as a stdlib client: `python3 -S -I .../ctxd_status.py` (no site start-up);
+  - the front door as a stdlib client, run as the hook command runs the hook client:
+    `python3 -S -I -c 'import sys; sys.path[:0] = [DIR]; import ctxd_status as s; ...'`;
   - `ctxd status` with no daemon running (the one-line next step);
   - with `--before VENV`: `ctxd status` and `--json` of another install (another checkout's
     venv, e.g. main's) against the same daemon, interleaved with the rest.
@@ -72,13 +73,18 @@ def commands(bin_dir: Path, before: Path | None) -> dict[str, str]:
         NO_RE: f"{python} -c pass",
         "ctxd status": f"{ctxd} status",
         "ctxd status --json": f"{ctxd} status --json",
-        "stdlib client: python3 -S -I ctxd_status.py": (
-            f"{shlex.quote(c.REAL_PYTHON)} -S -I {shlex.quote(client)}"
+        STDLIB: (
+            f"{shlex.quote(c.REAL_PYTHON)} -S -I -c "
+            + shlex.quote(
+                f"import sys; sys.path[:0] = [{os.path.dirname(client)!r}]; "
+                "import ctxd_status as s; raise SystemExit(s.status_main())"
+            )
         ),
     }
 
 
 CONSOLE = "console-script floor: venv python3 -c 'import re'"
+STDLIB = "stdlib client: python3 -S -I -c 'import ctxd_status ...'"
 NO_RE = "console-script floor, no `import re`: venv python3 -c pass"
 
 

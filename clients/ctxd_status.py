@@ -6,9 +6,9 @@ Pollers (a tmux segment, a menu bar, a script) run `ctxd status` every few secon
 `ctxd` entry point is this module's `main`: `status` with its usual words is one request, the
 daemon's `status_view` (it renders the table, one session in full, or the JSON document, given
 the reader's home and clock), and its bytes written; any other command line goes to `ctxd.cli`,
-imported then. Only built-in modules (see ctxd_hook.py) and `ctxd_wire`, so it can also run as
-`python -S -I ctxd_status.py [--json] [SESSION]`, below any console script's start-up
-(docs/benchmarks.md §29).
+imported then. Only built-in modules (see ctxd_hook.py) and `ctxd_wire`, so that a poller can
+also run it below any console script's start-up, as `python -S -I` (`status_main`;
+docs/benchmarks.md §29).
 
 A daemon older than `status_view`, or a SESSION that JSON cannot carry as it is, is rendered
 by ctxd itself (`ctxd.cli.status`). With `--json`, stdout is JSON whatever happens: a failure
@@ -211,9 +211,17 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     return cli_main(words)
 
 
-if __name__ == "__main__":  # python -S -I ctxd_status.py [--json] [SESSION]
-    wanted = parse(sys.argv[1:])
+def status_main(argv: "Sequence[str] | None" = None) -> int:
+    """`ctxd status` for a poller that runs this client by itself, with the status's words
+    only: `python -S -I -c 'import sys; sys.path[:0] = [DIR]; import ctxd_status as s;
+    raise SystemExit(s.status_main())' [--json] [SESSION]` (imported, so that its bytecode is
+    cached: a script's own source is compiled at every run)."""
+    wanted = parse(sys.argv[1:] if argv is None else argv)
     if wanted is None:
         sys.stderr.write("usage: ctxd_status.py [--json] [SESSION]\n")
-        raise SystemExit(2)
-    raise SystemExit(run(*wanted))
+        return 2
+    return run(*wanted)
+
+
+if __name__ == "__main__":  # python -S -I ctxd_status.py [--json] [SESSION]
+    raise SystemExit(status_main())

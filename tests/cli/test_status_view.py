@@ -43,15 +43,20 @@ def _idle_session(world: World) -> tuple[str, float]:
 
 
 def test_the_stdlib_client_prints_what_ctxd_status_does(ctxd: World) -> None:
-    """`python -S -I ctxd_status.py`: no site-packages, no ctxd package; the same bytes."""
+    """`python -S -I -c "import ctxd_status ..."`: no site-packages, no ctxd package; the same
+    bytes."""
     t = ctxd.claude()
     t.assistant(120_000)
     ctxd.hook_out("claude", t.payload("PostToolUse"))
-    client = Path(__file__).parents[2] / "clients" / "ctxd_status.py"
+    clients = str(Path(__file__).parents[2] / "clients")
+    bare_run = (
+        f"import sys; sys.path[:0] = [{clients!r}]; import ctxd_status as s; "
+        "raise SystemExit(s.status_main())"
+    )
 
     for words in ([], ["--json"], [t.session_id[:8]], ["--json", t.session_id[:8]]):
         bare = subprocess.run(
-            [sys.executable, "-S", "-I", client, *words],
+            [sys.executable, "-S", "-I", "-c", bare_run, *words],
             env=ctxd.env,
             capture_output=True,
             timeout=20,
