@@ -70,9 +70,9 @@ def test_the_stdlib_client_prints_what_ctxd_status_does(ctxd: World) -> None:
 
 def _steady(out: str) -> str:
     """`out` without what changes from one request to the next (the daemon's request count and
-    uptime, how long ago a session was heard)."""
+    uptime, how long ago a session was heard or a file was looked at)."""
     return re.sub(
-        r"[\d,]+ requests? served|updated \S+ ago|\"(requests|uptime_s)\":[\d.]+", "", out
+        r"[\d,]+ requests? served|updated \S+ ago|\"(requests|uptime_s|age_s)\":[\d.]+", "", out
     )
 
 
