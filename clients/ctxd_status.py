@@ -151,7 +151,7 @@ def printed(session: "str | None", *, as_json: bool) -> bytes:
     env = wire.environ()
     header = view_header(session, as_json, env)
     if header is None:
-        raise Failure("the session argument is not plain text", REFUSED, older=True)
+        raise Failure("the session argument is not plain ASCII text", REFUSED, older=True)
     return ask(wire.socket_path(env), header)
 
 
@@ -166,8 +166,10 @@ def run(
         try:
             out = printed(session, as_json=as_json)
         except Failure as failure:
-            if not failure.older or render_here is None:
+            if not failure.older:
                 raise
+            if render_here is None:  # this client alone: no ctxd to render it with
+                raise _unrendered(failure) from None
             out = render_here(session, as_json)
     except Exception as exc:
         code = getattr(exc, "exit_code", None)
@@ -184,6 +186,16 @@ def run(
     except BrokenPipeError:  # a reader that stopped early (`| head`)
         pass
     return 0
+
+
+def _unrendered(failure: Failure) -> Failure:
+    if str(failure).startswith("unknown op"):
+        return Failure(
+            "the daemon running is older than this client (`ctxd stop`: the next hook or "
+            "`ctxd serve` starts this version)",
+            REFUSED,
+        )
+    return Failure(f"{failure} (`ctxd status` takes it)", REFUSED)
 
 
 def _error_object(message: str) -> str:
