@@ -7,11 +7,17 @@ machine's load falls on all alike), as a fresh process:
   - `sh -c true` (the shell alone);
   - the floor: the real interpreter doing nothing (`python3 -S -I -c pass`);
   - the console script's floor: the venv's interpreter with its site start-up (`.pth` files of
-    an editable install included) and the `import re` pip's wrapper does, nothing else;
+    an editable install included) and the `import re` pip's wrapper does, nothing else; and
+    the same without `import re` (the wrapper pip >= 25.2 and uv write);
   - `ctxd status`, `ctxd status --json` (the console script pip writes);
+  - the front door as a stdlib client, run as the hook command runs the hook client:
+    `python3 -S -I -c 'import sys; sys.path[:0] = [DIR]; import ctxd_status as s; ...'`;
   - `ctxd status` with no daemon running (the one-line next step);
   - with `--before VENV`: `ctxd status` and `--json` of another install (another checkout's
     venv, e.g. main's) against the same daemon, interleaved with the rest.
+`--venv VENV` measures the `ctxd` (and the console floors) of another venv than the one running
+this script, e.g. one where ctxd is installed as the README says, not editable; the daemon is
+always this checkout's.
 Every checkout's bytecode is compiled first and PYTHONDONTWRITEBYTECODE is dropped from the
 environment: what an installed ctxd runs (pip compiles on install).
 Measured per run: wall time, and the CPU time of the shell and everything it waited for (the
@@ -20,7 +26,7 @@ children), counted by `perf stat -e instructions:u` where the kernel lets us, el
 callgrind (`--trace-children=yes`, every process's total summed) over INSTRUCTION_RUNS runs.
 
     .venv/bin/python bench/status_floor.py [--runs 40] [--sessions 40] [--instruction-runs 3]
-        [--before OTHER/.venv]
+        [--before OTHER/.venv] [--venv VENV]
 """
 
 from __future__ import annotations
@@ -42,9 +48,16 @@ BIN = Path(c.PYTHON).parent
 SHELL = "/bin/sh"
 
 
-def commands(before: Path | None) -> dict[str, str]:
-    """Each measured command, as the shell line `sh -c` runs."""
-    ctxd = shlex.quote(str(BIN / "ctxd"))
+def commands(bin_dir: Path, before: Path | None) -> dict[str, str]:
+    """Each measured command, as the shell line `sh -c` runs (`bin_dir`: the venv's bin)."""
+    ctxd = shlex.quote(str(bin_dir / "ctxd"))
+    python = shlex.quote(str(bin_dir / "python3"))
+    client = subprocess.run(
+        [bin_dir / "python3", "-c", "import ctxd_status; print(ctxd_status.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     other = {}
     if before is not None:
         old = shlex.quote(str(before / "bin" / "ctxd"))
@@ -56,16 +69,28 @@ def commands(before: Path | None) -> dict[str, str]:
         **other,
         "sh -c true": "true",
         "floor: python3 -S -I -c pass": f"{shlex.quote(c.REAL_PYTHON)} -S -I -c pass",
-        "console-script floor: venv python3 -c 'import re'": (
-            f"{shlex.quote(str(BIN / 'python3'))} -c 'import re'"
-        ),
+        CONSOLE: f"{python} -c 'import re'",
+        NO_RE: f"{python} -c pass",
         "ctxd status": f"{ctxd} status",
         "ctxd status --json": f"{ctxd} status --json",
+        STDLIB: (
+            f"{shlex.quote(c.REAL_PYTHON)} -S -I -c "
+            + shlex.quote(
+                f"import sys; sys.path[:0] = [{os.path.dirname(client)!r}]; "
+                "import ctxd_status as s; raise SystemExit(s.status_main())"
+            )
+        ),
     }
 
 
+CONSOLE = "console-script floor: venv python3 -c 'import re'"
+STDLIB = "stdlib client: python3 -S -I -c 'import ctxd_status ...'"
+NO_RE = "console-script floor, no `import re`: venv python3 -c pass"
+
+
 def compile_bytecode(venv: Path) -> None:
-    """Bytecode for the checkout behind `venv` (its editable install's sources)."""
+    """Bytecode for the ctxd `venv` runs (an editable install's sources; pip compiled an
+    installed copy already, compiling again changes nothing)."""
     python = venv / "bin" / "python"
     source = subprocess.run(
         [python, "-c", "import ctxd, os; print(os.path.dirname(os.path.dirname(ctxd.__file__)))"],
@@ -159,19 +184,22 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--instruction-runs", type=int, default=3)
     parser.add_argument("--before", type=Path, help="another checkout's venv, measured too")
+    parser.add_argument("--venv", type=Path, help="the venv whose ctxd is measured (default: ours)")
     args = parser.parse_args()
+    venv = args.venv.absolute() if args.venv else BIN.parent
     c.header(
         "`ctxd status` against the interpreter's floor",
         f".venv/bin/python bench/status_floor.py --runs {args.runs} --sessions {args.sessions} "
         f"--instruction-runs {args.instruction_runs}"
-        + (" --before OTHER/.venv" if args.before else ""),
+        + (" --before OTHER/.venv" if args.before else "")
+        + (f" --venv {args.venv}" if args.venv else ""),
     )
-    for venv in (BIN.parent, *([args.before] if args.before else [])):
-        compile_bytecode(venv)
+    for measured in (venv, *([args.before] if args.before else [])):
+        compile_bytecode(measured)
     use_perf = perf_supported()
     count = instructions_perf if use_perf else instructions_callgrind
     counter = "perf stat -e instructions:u" if use_perf else "valgrind --tool=callgrind"
-    lines = commands(args.before)
+    lines = commands(venv / "bin", args.before)
     wall: dict[str, list[float]] = {name: [] for name in lines}
     cpu: dict[str, list[float]] = {name: [] for name in lines}
     instructions: dict[str, list[int]] = {name: [] for name in lines}
@@ -201,7 +229,8 @@ def main() -> None:
         for _ in range(args.instruction_runs):
             instructions[off].append(count(lines["ctxd status"], env))
     floor = "floor: python3 -S -I -c pass"
-    console = "console-script floor: venv python3 -c 'import re'"
+    # The floor of the wrapper pip wrote here: with `import re` (pip < 25.2) or without.
+    console = CONSOLE if b"import re" in (venv / "bin" / "ctxd").read_bytes() else NO_RE
     floor_cpu = c.summarize(cpu[floor]).p50
     console_cpu = c.summarize(cpu[console]).p50
     floor_ins = min(instructions[floor])
@@ -236,7 +265,7 @@ def main() -> None:
         )
     )
     print(
-        f"\n{args.sessions} live sessions; instructions by {counter}; "
+        f"\n{args.sessions} live sessions; ctxd of {venv}; instructions by {counter}; "
         f"load average {os.getloadavg()[0]:.2f}; the daemon's CPU {daemon_cpu:.2f} s in all"
     )
     c.save_json("status_floor", {"wall": wall, "cpu": cpu, "instructions": instructions})

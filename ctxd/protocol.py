@@ -17,7 +17,7 @@ import orjson
 
 from ctxd.errors import ProtocolError
 
-OPS = ("hook", "status", "line", "stop", "ping")
+OPS = ("hook", "status", "status_view", "line", "stop", "ping")
 
 __all__ = [
     "OPS",

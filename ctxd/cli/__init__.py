@@ -4,10 +4,12 @@ Every verb is a function `(args) -> exit code`; a `CtxdError` anywhere becomes o
 stderr and that error's exit code.
 
 Each verb imports what it needs when it runs, and its arguments are defined only when it is the
-verb parsed (`VERBS`): `ctxd status` and `ctxd watch`, run often and by hand, import the client's
-round trip and the report's text, never the agent registry, the daemon or orjson
-(tests/cli/test_cli_imports.py). `ctxd status`, which pollers run, and `ctxd line` are read
-without argparse when their words are the usual ones (`main`), so this module does not import it.
+verb parsed (`VERBS`): `ctxd status` and `ctxd watch`, run often and by hand, import the
+client's round trip alone (the daemon renders what they print), never the agent registry, the
+daemon, json or orjson (tests/cli/test_cli_imports.py). `ctxd status`, which pollers run, and
+`ctxd line` are read without argparse when their words are the usual ones (`main`), so this
+module does not import it; the `ctxd` entry point sends the first straight to the daemon
+(clients/ctxd_status.py), without importing this module at all.
 """
 
 from __future__ import annotations
@@ -90,18 +92,17 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from ctxd.cli.client import request_json
-    from ctxd.cli.report import status_lines
+    from ctxd.cli import status
     from ctxd.errors import DaemonUnavailable
 
     try:
         while True:
             try:
-                lines = status_lines(request_json("status"))
-            except DaemonUnavailable as exc:
-                lines = [str(exc)]
-            sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
-            sys.stdout.flush()
+                screen = status.printed(None, as_json=False)
+            except DaemonUnavailable as exc:  # said, and asked again at the next redraw
+                screen = f"{exc}\n".encode()
+            sys.stdout.buffer.write(b"\x1b[H\x1b[2J" + screen)
+            sys.stdout.buffer.flush()
             time.sleep(args.interval)
     except KeyboardInterrupt:
         return 0
@@ -719,15 +720,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return ctxd_line.main(words[1:])
     if words[:1] == ["status"]:
-        # Polled too (a menu bar, a script): its usual words are read without argparse, whose
-        # import and parser cost more than the request (docs/benchmarks.md §29); anything else
-        # (help, a misspelt option) goes to argparse, which says what is wrong.
-        from ctxd.cli import status
+        # Polled too (a menu bar, a script): its usual words go to the front door the `ctxd`
+        # entry point is, without argparse, whose import and parser cost more than the request
+        # (docs/benchmarks.md §29); anything else (help, a misspelt option) goes to argparse,
+        # which says what is wrong.
+        import ctxd_status
 
-        wanted = status.parse_words(words[1:])
-        if wanted is not None:
-            session, as_json = wanted
-            return _run("status", lambda: status.run(session, as_json=as_json))
+        if ctxd_status.parse(words[1:]) is not None:
+            return ctxd_status.main(words)
     args = build_parser(_verb(words)).parse_args(words)
     func: Verb = args.func
     if args.verb not in _LOOKS:

@@ -34,7 +34,7 @@ from ctxd.daemon import http, poller, snapshot, watcher
 from ctxd.daemon.centre import Centre
 from ctxd.daemon.config import load_settings
 from ctxd.daemon.listeners import connection_limit, notify_systemd, open_listener, systemd_socket
-from ctxd.daemon.outputs import line, notify, otlp
+from ctxd.daemon.outputs import line, notify, otlp, status_text
 from ctxd.daemon.rundir import AlreadyRunning, DaemonPaths, exclusive_lock
 from ctxd.daemon.server import Server, json_result
 from ctxd.daemon.status import DaemonStatistics
@@ -81,6 +81,7 @@ class Daemon:
             {
                 "hook": self._hook,
                 "status": self._status,
+                "status_view": self._status_view,
                 "line": self._line,
                 "stop": self._stop,
                 "ping": self._ping,
@@ -140,6 +141,32 @@ class Daemon:
         session = request.header.get("session")
         return await self.centre.status.encoded_in_slices(
             str(session) if session else None, self.statistics().as_json()
+        )
+
+    def _status_view(self, request: Request) -> Answer:
+        reading = self.check_config()
+        if reading is not None:
+            return _after(reading, lambda: self._answer_status_view(request))
+        return self._answer_status_view(request)
+
+    async def _answer_status_view(self, request: Request) -> bytes:
+        """What `ctxd status` prints, rendered here so that a poller's process only writes it:
+        the header's `prefix` (a session id's start), `json`, and the reader's `home`, `tz` and
+        `utc_offset` (its clock, when its TZ is not ours: times of day are the reader's)."""
+        header = request.header
+        document = orjson.loads(await self._answer_status(request))
+        prefix, home, tz = header.get("prefix"), header.get("home"), header.get("tz")
+        offset = header.get("utc_offset")
+        clock: status_text.Clock = status_text.local_clock
+        if tz != os.environ.get("TZ") and isinstance(offset, int) and not isinstance(offset, bool):
+            clock = status_text.offset_clock(offset)
+        return status_text.printed(
+            document,
+            str(prefix) if prefix else None,
+            as_json=header.get("json") is True,
+            now=time.time(),
+            home=home if isinstance(home, str) and home else None,
+            clock=clock,
         )
 
     async def _line(self, request: Request) -> bytes:

@@ -111,6 +111,29 @@ def test_status_without_daemon_gives_the_next_step_in_one_line(world: World) -> 
     assert (again.returncode, again.stderr) == (3, result.stderr)
 
 
+def test_watch_without_daemon_gives_the_next_step_as_status_does(world: World) -> None:
+    screen = world.root / "watch.out"
+    with screen.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxd", "watch", "--interval", "0.1"],
+            env=world.env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+        )
+    try:
+        world.wait_for(lambda: screen.read_bytes().count(b"\x1b[H") >= 2 or None, 10, "redraws")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+
+    assert proc.returncode == 0, err
+    status = one_line(world.cli("status").stderr).removeprefix("ctxd status: ")
+    frames = screen.read_text().split("\x1b[H\x1b[2J")[1:]
+    # Each redraw says what `ctxd status` says, and is asked again (a daemon may start).
+    assert frames[:2] == [status + "\n"] * 2
+    assert "start it with `ctxd serve`" in status
+
+
 def test_status_json_without_daemon_is_a_json_error_object(world: World) -> None:
     # A tool parsing `ctxd status --json` gets JSON whatever happens, with the schema's version
     # first, as the document has it.
