@@ -329,6 +329,19 @@ def marks(requests: Iterable[Json], needle: str, tail: Callable[[Json], str]) ->
     return [needle in tail(r.get("body") or {}) for r in requests]
 
 
+def at_calls(
+    main: Iterable[Json], needle: str, tail: Callable[[Json], str] = last_turn_text_chat
+) -> list[int]:
+    """The tool calls (0-based, counted over every main request) after which `needle` reached
+    the model: request i+1 carries what the hooks said after call i."""
+    return [i - 1 for i, hit in enumerate(marks(main, needle, tail)) if hit]
+
+
+def chat_usage(prompt: int) -> Json:
+    """A chat-completions `usage` whose prompt is `prompt` tokens, half of them cached."""
+    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
+
+
 # ------------------------------------------------------------------------------------ Claude Code
 CLAUDE_API_KEY = "sk-ant-dummy-key-0000000000"
 CLAUDE_EVENTS = (

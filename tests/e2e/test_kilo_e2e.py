@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, run, write_json
+from e2e_support import Ctxd, Json, Mock, Result, RunDir, at_calls, base_env, run, write_json
 from test_opencode_e2e import (
     CRITICAL,
     MODEL,
     WARNING,
     WINDOW,
-    at_calls,
     bash_steps,
     handoffs,
 )

@@ -33,10 +33,9 @@ from e2e_support import (
     Result,
     RunDir,
     base_env,
-    find_cli,
+    chat_usage,
     last_turn_text_chat,
     marks,
-    missing_cli_reason,
     run,
 )
 
@@ -55,14 +54,6 @@ USER_CONFIG = "# my own Kimi settings\n[loop_control]\nreserved_context_size = 2
 _RESUME = re.compile(r"kimi -r (session_[A-Za-z0-9-]+)")
 
 
-@pytest.fixture(scope="session")
-def kimi_bin() -> Path:
-    path = find_cli("kimi")
-    if path is None:
-        pytest.skip(missing_cli_reason("kimi"))
-    return path
-
-
 def kimi_prepare(rd: RunDir) -> Path:
     """Write `~/.kimi-code/config.toml` (returned): a user's own setting that ctxd keeps."""
     path = rd.home / ".kimi-code" / "config.toml"
@@ -71,13 +62,9 @@ def kimi_prepare(rd: RunDir) -> Path:
     return path
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 def answers(prompts: Sequence[int]) -> list[Json]:
     """One text answer per request, the i-th reporting prompt_tokens prompts[i]."""
-    return [{"text": f"Answer {i}.", "usage": usage(p)} for i, p in enumerate(prompts)]
+    return [{"text": f"Answer {i}.", "usage": chat_usage(p)} for i, p in enumerate(prompts)]
 
 
 @dataclass
