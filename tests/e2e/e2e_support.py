@@ -804,6 +804,21 @@ class Ctxd:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+@dataclass
+class AgentRig:
+    """One agent CLI's run wired to one ctxd daemon and one mock model; a test file's `Rig`
+    adds how its CLI is run."""
+
+    bin: Path
+    rd: RunDir
+    ctxd: Ctxd
+    mock: Mock
+
+    def main(self) -> list[Json]:
+        """The requests of the agent loop, in order (the mock's "main" kind)."""
+        return self.mock.main_requests()
+
+
 # ------------------------------------------------------------------------------------ tmux
 class Tmux:
     """A private tmux server (its own socket) running one interactive CLI in session `name`."""

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -116,12 +117,7 @@ def steps(prompts: Sequence[int], final: str = "All done.") -> list[Json]:
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def cline(self, prompt: str, *args: str, **extra_env: str) -> Result:
         env = base_env(
             self.rd,
@@ -134,9 +130,6 @@ class Rig:
         res = run(self.mock.wrap([str(self.bin), *args, prompt]), cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def summaries(self) -> list[Json]:
         """The compaction's summary requests (no tools: the mock's "aux")."""

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     COPILOT_MODEL,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -88,11 +89,7 @@ def tool_steps(
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     settings: Path
 
     def copilot(self, *args: str, **extra_env: str) -> Result:
@@ -112,9 +109,6 @@ class Rig:
         tmux = Tmux(socket, "copilot")
         tmux.start(f"cd {shlex.quote(str(self.rd.work))} && env -i {words} {argv}; sleep 30")
         return tmux
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reported(self) -> list[int]:
         """The prompt_tokens the mock reported to the agent loop, in order."""

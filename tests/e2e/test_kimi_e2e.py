@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -68,11 +69,7 @@ def answers(prompts: Sequence[int]) -> list[Json]:
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     session: str | None = None
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -106,9 +103,6 @@ class Rig:
         assert self.session in (None, found[1]), res.describe()
         self.session = found[1]
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reached(self, needle: str) -> list[bool]:
         """For each agent-loop request: did `needle` reach the model with it?"""

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     PYTHON,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -118,20 +119,12 @@ def usage(prompt: int) -> Json:
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def opencode(self, prompt: str, **extra: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "run", prompt])
         res = run(argv, cwd=self.rd.work, env=env(self.rd, self.mock, {**self.ctxd.env, **extra}))
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def database(self) -> Path:
         return self.rd.home / ".local" / "share" / "opencode" / "opencode.db"

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     PYTHON,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -69,21 +70,13 @@ def tool_steps(
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def pi(self, *args: str, **extra_env: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "-p", *args, "--provider", "mock", "--model", MODEL])
         env = base_env(self.rd, {**self.ctxd.env, **extra_env})
         res = run(argv, cwd=self.rd.work, env=env, timeout=60)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def session_id(self) -> str:
         rows = [s for s in self.ctxd.status()["sessions"] if s.get("transcript_path")]

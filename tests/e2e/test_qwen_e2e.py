@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -132,11 +133,7 @@ def test_smoke_scripted_tool_calls_with_hooks(qwen_bin: Path, netns: bool, tmp_p
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     settings: Path
     #: Put before the CLI's command line (e.g. strace's).
     prefix: list[str] = field(default_factory=list)
@@ -147,9 +144,6 @@ class Rig:
         res = run(argv, cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reported(self) -> list[int]:
         """The prompt_tokens the mock reported to the agent loop, in order."""
