@@ -27,7 +27,16 @@ from ctxd.core.digest import (
     is_request,
 )
 
-__all__ = ["DigestSource", "Facts", "PendingCalls", "todo_status", "todos_from"]
+__all__ = [
+    "DigestSource",
+    "Facts",
+    "PendingCalls",
+    "first_line",
+    "last_line",
+    "text_of",
+    "todo_status",
+    "todos_from",
+]
 
 T = TypeVar("T")
 
@@ -179,3 +188,30 @@ def todos_from(items: object, text_keys: tuple[str, ...]) -> tuple[Todo, ...]:
                 Todo(text, todo_status(item.get("status")), key if isinstance(key, str) else None)
             )
     return tuple(out)
+
+
+def text_of(content: object) -> str:
+    """A message's text: the string itself, or the `{"type": "text", "text"}` blocks of a
+    list joined by newlines (the agents' common shape); "" for anything else."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        p["text"]
+        for p in content
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    )
+
+
+def first_line(text: str) -> str:
+    """The first line of `text` that is not blank, stripped (what a failed tool says first)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def last_line(text: str) -> str:
+    """The last line of `text` that is not blank, stripped (a failing command says why at the
+    end of what it printed); `text` can be long, and only its end is split."""
+    text = text.rstrip()  # every line separator is whitespace too
+    lines = text[text.rfind("\n") + 1 :].splitlines()
+    return lines[-1].strip() if lines else ""

@@ -10,15 +10,26 @@ one that wants them has every line decoded once, for both. A caller that wants t
 facts alone (`ctxd handoff`, which reads a whole file for its digest) opens the reader with
 `usage=False`: a reader that keeps a digest then does no usage work at all (its `feed` returns
 no updates), and only the listener's.
+
+`JsonlReader` is that pass for a transcript of one JSON record a line, which an agent's reader
+extends with what one record means (`_take`) and what it forgets on a reset (`_forget`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
+from ctxd.agents.lines import Changes, LineSplitter, decode
 from ctxd.core.events import UsageUpdate
 
-__all__ = ["NO_FACTS", "FactListener", "NoFacts", "OpenReader", "TranscriptReader"]
+__all__ = [
+    "NO_FACTS",
+    "FactListener",
+    "JsonlReader",
+    "NoFacts",
+    "OpenReader",
+    "TranscriptReader",
+]
 
 
 class FactListener(Protocol):
@@ -96,3 +107,67 @@ class OpenReader(Protocol):
     def __call__(
         self, path: str | None, facts: FactListener = NO_FACTS, /, *, usage: bool = True
     ) -> TranscriptReader: ...
+
+
+class JsonlReader:
+    """The one pass over a JSONL transcript (one record a line, appended in order) that a
+    reader subclasses: lines split across feeds, a crash's hole cut off, the bulk skipped
+    undecoded when no listener wants it, each record decoded once for both the usage
+    (`_take`) and the listener, and a figure reported only when it changed.
+
+    A raw NUL byte is never part of a JSON line, so a line holding one is a crash's hole: the
+    record after the last NUL is read, what comes before it is dropped.
+    """
+
+    #: Line starts that carry nothing the figures need, in the form the agent writes them: not
+    #: decoded unless the listener wants every record (a line in another form is decoded; only
+    #: the cost differs).
+    bulk: ClassVar[tuple[bytes, ...]] = ()
+
+    def __init__(self, facts: FactListener = NO_FACTS) -> None:
+        self.facts = facts
+        self._lines = LineSplitter()
+        self._reported = Changes()
+
+    def feed(self, data: bytes) -> list[UsageUpdate]:
+        """Consume the next bytes of the file; return the usage updates they completed (and
+        hand every record decoded to the listener, then flush it)."""
+        updates: list[UsageUpdate] = []
+        facts = self.facts
+        wants_records = facts.wants_records
+        bulk = self.bulk
+        for line in self._lines.feed(data):
+            if not line:
+                continue
+            hole = line.rfind(b"\0")
+            if hole >= 0:
+                line = line[hole + 1 :]
+            if not wants_records and line.startswith(bulk):
+                continue
+            record = decode(line)
+            if record is None:
+                continue
+            update = self._take(record)
+            if update is not None and self._reported.is_new(
+                (update.tokens, update.pending, update.turn_id), force=update.compaction
+            ):
+                updates.append(update)
+            if wants_records:
+                facts.take(record)
+        facts.flush()
+        return updates
+
+    def reset(self) -> None:
+        """Forget everything (the listener too): the file was truncated or replaced and is
+        read again from 0."""
+        self._lines.reset()
+        self._reported.reset()
+        self._forget()
+        self.facts.reset()
+
+    def _take(self, record: dict[str, Any]) -> UsageUpdate | None:
+        """What one decoded record changes: the figure it makes, if any."""
+        raise NotImplementedError
+
+    def _forget(self) -> None:
+        """Drop the subclass's own state (its part of `reset`)."""

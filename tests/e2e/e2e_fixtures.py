@@ -84,6 +84,16 @@ def copilot_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def cline_bin() -> Path:
+    return _cli("cline")
+
+
+@pytest.fixture(scope="session")
+def kimi_bin() -> Path:
+    return _cli("kimi")
+
+
+@pytest.fixture(scope="session")
 def netns() -> bool:
     """Every CLI but Claude Code only ever runs in a namespace with nothing but loopback (Gemini
     CLI and Codex CLI reach for outside hosts). Where `unshare -rn` is refused the tests that

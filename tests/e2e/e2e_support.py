@@ -329,6 +329,19 @@ def marks(requests: Iterable[Json], needle: str, tail: Callable[[Json], str]) ->
     return [needle in tail(r.get("body") or {}) for r in requests]
 
 
+def at_calls(
+    main: Iterable[Json], needle: str, tail: Callable[[Json], str] = last_turn_text_chat
+) -> list[int]:
+    """The tool calls (0-based, counted over every main request) after which `needle` reached
+    the model: request i+1 carries what the hooks said after call i."""
+    return [i - 1 for i, hit in enumerate(marks(main, needle, tail)) if hit]
+
+
+def chat_usage(prompt: int) -> Json:
+    """A chat-completions `usage` whose prompt is `prompt` tokens, half of them cached."""
+    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
+
+
 # ------------------------------------------------------------------------------------ Claude Code
 CLAUDE_API_KEY = "sk-ant-dummy-key-0000000000"
 CLAUDE_EVENTS = (
@@ -789,6 +802,21 @@ class Ctxd:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@dataclass
+class AgentRig:
+    """One agent CLI's run wired to one ctxd daemon and one mock model; a test file's `Rig`
+    adds how its CLI is run."""
+
+    bin: Path
+    rd: RunDir
+    ctxd: Ctxd
+    mock: Mock
+
+    def main(self) -> list[Json]:
+        """The requests of the agent loop, in order (the mock's "main" kind)."""
+        return self.mock.main_requests()
 
 
 # ------------------------------------------------------------------------------------ tmux

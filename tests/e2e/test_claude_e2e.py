@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     CLAUDE_STREAM,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -101,13 +102,9 @@ def test_smoke_scripted_tool_calls_with_hooks(
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
+class Rig(AgentRig):
     """One Claude Code home wired to one ctxd daemon and one mock."""
 
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
     settings: Path
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -124,9 +121,6 @@ class Rig:
         res = run(argv, cwd=self.rd.work, env=self.env(**extra_env))
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
 
 @pytest.fixture

@@ -26,15 +26,16 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
+    at_calls,
     base_env,
-    find_cli,
-    marks,
-    missing_cli_reason,
+    chat_usage,
+    last_turn_text_chat,
     run,
     write_json,
 )
@@ -54,14 +55,6 @@ NOTE = "[ctxd continuity]"
 def busy(i: int) -> str:
     # Each call its own command: Cline stops a run that repeats one call five times.
     return f"seq {i} {3000 + i}"
-
-
-@pytest.fixture(scope="session")
-def cline_bin() -> Path:
-    found = find_cli("cline")
-    if found is None:
-        pytest.skip(missing_cli_reason("cline"))
-    return found
 
 
 def cline_prepare(rd: RunDir, mock: Mock, bin: Path, data_dir: Path | None = None) -> Path:
@@ -110,38 +103,21 @@ def install_hooks(ctxd: Ctxd) -> None:
     assert all(os.access(folder / name, os.X_OK) for name in HOOK_FILES), res.describe()
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 def steps(prompts: Sequence[int], final: str = "All done.") -> list[Json]:
     """One `seq` call per figure, then a text answer with the last figure."""
     out: list[Json] = [
-        {"tool": {"name": "run_commands", "arguments": {"commands": [busy(i)]}}, "usage": usage(p)}
+        {
+            "tool": {"name": "run_commands", "arguments": {"commands": [busy(i)]}},
+            "usage": chat_usage(p),
+        }
         for i, p in enumerate(prompts)
     ]
-    out.append({"text": final, "usage": usage(prompts[-1])})
+    out.append({"text": final, "usage": chat_usage(prompts[-1])})
     return out
 
 
-def last_turn_text(body: Json) -> str:
-    msgs = body.get("messages") or []
-    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
-    return json.dumps(msgs[last + 1 :])
-
-
-def at_calls(main: list[Json], needle: str) -> list[int]:
-    """The tool calls (0-based) after which `needle` reached the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
-
-
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def cline(self, prompt: str, *args: str, **extra_env: str) -> Result:
         env = base_env(
             self.rd,
@@ -154,9 +130,6 @@ class Rig:
         res = run(self.mock.wrap([str(self.bin), *args, prompt]), cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def summaries(self) -> list[Json]:
         """The compaction's summary requests (no tools: the mock's "aux")."""
@@ -225,7 +198,7 @@ def test_warnings_reach_the_model_and_reset_after_a_real_compaction(
     assert row["handoff_asked"]
     drafts = list((rig.rd.root / "state" / "ctxd" / "handoffs").glob("*.md"))
     assert [d.name for d in drafts] == [f"{rig.session_id()}.md"], drafts
-    assert str(drafts[0]) in last_turn_text(main[4]["body"])
+    assert str(drafts[0]) in last_turn_text_chat(main[4]["body"])
 
     # the user's own PostToolUse hook ran beside ctxd's at every call
     assert (rig.rd.root / "own-hook.log").read_text().split() == ["ran"] * len(prompts)

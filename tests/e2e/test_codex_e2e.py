@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     CODEX_FLAGS,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -79,12 +80,7 @@ def test_smoke_scripted_tool_calls_with_hooks(codex_bin: Path, netns: bool, tmp_
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def codex(self, prompt: str, **extra_env: str) -> Result:
         last = self.rd.root / "last_message.txt"
         argv = self.mock.wrap([str(self.bin), "exec", *CODEX_FLAGS, "-o", str(last), prompt])
@@ -92,9 +88,6 @@ class Rig:
         assert res.returncode == 0, res.describe()
         assert last.read_text().strip() == "Done.", res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def session_row(self) -> Json:
         rows = [s for s in self.ctxd.status()["sessions"] if s.get("transcript_path")]

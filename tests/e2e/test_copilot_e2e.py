@@ -29,12 +29,15 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     COPILOT_MODEL,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
     Tmux,
+    at_calls,
+    chat_usage,
     copilot_env,
     last_turn_text_chat,
     marks,
@@ -58,10 +61,6 @@ HANDOFF = "CONTEXT HANDOFF:"
 COMPACTION_PROMPT = "The history is being compacted"
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 def bash(command: str) -> Json:
     return {"tool": {"name": "bash", "arguments": {"command": command, "description": "step"}}}
 
@@ -83,23 +82,14 @@ def tool_steps(
         command = shell_command(i, 0)
         if i in sleep:
             command = f"sleep 1; {command}"
-        steps.append({**bash(command), "usage": usage(prompt)})
-    steps.append({"text": final, "usage": usage(prompts[-1])})
+        steps.append({**bash(command), "usage": chat_usage(prompt)})
+    steps.append({"text": final, "usage": chat_usage(prompts[-1])})
     return steps
-
-
-def at_calls(main: list[Json], needle: str) -> list[int]:
-    """The tool calls (0-based) after which `needle` reached the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text_chat)) if hit]
 
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     settings: Path
 
     def copilot(self, *args: str, **extra_env: str) -> Result:
@@ -119,9 +109,6 @@ class Rig:
         tmux = Tmux(socket, "copilot")
         tmux.start(f"cd {shlex.quote(str(self.rd.work))} && env -i {words} {argv}; sleep 30")
         return tmux
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reported(self) -> list[int]:
         """The prompt_tokens the mock reported to the agent loop, in order."""
@@ -181,7 +168,7 @@ def test_warnings_escalate_and_the_handoff_blocks_once(make_rig: Callable[..., R
     prompts = [10_000, 20_000, 33_300, 33_400, 33_500, 33_600, 33_700, 33_800]
     # 8(C: escalation) 9      final answer (agentStop: 60 % used -> handoff, a block)
     prompts += [38_400, 38_500, 38_600]
-    steps = [*tool_steps(prompts), {"text": "Handoff written.", "usage": usage(38_700)}]
+    steps = [*tool_steps(prompts), {"text": "Handoff written.", "usage": chat_usage(38_700)}]
     rig = make_rig(steps)  # the default config: a handoff message, which only a block delivers
     res = rig.copilot("Run the steps")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
@@ -77,12 +78,7 @@ def test_smoke_scripted_tool_calls_with_hooks(
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def gemini(self, *args: str, **extra_env: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "-p", *args, "--yolo", "--output-format", "json"])
         res = run(
@@ -92,9 +88,6 @@ class Rig:
         )
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def session_id(self) -> str:
         """The session id of the run (the one row in status that follows a transcript)."""

@@ -18,13 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import Ctxd, Json, Mock, Result, RunDir, base_env, run, write_json
+from e2e_support import (
+    AgentRig,
+    Ctxd,
+    Json,
+    Mock,
+    Result,
+    RunDir,
+    at_calls,
+    base_env,
+    run,
+    write_json,
+)
 from test_opencode_e2e import (
     CRITICAL,
     MODEL,
     WARNING,
     WINDOW,
-    at_calls,
     bash_steps,
     handoffs,
 )
@@ -75,20 +85,12 @@ def env(rd: RunDir, mock: Mock, extra: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def kilo(self, prompt: str, *args: str, **extra: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "run", *args, prompt])
         res = run(argv, cwd=self.rd.work, env=env(self.rd, self.mock, {**self.ctxd.env, **extra}))
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def rows(self) -> list[Json]:
         return [s for s in self.ctxd.status()["sessions"] if s["agent"] == "kilo"]

@@ -27,16 +27,16 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
     base_env,
-    find_cli,
+    chat_usage,
     last_turn_text_chat,
     marks,
-    missing_cli_reason,
     run,
 )
 
@@ -55,14 +55,6 @@ USER_CONFIG = "# my own Kimi settings\n[loop_control]\nreserved_context_size = 2
 _RESUME = re.compile(r"kimi -r (session_[A-Za-z0-9-]+)")
 
 
-@pytest.fixture(scope="session")
-def kimi_bin() -> Path:
-    path = find_cli("kimi")
-    if path is None:
-        pytest.skip(missing_cli_reason("kimi"))
-    return path
-
-
 def kimi_prepare(rd: RunDir) -> Path:
     """Write `~/.kimi-code/config.toml` (returned): a user's own setting that ctxd keeps."""
     path = rd.home / ".kimi-code" / "config.toml"
@@ -71,21 +63,13 @@ def kimi_prepare(rd: RunDir) -> Path:
     return path
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 def answers(prompts: Sequence[int]) -> list[Json]:
     """One text answer per request, the i-th reporting prompt_tokens prompts[i]."""
-    return [{"text": f"Answer {i}.", "usage": usage(p)} for i, p in enumerate(prompts)]
+    return [{"text": f"Answer {i}.", "usage": chat_usage(p)} for i, p in enumerate(prompts)]
 
 
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     session: str | None = None
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -119,9 +103,6 @@ class Rig:
         assert self.session in (None, found[1]), res.describe()
         self.session = found[1]
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reached(self, needle: str) -> list[bool]:
         """For each agent-loop request: did `needle` reach the model with it?"""

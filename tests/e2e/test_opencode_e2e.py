@@ -28,14 +28,16 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     PYTHON,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
     Tmux,
+    at_calls,
     base_env,
-    marks,
+    last_turn_text_chat,
     run,
     wait_for,
     write_json,
@@ -116,32 +118,13 @@ def usage(prompt: int) -> Json:
     return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": 0}
 
 
-def last_turn_text(body: Json) -> str:
-    msgs = body.get("messages") or []
-    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
-    return json.dumps(msgs[last + 1 :])
-
-
-def at_calls(main: list[Json], needle: str) -> list[int]:
-    """The tool calls (0-based) after which `needle` reached the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
-
-
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def opencode(self, prompt: str, **extra: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "run", prompt])
         res = run(argv, cwd=self.rd.work, env=env(self.rd, self.mock, {**self.ctxd.env, **extra}))
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def database(self) -> Path:
         return self.rd.home / ".local" / "share" / "opencode" / "opencode.db"
@@ -173,7 +156,7 @@ def handoffs(main: list[Json]) -> list[int]:
         for i, r in enumerate(main)
         if any(
             m.get("role") == "user" and HANDOFF in json.dumps(m)
-            for m in json.loads(last_turn_text(r["body"]))
+            for m in json.loads(last_turn_text_chat(r["body"]))
         )
     ]
 
@@ -265,7 +248,7 @@ def test_with_no_daemon_the_first_tool_call_starts_one(rig: Rig) -> None:
         main = rig.main()
         assert len(main) == 6, res.describe()
         # step 2's figure, given at call 3 as with a daemon already running
-        assert at_calls(main, WARNING) == [3], [last_turn_text(r["body"]) for r in main]
+        assert at_calls(main, WARNING) == [3], [last_turn_text_chat(r["body"]) for r in main]
 
         def tokens() -> list[int]:
             return [s["tokens"] for s in rig.ctxd.status()["sessions"] if s["agent"] == "opencode"]
@@ -291,7 +274,7 @@ def test_a_daemon_stopped_mid_run_is_started_again(rig: Rig) -> None:
     try:
         res = rig.opencode("Run the steps", CTXD_NO_SPAWN="0")
         main = rig.main()
-        texts = [last_turn_text(r["body"]) for r in main]
+        texts = [last_turn_text_chat(r["body"]) for r in main]
         assert "ctxd stopped" in texts[5], res.describe()  # call 4's output
         assert at_calls(main, WARNING) == [3], texts
         assert at_calls(main, CRITICAL) == [8], texts
@@ -426,7 +409,7 @@ def test_a_400_mb_session_still_gets_its_handoff(rig: Rig) -> None:
     assert res.returncode == 0, res.describe()
     main = rig.main()
     assert max(len(json.dumps(r["body"])) for r in main) < 1_000_000  # the history stayed out
-    assert handoffs(main) == [len(main) - 1], [last_turn_text(r["body"])[:300] for r in main]
+    assert handoffs(main) == [len(main) - 1], [last_turn_text_chat(r["body"])[:300] for r in main]
     rows = [s for s in rig.ctxd.status()["sessions"] if s["session_id"] == session_id]
     assert rows[0]["handoff_asked"] is True
 

@@ -22,13 +22,17 @@ from pathlib import Path
 import pytest
 from e2e_support import (
     PYTHON,
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
+    at_calls,
     base_env,
+    chat_usage,
     cli_version,
+    last_turn_text_chat,
     marks,
     run,
     wait_for,
@@ -45,10 +49,6 @@ CRITICAL = "CONTEXT CRITICAL:"
 HANDOFF = "CONTEXT HANDOFF:"
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 #: A bash command whose output is about 2,500 tokens by pi's estimate (4 characters a token).
 BULKY = "echo step {i}; head -c 10000 /dev/zero | tr '\\0' x"
 
@@ -61,43 +61,22 @@ def tool_steps(
     steps: list[Json] = [
         {
             "tool": {"name": "bash", "arguments": {"command": command.format(i=i)}},
-            "usage": usage(p),
+            "usage": chat_usage(p),
         }
         for i, p in enumerate(prompts)
     ]
-    steps.append({"text": text, "usage": usage(final)})
+    steps.append({"text": text, "usage": chat_usage(final)})
     return steps
 
 
-def last_turn_text(body: Json) -> str:
-    """What a chat-completions request added since the model last spoke, as JSON text."""
-    msgs = body.get("messages") or []
-    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
-    return json.dumps(msgs[last + 1 :])
-
-
-def at_calls(main: list[Json], needle: str) -> list[int]:
-    """The tool calls (0-based, counted over every main request) after which `needle` reached
-    the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
-
-
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
-
+class Rig(AgentRig):
     def pi(self, *args: str, **extra_env: str) -> Result:
         argv = self.mock.wrap([str(self.bin), "-p", *args, "--provider", "mock", "--model", MODEL])
         env = base_env(self.rd, {**self.ctxd.env, **extra_env})
         res = run(argv, cwd=self.rd.work, env=env, timeout=60)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def session_id(self) -> str:
         rows = [s for s in self.ctxd.status()["sessions"] if s.get("transcript_path")]
@@ -242,13 +221,13 @@ def test_a_block_handoff_starts_one_more_turn(make_rig: Callable[..., Rig]) -> N
     message: pi runs one more turn with it, and the next agent_end is not blocked again."""
     steps = [
         *tool_steps([130_000], 131_000, "Paused."),
-        {"text": "Noted.", "usage": usage(132_000)},
+        {"text": "Noted.", "usage": chat_usage(132_000)},
     ]
     rig = make_rig(steps, '[handoff]\naction = "block"\n')
     res = rig.pi("Run the steps")
     main = rig.main()
     assert len(main) == 3, res.describe()
-    assert marks(main, HANDOFF, last_turn_text) == [False, False, True]
+    assert marks(main, HANDOFF, last_turn_text_chat) == [False, False, True]
     assert HANDOFF not in res.stderr, res.describe()
 
 
@@ -259,7 +238,7 @@ def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
     reaches the model and a block handoff starts one more turn, as on 1.x."""
     steps = [
         *tool_steps([120_000, 130_000], 131_000, "Paused."),
-        {"text": "Noted.", "usage": usage(132_000)},
+        {"text": "Noted.", "usage": chat_usage(132_000)},
     ]
     rig = make_rig(steps, '[handoff]\naction = "block"\n', cli=pi0_bin)
     res = rig.pi("Run the steps")
@@ -267,7 +246,7 @@ def test_pi_0_73_still_warns_and_blocks_for_a_handoff(
     main = rig.main()
     assert len(main) == 4, res.describe()
     assert at_calls(main, WARNING) == [0]
-    assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True]
+    assert marks(main, HANDOFF, last_turn_text_chat) == [False, False, False, True]
 
 
 @pytest.mark.parametrize("version", ["pi_bin", "pi0_bin"], ids=["pi-1.x", "pi-0.73"])
@@ -280,7 +259,7 @@ def test_a_daemon_that_blocks_every_agent_end_gets_one_handoff_turn(
     starts none: the session stays idle."""
     steps = [
         *tool_steps([130_000], 131_000, "Paused."),
-        {"text": "Noted.", "usage": usage(132_000)},  # every turn after
+        {"text": "Noted.", "usage": chat_usage(132_000)},  # every turn after
     ]
     rig = make_rig(steps, cli=request.getfixturevalue(version))
     block = {"decision": "block", "reason": f"{HANDOFF} write the handoff note"}
@@ -312,7 +291,7 @@ def test_a_daemon_that_blocks_every_agent_end_gets_one_handoff_turn(
             time.sleep(5)  # a model turn with the mock takes well under a second
             main = rig.main()
             assert len(main) == 3, main
-            assert marks(main, HANDOFF, last_turn_text) == [False, False, True]
+            assert marks(main, HANDOFF, last_turn_text_chat) == [False, False, True]
         finally:
             proc.kill()
             standin.close()

@@ -19,13 +19,17 @@ from pathlib import Path
 
 import pytest
 from e2e_support import (
+    AgentRig,
     Ctxd,
     Json,
     Mock,
     Result,
     RunDir,
+    at_calls,
     base_env,
     capture_hook_command,
+    chat_usage,
+    last_turn_text_chat,
     marks,
     run,
     shell_command,
@@ -87,30 +91,14 @@ def qwen_env(rd: RunDir, mock: Mock, extra: Mapping[str, str] | None = None) -> 
     )
 
 
-def usage(prompt: int) -> Json:
-    return {"prompt_tokens": prompt, "completion_tokens": 40, "cached_tokens": prompt // 2}
-
-
 def tool_steps(n: int, prompts: Sequence[int] | None = None, final: str = "Done.") -> list[Json]:
     """`n` shell calls, then a text answer; step i reports prompt_tokens prompts[i]."""
     steps: list[Json] = [{"shell": shell_command(i, 0)} for i in range(n)]
     steps.append({"text": final})
     if prompts is not None:
         for i, step in enumerate(steps):
-            step["usage"] = usage(prompts[min(i, len(prompts) - 1)])
+            step["usage"] = chat_usage(prompts[min(i, len(prompts) - 1)])
     return steps
-
-
-def last_turn_text(body: Json) -> str:
-    """What a chat-completions request added since the model last spoke, as JSON text."""
-    msgs = body.get("messages") or []
-    last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=-1)
-    return json.dumps(msgs[last + 1 :])
-
-
-def at_calls(main: list[Json], needle: str) -> list[int]:
-    """The tool calls (0-based) after which `needle` reached the model."""
-    return [i - 1 for i, hit in enumerate(marks(main, needle, last_turn_text)) if hit]
 
 
 def test_smoke_scripted_tool_calls_with_hooks(qwen_bin: Path, netns: bool, tmp_path: Path) -> None:
@@ -139,17 +127,13 @@ def test_smoke_scripted_tool_calls_with_hooks(qwen_bin: Path, netns: bool, tmp_p
     assert len(main) == 4
     assert all(r["body"]["stream_options"] == {"include_usage": True} for r in main)
     for n in (1, 2, 3):
-        arrived = marks(main, f"E2E-SMOKE-MARKER-{n}", last_turn_text)
+        arrived = marks(main, f"E2E-SMOKE-MARKER-{n}", last_turn_text_chat)
         assert arrived == [i == n for i in range(4)], (n, arrived)
 
 
 # ------------------------------------------------------------------------------------ the rig
 @dataclass
-class Rig:
-    bin: Path
-    rd: RunDir
-    ctxd: Ctxd
-    mock: Mock
+class Rig(AgentRig):
     settings: Path
     #: Put before the CLI's command line (e.g. strace's).
     prefix: list[str] = field(default_factory=list)
@@ -160,9 +144,6 @@ class Rig:
         res = run(argv, cwd=self.rd.work, env=env)
         assert res.returncode == 0, res.describe()
         return res
-
-    def main(self) -> list[Json]:
-        return self.mock.main_requests()
 
     def reported(self) -> list[int]:
         """The prompt_tokens the mock reported to the agent loop, in order."""
@@ -273,7 +254,7 @@ def block_handoff_session(make_rig: Callable[..., Rig]) -> tuple[Rig, Result]:
     config = '[handoff]\naction = "block"\n'
     steps = [
         *tool_steps(2, [560_000, 600_000])[:2],  # W at call 0, call 1 debounced
-        {"text": "Paused.", "usage": usage(900_000)},  # >= 850,000: compress next request
+        {"text": "Paused.", "usage": chat_usage(900_000)},  # >= 850,000: compress next request
         # the continuation turn that ctxd's block started
         *tool_steps(1, [560_000, 565_000]),
     ]
@@ -284,7 +265,7 @@ def block_handoff_session(make_rig: Callable[..., Rig]) -> tuple[Rig, Result]:
     main = rig.main()
     assert len(main) == 5, res.describe()
     # the reason arrives once, as the text of the turn the block started
-    assert marks(main, HANDOFF, last_turn_text) == [False, False, False, True, False]
+    assert marks(main, HANDOFF, last_turn_text_chat) == [False, False, False, True, False]
     warned = at_calls(main, WARNING)
     assert warned[0] == 0 and warned[-1] == 3, warned
     row = rig.ctxd.session(rig.session_id())

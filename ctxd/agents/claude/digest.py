@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from ctxd.agents.claude.transcript import RecentCalls
-from ctxd.agents.digest import Facts, todo_status, todos_from
+from ctxd.agents.digest import Facts, first_line, text_of, todo_status, todos_from
 from ctxd.core.digest import without_injected
 
 __all__ = ["ClaudeFacts"]
@@ -218,7 +218,7 @@ class ClaudeFacts(Facts):
             return  # a call never seen, or a result already folded in
         tool, about = call
         if block.get("is_error"):
-            self._failed(call_id, tool, about, _text(block.get("content")))
+            self._failed(call_id, tool, about, text_of(block.get("content")))
         elif tool == "Bash":
             self.book.result(call_id, False, 0)
         elif tool == "TaskCreate" and about:
@@ -233,7 +233,7 @@ class ClaudeFacts(Facts):
             text = text[found.end() :]  # the line after it says what went wrong
         if tool != "Bash":
             where = f" {about}" if about else ""
-            text = f"{tool}{where}: {_first_line(text)}"
+            text = f"{tool}{where}: {first_line(text)}"
         self.book.result(call_id, True, exit_code, text)
 
 
@@ -261,19 +261,3 @@ def _notification(record: dict[str, Any]) -> bool:
     `origin`, beside the `<task-notification>` text)."""
     origin = record.get("origin")
     return isinstance(origin, dict) and origin.get("kind") == "task-notification"
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")

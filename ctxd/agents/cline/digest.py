@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxd.agents.digest import Facts
+from ctxd.agents.digest import Facts, first_line, text_of
 
 __all__ = ["COMPACTION", "ClineFacts"]
 
@@ -46,13 +46,13 @@ class ClineFacts(Facts):
             for part in parts:
                 if isinstance(part, dict) and part.get("type") == "tool_result":
                     self._result(part)
-            text = _texts(parts)
+            text = text_of(parts)
             if text:
                 found = _USER_INPUT.match(text.strip())
                 self.book.ask(found.group(1).strip() if found else text)
 
     def _answer(self, parts: Any) -> None:
-        self.book.reply(_texts(parts))
+        self.book.reply(text_of(parts))
         for part in parts:
             if not isinstance(part, dict) or part.get("type") != "tool_use":
                 continue
@@ -81,18 +81,10 @@ class ClineFacts(Facts):
         text = _result_text(part.get("content"))
         pending = self.pending.pop(call_id, None) if call_id is not None else None
         if pending is None and part.get("name") == "run_commands":
-            self.book.result(call_id, failed, None, _first_line(text) if failed else "")
+            self.book.result(call_id, failed, None, first_line(text) if failed else "")
         elif failed:
             tool = pending[0] if pending else str(part.get("name") or "tool")
-            self.book.result(None, True, None, f"{tool}: {_first_line(text)}")
-
-
-def _texts(parts: Any) -> str:
-    return "\n".join(
-        p["text"]
-        for p in parts
-        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    )
+            self.book.result(None, True, None, f"{tool}: {first_line(text)}")
 
 
 def _result_text(content: object) -> str:
@@ -108,7 +100,3 @@ def _result_text(content: object) -> str:
                         break
         return "\n".join(texts)
     return ""
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ctxd.agents.digest import Facts, todos_from
+from ctxd.agents.digest import Facts, first_line, last_line, todos_from
 from ctxd.core.digest import DigestBook
 
 __all__ = ["CodexFacts"]
@@ -102,7 +102,7 @@ def _file_change(book: DigestBook, item: dict[str, Any]) -> None:
         elif how in ("update", "delete"):
             book.touch(str(path), "edit")
     if item.get("status") not in (None, "completed"):
-        reason = _first_line(str(item.get("stderr") or item.get("stdout") or ""))
+        reason = first_line(str(item.get("stderr") or item.get("stdout") or ""))
         book.result(None, True, None, f"apply_patch: {reason}")
 
 
@@ -132,7 +132,7 @@ def _command(book: DigestBook, item: dict[str, Any]) -> None:
     argv = item.get("command")
     if not written and isinstance(argv, list) and argv:
         written = str(argv[-1])
-    reason = _last_line(str(item.get("aggregated_output") or "")) if failed else ""
+    reason = last_line(str(item.get("aggregated_output") or "")) if failed else ""
     book.ran(written, call_id, failed, exit_code, reason)
 
 
@@ -143,15 +143,3 @@ def _joined(base: str, path: str) -> str:
     if not base or base.endswith("/"):
         return base + path
     return f"{base}/{path}"
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _last_line(text: str) -> str:
-    """The last line of `text` that is not blank, stripped (a failing command says why at the
-    end of what it printed); `text` can be long, and only its end is split."""
-    text = text.rstrip()  # every line separator is whitespace too
-    lines = text[text.rfind("\n") + 1 :].splitlines()
-    return lines[-1].strip() if lines else ""

@@ -2,9 +2,8 @@
 
 Every line is one event `{"type", "data", "id", "timestamp", "parentId"}`, appended in order.
 Each line is decoded (orjson): the keys may come in any order and with any spacing (files that
-went through another JSON writer have `"type": "..."`). A raw NUL byte is never part of a JSON
-line, so a line holding one is a crash's hole: the record after the last NUL is read, what
-comes before it is dropped.
+went through another JSON writer have `"type": "..."`); a line with a crash's hole in it is read
+after its last NUL (`JsonlReader`).
 
 Figures, by what each version writes:
 
@@ -62,8 +61,8 @@ import math
 from collections import deque
 from typing import Any
 
-from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
-from ctxd.agents.reader import NO_FACTS, FactListener
+from ctxd.agents.lines import count, epoch_seconds
+from ctxd.agents.reader import NO_FACTS, FactListener, JsonlReader
 from ctxd.core.events import UsageUpdate
 
 __all__ = ["CopilotReader"]
@@ -90,13 +89,13 @@ _BULK = (b'{"type":"system.message"', b'{"type":"tool.execution_')
 _CHARS_PER_TOKEN = 4
 
 
-class CopilotReader:
+class CopilotReader(JsonlReader):
     """Incremental reader for Copilot CLI events files; see the module docstring."""
 
+    bulk = _BULK
+
     def __init__(self, facts: FactListener = NO_FACTS) -> None:
-        self.facts = facts
-        self._lines = LineSplitter()
-        self._reported = Changes()
+        super().__init__(facts)
         self._answered = False  # the last answer read made no tool calls
         self._tool_hooks: deque[str] = deque(maxlen=_KEEP_HOOKS)
         self._usage_records = False  # this process wrote per-request usage
@@ -105,39 +104,11 @@ class CopilotReader:
         self._version: str | None = None
         self._fixed_part: int | None = None  # system + tool tokens at the last compaction start
 
-    def feed(self, data: bytes) -> list[UsageUpdate]:
-        updates: list[UsageUpdate] = []
-        facts = self.facts
-        wants_records = facts.wants_records
-        for line in self._lines.feed(data):
-            if not line:
-                continue
-            hole = line.rfind(b"\0")
-            if hole >= 0:
-                line = line[hole + 1 :]
-            if not wants_records and line.startswith(_BULK):
-                continue
-            record = decode(line)
-            if record is None:
-                continue
-            update = self._take(record)
-            if update is not None and self._reported.is_new(
-                (update.tokens, update.pending, update.turn_id), force=update.compaction
-            ):
-                updates.append(update)
-            if wants_records:
-                facts.take(record)
-        facts.flush()
-        return updates
-
-    def reset(self) -> None:
-        self._lines.reset()
-        self._reported.reset()
+    def _forget(self) -> None:
         self._answered = False
         self._tool_hooks.clear()
         self._usage_records = False
         self._window = self._model = self._version = self._fixed_part = None
-        self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether the postToolUse hook with timestamp `tool_use_id` is read (see the module

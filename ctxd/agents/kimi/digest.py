@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxd.agents.digest import Facts
+from ctxd.agents.digest import Facts, first_line, last_line, text_of
 
 __all__ = ["KimiFacts"]
 
@@ -40,7 +40,7 @@ class KimiFacts(Facts):
         elif kind == "turn.prompt":
             origin = record.get("origin")
             if isinstance(origin, dict) and origin.get("kind") == "user":
-                self.book.ask(_texts(record.get("input")))
+                self.book.ask(text_of(record.get("input")))
         elif kind == "full_compaction.complete":
             self.book.compaction()
 
@@ -78,32 +78,12 @@ class KimiFacts(Facts):
         result = event.get("result")
         result = result if isinstance(result, dict) else {}
         failed = result.get("isError") is True
-        text = _texts(result.get("output"))
+        text = text_of(result.get("output"))
         pending = self.pending.pop(call_id, None) if call_id is not None else None
         if pending is None or not failed:
             # a command's outcome (by its id), or a call that went well
             found = _EXIT.search(text[-300:]) if failed else None
             exit_code = int(found.group(1)) if found else None
-            self.book.result(call_id, failed, exit_code, _last_line(text) if failed else "")
+            self.book.result(call_id, failed, exit_code, last_line(text) if failed else "")
             return
-        self.book.result(None, True, None, f"{pending[0]}: {_first_line(text)}")
-
-
-def _texts(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else ()
-    return "\n".join(
-        p["text"]
-        for p in parts
-        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    )
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+        self.book.result(None, True, None, f"{pending[0]}: {first_line(text)}")

@@ -33,6 +33,7 @@ __all__ = [
     "settings_path",
     "statusline_checks",
     "uninstall",
+    "without_block",
 ]
 
 #: Seconds (Kimi's unit; it waits 30 by default).
@@ -98,19 +99,21 @@ def uninstall(doc: Json) -> Json:
     return {**new, "hooks": kept} if kept else new
 
 
-def _without_block(text: str) -> str:
-    """`text` without ctxd's block and the one newline `render` put before it: the user's text
-    exactly as it was (a block someone edited into pieces goes line by line)."""
-    begin = text.find(BEGIN)
-    end = text.find(END, begin) if begin >= 0 else -1
-    if begin < 0 or end < 0:
-        return text
-    end += len(END)
-    if text.startswith("\n", end):
-        end += 1
-    if begin > 0 and text[begin - 1] == "\n":
-        begin -= 1
-    return _without_block(text[:begin] + text[end:])
+def without_block(text: str, begin_mark: str = BEGIN, end_mark: str = END) -> str:
+    """`text` without ctxd's blocks (from a `begin_mark` line to an `end_mark` line) and the
+    one newline `render` put before each: the user's text exactly as it was (a block someone
+    edited into pieces goes line by line)."""
+    while True:
+        begin = text.find(begin_mark)
+        end = text.find(end_mark, begin) if begin >= 0 else -1
+        if begin < 0 or end < 0:
+            return text
+        end += len(end_mark)
+        if text.startswith("\n", end):
+            end += 1
+        if begin > 0 and text[begin - 1] == "\n":
+            begin -= 1
+        text = text[:begin] + text[end:]
 
 
 def _block(hooks: list[Any]) -> str:
@@ -124,7 +127,7 @@ def _block(hooks: list[Any]) -> str:
 def render(doc: Json, like: str | None) -> str:
     """The user's text (`like`) without ctxd's old block, plus a block for ctxd's hooks in
     `doc`; SettingsFileError when that text would not read back as `doc`."""
-    base = _without_block(like or "")
+    base = without_block(like or "")
     ours = [h for h in _hooks(doc) if _is_ours(h)]
     text = base + ("\n" if base and ours else "") + (_block(ours) if ours else "")
     if not text.strip():  # a file that held ctxd's hooks alone: an empty one would be refused

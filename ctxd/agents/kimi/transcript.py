@@ -1,9 +1,8 @@
 """Kimi Code wire files (`sessions/<workspace>/<session>/agents/main/wire.jsonl`) -> usage updates.
 
 Every line is one record `{"type": <dotted name>, "agentId", ..., "time": <epoch ms>}`, appended
-in order (2.1.0). Each line is decoded (orjson), so key order and spacing do not matter. A raw
-NUL byte is never part of a JSON line, so a line holding one is a crash's hole: the record after
-the last NUL is read, what comes before it is dropped.
+in order (2.1.0). Each line is decoded (orjson), so key order and spacing do not matter; a line
+with a crash's hole in it is read after its last NUL (`JsonlReader`).
 
 The figures, as 2.1.0 writes them:
 
@@ -33,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxd.agents.lines import Changes, LineSplitter, count, decode
-from ctxd.agents.reader import NO_FACTS, FactListener
+from ctxd.agents.lines import count
+from ctxd.agents.reader import NO_FACTS, FactListener, JsonlReader
 from ctxd.core.events import UsageUpdate
 
 __all__ = ["KimiReader"]
@@ -57,13 +56,13 @@ _TURN_BOUNDS = frozenset({"turn.ended", "turn.prompt"})
 _TOOL_FINISH = frozenset({"tool_use", "tool_calls"})
 
 
-class KimiReader:
+class KimiReader(JsonlReader):
     """Incremental reader for Kimi Code wire files; see the module docstring."""
 
+    bulk = _BULK
+
     def __init__(self, facts: FactListener = NO_FACTS) -> None:
-        self.facts = facts
-        self._lines = LineSplitter()
-        self._reported = Changes()
+        super().__init__(facts)
         self._model: str | None = None
         self._answered = False
         self._compacting = False
@@ -71,39 +70,11 @@ class KimiReader:
         self._compacted_from: int | None = None
         self._last_total: int | None = None
 
-    def feed(self, data: bytes) -> list[UsageUpdate]:
-        updates: list[UsageUpdate] = []
-        facts = self.facts
-        wants_records = facts.wants_records
-        for line in self._lines.feed(data):
-            if not line:
-                continue
-            hole = line.rfind(b"\0")
-            if hole >= 0:
-                line = line[hole + 1 :]
-            if not wants_records and line.startswith(_BULK):
-                continue
-            record = decode(line)
-            if record is None:
-                continue
-            update = self._take(record)
-            if update is not None and self._reported.is_new(
-                (update.tokens, update.pending, update.turn_id), force=update.compaction
-            ):
-                updates.append(update)
-            if wants_records:
-                facts.take(record)
-        facts.flush()
-        return updates
-
-    def reset(self) -> None:
-        self._lines.reset()
-        self._reported.reset()
+    def _forget(self) -> None:
         self._model = None
         self._answered = self._compacting = False
         self._rebased = None
         self._compacted_from = self._last_total = None
-        self.facts.reset()
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         return True

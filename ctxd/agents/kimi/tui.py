@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxd.agents.hookcmd import is_ctxd_command, unwrap_command, wrap_command
+from ctxd.agents.kimi.install import without_block
 from ctxd.agents.spec import InstallRequest, Json
 from ctxd.errors import SettingsFileError
 
@@ -81,15 +82,7 @@ def uninstall(doc: Json, request: InstallRequest) -> tuple[Json, tuple[str, ...]
 
 
 def _without_ours(text: str) -> str:
-    begin = text.find(BEGIN)
-    end = text.find(END, begin) if begin >= 0 else -1
-    if begin >= 0 and end >= 0:
-        end += len(END)
-        if text.startswith("\n", end):
-            end += 1
-        if begin > 0 and text[begin - 1] == "\n":
-            begin -= 1
-        return _without_ours(text[:begin] + text[end:])
+    text = without_block(text, BEGIN, END)
     out = []
     for line in text.splitlines(keepends=True):
         if line.rstrip().endswith(LINE_MARK):

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ctxd.agents.digest import Facts, todos_from
+from ctxd.agents.digest import Facts, first_line, last_line, todos_from
 from ctxd.core.digest import Digest
 
 __all__ = ["OpenCodeFacts", "decoded_part", "fold_part", "session_digest"]
@@ -83,7 +83,7 @@ class OpenCodeFacts(Facts):
             failed = failed or bool(exit_code)
             error = ""
             if failed:
-                error = _text(state.get("error")) or _last_line(_text(state.get("output"))[-2000:])
+                error = _text(state.get("error")) or last_line(_text(state.get("output"))[-2000:])
             self.book.ran(args["command"], call_id, failed, exit_code, error)
             return
         if name in _FILE_TOOLS and isinstance(args.get("filePath"), str):
@@ -99,7 +99,7 @@ class OpenCodeFacts(Facts):
         else:
             self.book.tool()
         if failed:
-            self.book.result(None, True, None, f"{name}: {_first_line(_text(state.get('error')))}")
+            self.book.result(None, True, None, f"{name}: {first_line(_text(state.get('error')))}")
 
 
 def fold_part(facts: OpenCodeFacts, role: object, part: dict[str, Any]) -> None:
@@ -142,12 +142,3 @@ def decoded_part(data: object) -> dict[str, Any] | None:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxd.agents.digest import Facts
+from ctxd.agents.digest import Facts, first_line, last_line, text_of
 
 __all__ = ["PiFacts"]
 
@@ -42,7 +42,7 @@ class PiFacts(Facts):
         elif role == "toolResult":
             self._result(message)
         elif role == "user":
-            self.book.ask(_texts(message.get("content")))
+            self.book.ask(text_of(message.get("content")))
         elif role == "bashExecution" and isinstance(message.get("command"), str):
             code = message.get("exitCode")
             exit_code = code if type(code) is int else None
@@ -51,7 +51,7 @@ class PiFacts(Facts):
     def _answer(self, message: dict[str, Any]) -> None:
         content = message.get("content")
         parts = content if isinstance(content, list) else ()
-        self.book.reply(_texts(parts))
+        self.book.reply(text_of(parts))
         for part in parts:
             if not isinstance(part, dict) or part.get("type") != "toolCall":
                 continue
@@ -71,32 +71,12 @@ class PiFacts(Facts):
         call_id = message.get("toolCallId")
         call_id = call_id if isinstance(call_id, str) else None
         failed = message.get("isError") is True
-        text = _texts(message.get("content"))
+        text = text_of(message.get("content"))
         pending = self.pending.pop(call_id, None) if call_id is not None else None
         if message.get("toolName") == "bash":
             found = _EXIT.search(text[-200:]) if failed else None
             exit_code = int(found.group(1)) if found else None
-            self.book.result(call_id, failed, exit_code, _last_line(text) if failed else "")
+            self.book.result(call_id, failed, exit_code, last_line(text) if failed else "")
         elif failed:
             tool = pending[0] if pending else str(message.get("toolName") or "tool")
-            self.book.result(None, True, None, f"{tool}: {_first_line(text)}")
-
-
-def _texts(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else ()
-    return "\n".join(
-        p["text"]
-        for p in parts
-        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    )
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+            self.book.result(None, True, None, f"{tool}: {first_line(text)}")
