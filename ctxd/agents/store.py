@@ -49,6 +49,9 @@ class StoreUpdate:
     #: Read again after the store was found replaced: the daemon folds it only when it is
     #: newer than the session's last update it knows (its time, then its `turn_id`).
     replayed: bool = False
+    #: When the session was last active by the store's own record (wall-clock seconds), as of
+    #: the reader's first meeting it: a session found in the history is as old as that.
+    active_at: float | None = None
 
 
 class StoreReader(Protocol):

@@ -401,6 +401,7 @@ class Transcripts:
             key = self.sessions.key_for(agent, row.session_id)
             if key is not None and row.replayed and _known(self.sessions[key], row):
                 continue
+            heard = _heard_at(row, now)
             if key is None:
                 parent = None
                 if row.parent_id is not None:
@@ -410,9 +411,15 @@ class Transcripts:
                     parent = self.sessions.key_for(agent, row.parent_id) or core.session_key(
                         agent, row.parent_id, None
                     )
-                opened = self.sessions.open(agent, row.session_id, None, cwd=row.cwd, parent=parent)
+                # Found in the store's history, it was last heard from when the store says it
+                # was last active, not now (as a transcript found on disk, by its mtime).
+                opened = self.sessions.open(
+                    agent, row.session_id, None, cwd=row.cwd, parent=parent, at=heard
+                )
                 key = opened.key
-            state = core.apply_usage(self.sessions[key], row.update, now)
+            earlier = self.sessions[key]
+            state = core.apply_usage(earlier, row.update, now)
+            state = replace(state, updated_at=max(heard, earlier.updated_at))
             self.sessions.store(state)
             self.sessions.learn(state)
         if reader.behind:
@@ -544,6 +551,13 @@ def _stamp(path: str) -> object:
     except OSError:
         return None
     return (info.st_dev, info.st_ino, info.st_mode)
+
+
+def _heard_at(row: StoreUpdate, now: float) -> float:
+    """When the session of `row` was last heard from, by the store's own clock (the row's time,
+    the session's last activity), never later than `now`; `now` when the store gives neither."""
+    times = [at for at in (row.update.at, row.active_at) if at is not None]
+    return min(now, max(times)) if times else now
 
 
 def _known(state: SessionState, row: StoreUpdate) -> bool:

@@ -92,7 +92,7 @@ _STEP_PARTS = "SELECT data FROM part WHERE message_id = ? AND rowid < ? ORDER BY
 _LAST_PART = "SELECT coalesce(max(rowid), 0) FROM part"
 _FIRST_PART = "SELECT id FROM part ORDER BY rowid LIMIT 1"
 _PART_AT = "SELECT id FROM part WHERE rowid = ?"
-_SESSION = "SELECT parent_id, directory FROM session WHERE id = ?"
+_SESSION = "SELECT parent_id, directory, time_updated FROM session WHERE id = ?"
 #: The tables and columns of OpenCode's this reader reads.
 _SCHEMA = {
     "session": ("id", "parent_id", "directory", "time_updated"),
@@ -229,7 +229,7 @@ class OpenCodeStore:
         self._identity: tuple[int, int] | None = None
         #: Rows up to this rowid are read again (a replaced database): their updates replayed.
         self._replay_until = 0
-        self._sessions: dict[str, tuple[str | None, str | None]] = {}
+        self._sessions: dict[str, tuple[str | None, str | None, float | None]] = {}
         self._message: tuple[str, dict[str, Any] | None] | None = None
         #: Session id -> its digest, the least recently written first.
         self._facts: dict[str, OpenCodeFacts] = {}
@@ -435,11 +435,14 @@ class OpenCodeStore:
 
     # ----------------------------------------------------------------- rows
 
-    def _session(self, db: sqlite3.Connection, session_id: str) -> tuple[str | None, str | None]:
+    def _session(
+        self, db: sqlite3.Connection, session_id: str
+    ) -> tuple[str | None, str | None, float | None]:
+        """The session's parent, folder and `time_updated` (seconds), as first read."""
         known = self._sessions.get(session_id)
         if known is None:
             row = db.execute(_SESSION, (session_id,)).fetchone()
-            known = (row[0], row[1]) if row else (None, None)
+            known = (row[0], row[1], _seconds(row[2])) if row else (None, None, None)
             self._sessions[session_id] = known
         return known
 
@@ -508,12 +511,13 @@ class OpenCodeStore:
         step: dict[str, Any],
         info: dict[str, Any],
     ) -> StoreUpdate | None:
-        at = created / 1000 if type(created) is int else None
-        update = step_usage(step, info, part_id if isinstance(part_id, str) else None, at)
+        update = step_usage(
+            step, info, part_id if isinstance(part_id, str) else None, _seconds(created)
+        )
         if update is None:
             return None
-        parent, cwd = self._session(db, session_id)
-        return StoreUpdate(session_id, update, parent_id=parent, cwd=cwd)
+        parent, cwd, active_at = self._session(db, session_id)
+        return StoreUpdate(session_id, update, parent_id=parent, cwd=cwd, active_at=active_at)
 
     # ----------------------------------------------------------------- digests in the snapshot
 
@@ -563,3 +567,8 @@ def _step_tail(rows: list[tuple[Any]]) -> list[tuple[Any]]:
         if isinstance(data, str) and '"step-start"' in data:
             return rows[i + 1 :]
     return rows
+
+
+def _seconds(ms: object) -> float | None:
+    """A time OpenCode wrote (integer milliseconds) in seconds; None for anything else."""
+    return ms / 1000 if type(ms) is int else None
