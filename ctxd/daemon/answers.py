@@ -278,6 +278,11 @@ class Answers:
     def _implied(self, event: HookEvent, agent_env: Mapping[str, str]) -> str | None:
         """The transcript the agent's layout names for a hook that names none, found where the
         agent's own environment (its home-directory variable, say) puts it."""
+        known = self.sessions.key_for(event.agent, event.session_id)
+        if known is not None and known in self.transcripts:
+            # Found before: the agent's layout is not searched again on every hook (Kimi Code's
+            # means a look into each workspace folder).
+            return known
         env = {**self._env, **agent_env} if agent_env else self._env
         return agents.spec(event.agent).implied_transcript(event.session_id, env)
 
