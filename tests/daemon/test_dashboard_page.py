@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dashboard_rows import ended_broken_and_live
 
 from ctxd.daemon.centre import Centre
 
@@ -113,21 +114,8 @@ def test_a_row_that_cannot_be_computed_is_drawn_with_its_error_and_no_undefined(
 def test_an_error_row_is_drawn_as_an_error_and_an_ended_one_says_why_in_words(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    centre = Centre.open(world.env, {"claude": world.claude_projects}, monotonic=lambda: 0.0)
-    ended, broken, live = world.claude(), world.claude(), world.claude()
-    for t in (ended, broken, live):
-        t.assistant(100_000)
-        centre.answers.handle_hook("claude", None, json.dumps(t.payload("PostToolUse")).encode())
-    end = ended.payload("SessionEnd", reason="prompt_input_exit")
-    centre.answers.handle_hook("claude", None, json.dumps(end).encode())
-    grounds = centre.answers.grounds
-
-    def failing_for_one(state: Any) -> Any:
-        if state.key == str(broken.path):
-            raise AttributeError("a state restored wrong")
-        return grounds(state)
-
-    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    rows = ended_broken_and_live(world, monkeypatch)
+    centre, broken, live = rows.centre, rows.broken, rows.live
     drawn = draw({"status": centre.status.document(), "history": {}})
 
     assert drawn["meta"].startswith("3 sessions (1 error, 1 ended)"), drawn["meta"]

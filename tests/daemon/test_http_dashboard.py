@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
+from dashboard_rows import ended_broken_and_live
 from loopback import free_port
 
-from ctxd.daemon.centre import Centre
 from ctxd.daemon.history import HISTORY_FILE, HISTORY_TICK
 from ctxd.daemon.http import HttpServer
 from ctxd.daemon.listeners import open_http_listener
@@ -473,21 +473,8 @@ def serving_status(status: Callable[[], bytes]) -> Iterator[int]:
 def test_the_dashboard_draws_a_row_that_cannot_be_computed_as_an_error(
     world: World, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    centre = Centre.open(world.env, {"claude": world.claude_projects}, monotonic=lambda: 0.0)
-    ended, broken, live = world.claude(), world.claude(), world.claude()
-    for t in (ended, broken, live):
-        t.assistant(100_000)
-        centre.answers.handle_hook("claude", None, json.dumps(t.payload("PostToolUse")).encode())
-    end = ended.payload("SessionEnd", reason="prompt_input_exit")
-    centre.answers.handle_hook("claude", None, json.dumps(end).encode())
-    grounds = centre.answers.grounds
-
-    def failing_for_one(state: Any) -> Any:
-        if state.key == str(broken.path):
-            raise AttributeError("a state restored wrong")
-        return grounds(state)
-
-    monkeypatch.setattr(centre.answers, "grounds", failing_for_one)
+    rows = ended_broken_and_live(world, monkeypatch)
+    centre, ended, broken, live = rows.centre, rows.ended, rows.broken, rows.live
     with serving_status(centre.status.encoded) as port:
         browser.go(f"http://127.0.0.1:{port}/")
         order = browser.wait(
