@@ -296,11 +296,22 @@ def _copilot(path: str) -> dict[str, Any]:
             turns.append(prompt)
             final = prompt
         elif kind == "session.compaction_start":
+            parts = [data.get(k) for k in ("systemTokens", "conversationTokens")]
+            parts.append(data.get("toolDefinitionsTokens"))
             if not per_request and "currentTokens" in data:
                 final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's
+            elif not per_request and parts != [None, None, None]:
+                final = sum(_int(p) for p in parts if p is not None)
         elif kind == "session.compaction_complete" and data.get("success") is True:
-            if "postCompactionTokens" in data:
+            # Copilot's UI: the parts of the context left, summed; postCompactionTokens counts
+            # the conversation only, unless it is marked as the whole context (1.0.102).
+            parts = [data.get(k) for k in ("systemTokens", "conversationTokens")]
+            parts.append(data.get("toolDefinitionsTokens"))
+            whole = data.get("tokenAccountingBasis") == "local_full_context_estimate"
+            if "postCompactionTokens" in data and (whole or parts == [None, None, None]):
                 final = _int(data.get("postCompactionTokens"))
+            elif parts != [None, None, None]:
+                final = sum(_int(p) for p in parts if p is not None)
         elif kind == "session.shutdown" and not per_request:
             figure, measured = _copilot_shutdown(data)
             if measured:

@@ -27,13 +27,17 @@ Figures, by what each version writes:
   part included) is that request's prompt as the provider reported it, exact. A process with
   such checkpoints gets nothing more from its shutdown, as with usage records.
 - `session.compaction_complete` with `success: true` is a compaction that was applied (counted,
-  its warnings reset). The figure after it is `postCompactionTokens` (Copilot's local estimate,
-  `tokenAccountingBasis: "local_full_context_estimate"`) or, where the record has none (1.0.74),
-  the sum of its `systemTokens`, `conversationTokens` and `toolDefinitionsTokens`, else
-  `preCompactionTokens` less `tokensRemoved` (1.0.48, which wrote some removals below zero:
-  those say nothing), else the compaction start's system and tool tokens plus the summary's
-  length in tokens (4 characters each): `estimated` always. `preCompactionTokens` is where it
-  compacted. A cancelled or failed one (`success: false`) changes nothing.
+  its warnings reset). The figure after it is Copilot's own, as its UI takes it: the sum of
+  `systemTokens`, `conversationTokens` and `toolDefinitionsTokens` (the context left, by the
+  schema's words). `postCompactionTokens` counts "the conversation" only where it is not marked
+  `tokenAccountingBasis: "local_full_context_estimate"` (1.0.102 marks it, and counts the whole
+  context): a real completion wrote 11,193 beside system 10,271, conversation 11,189 and tools
+  16,516. It stands alone only where no part is written, else `preCompactionTokens` less
+  `tokensRemoved` (1.0.48, which wrote some removals below zero: those say nothing), else the
+  compaction start's system and tool tokens plus the summary's length in tokens (4 characters
+  each): `estimated` always. Where it compacted is the compaction start's count of the whole
+  context (`currentTokens`, else its parts), else `preCompactionTokens`. A cancelled or failed
+  one (`success: false`) changes nothing.
 - `assistant.usage` (a usage record's fields, per request) and `session.usage_info` (Copilot's
   count of the context, `currentTokens`, and its `tokenLimit`) are ephemeral: streamed to the
   SDK and by `--output-format json`, never kept in events.jsonl. A capture of that stream has
@@ -85,6 +89,9 @@ _MAIN_CONVERSATION = "main"
 #: with nothing the figures need: not decoded unless the listener wants every record. A line
 #: in another form is decoded (only the cost differs).
 _BULK = (b'{"type":"system.message"', b'{"type":"tool.execution_')
+#: How 1.0.102 marks a `postCompactionTokens` that counts the whole context, not only the
+#: conversation.
+_WHOLE_CONTEXT = "local_full_context_estimate"
 #: Characters per token, for a compaction summary whose size no record states.
 _CHARS_PER_TOKEN = 4
 
@@ -103,12 +110,14 @@ class CopilotReader(JsonlReader):
         self._model: str | None = None
         self._version: str | None = None
         self._fixed_part: int | None = None  # system + tool tokens at the last compaction start
+        self._compacting_from: int | None = None  # the whole context when it started
 
     def _forget(self) -> None:
         self._answered = False
         self._tool_hooks.clear()
         self._usage_records = False
         self._window = self._model = self._version = self._fixed_part = None
+        self._compacting_from = None
 
     def saw_tool_use(self, tool_use_id: str) -> bool:
         """Whether the postToolUse hook with timestamp `tool_use_id` is read (see the module
@@ -220,7 +229,8 @@ class CopilotReader(JsonlReader):
         self._window = _count(data.get("tokenLimit")) or self._window
         system, tools = _count(data.get("systemTokens")), _count(data.get("toolDefinitionsTokens"))
         self._fixed_part = (system or 0) + (tools or 0) if system or tools else None
-        current = _count(data.get("currentTokens"))
+        current = _count(data.get("currentTokens")) or _parts(data)
+        self._compacting_from = current
         if current is None or self._usage_records:
             return None  # the usage records' exact figures stand
         return self._update(record, current, estimated=True)
@@ -232,15 +242,16 @@ class CopilotReader(JsonlReader):
             return None
         self._window = _count(data.get("tokenLimit")) or self._window
         pre = _count(data.get("preCompactionTokens"))
-        tokens = _count(data.get("postCompactionTokens"))
+        started_at, self._compacting_from = self._compacting_from, None
+        tokens = _whole_context_after(data)
         if tokens is None:
-            tokens = _parts(data) or _after_removal(pre, data) or self._summary_estimate(data)
+            tokens = _after_removal(pre, data) or self._summary_estimate(data)
         return self._update(
             record,
             tokens,
             compaction=True,
             estimated=True,
-            compacted_from=pre,
+            compacted_from=started_at or pre,
         )
 
     def _summary_estimate(self, data: dict[str, Any]) -> int:
@@ -288,6 +299,15 @@ def _limit(data: dict[str, Any]) -> int | None:
         return None
     prompt = _count(limits.get("max_prompt_tokens"))
     return prompt or _count(limits.get("max_context_window_tokens"))
+
+
+def _whole_context_after(data: dict[str, Any]) -> int | None:
+    """The context a compaction left, as Copilot's UI counts it: `postCompactionTokens` where
+    it is marked as the whole context, else the sum of the parts, else `postCompactionTokens`."""
+    post = _count(data.get("postCompactionTokens"))
+    if data.get("tokenAccountingBasis") == _WHOLE_CONTEXT and post is not None:
+        return post
+    return _parts(data) or post
 
 
 def _parts(data: dict[str, Any]) -> int | None:

@@ -113,6 +113,46 @@ def test_a_compaction_without_a_post_figure_is_counted_and_estimated() -> None:
     assert after.tokens == 15_570 + 9_551 + 1_003
 
 
+def test_after_a_compaction_the_whole_context_counts_not_only_the_conversation() -> None:
+    """A real completion (GitHub-hosted model): `postCompactionTokens` 11,193 is the
+    conversation left; with the system prompt and the tools Copilot's UI shows 37,976."""
+    start = {"systemTokens": 10_300, "conversationTokens": 377_155, "toolDefinitionsTokens": 16_516}
+    complete = {
+        "success": True,
+        "preCompactionTokens": 403_971,
+        "postCompactionTokens": 11_193,
+        "systemTokens": 10_271,
+        "conversationTokens": 11_189,
+        "toolDefinitionsTokens": 16_516,
+    }
+    before, after = CopilotReader().feed(
+        _start("1.0.88", 0, "claude-opus-4.8")
+        + _line("session.compaction_start", start, 1)
+        + _line("session.compaction_complete", complete, 2)
+    )
+    # a start with no currentTokens (older versions): its parts are Copilot's count
+    assert (before.tokens, before.estimated) == (403_971, True)
+    assert (after.tokens, after.compaction, after.estimated) == (37_976, True, True)
+    assert after.compacted_from == 403_971  # the whole context when it started
+
+
+def test_a_post_figure_marked_as_the_whole_context_stands() -> None:
+    """1.0.102 marks `postCompactionTokens` as the whole context: it is the figure."""
+    complete = {
+        "success": True,
+        "preCompactionTokens": 10_870,
+        "postCompactionTokens": 10_656,
+        "tokenAccountingBasis": "local_full_context_estimate",
+        "systemTokens": 4_711,
+        "conversationTokens": 194,
+        "toolDefinitionsTokens": 5_748,
+    }
+    (after,) = CopilotReader().feed(
+        _start("1.0.102", 0) + _line("session.compaction_complete", complete, 1)
+    )
+    assert (after.tokens, after.compacted_from) == (10_656, 10_870)
+
+
 def test_a_compaction_is_counted_by_replay_and_resets_nothing_it_should_not(
     tmp_path: Path,
 ) -> None:
