@@ -271,6 +271,12 @@ def _copilot_request(kind: Any, rec: dict[str, Any], data: dict[str, Any]) -> in
     return None
 
 
+def _copilot_parts(data: dict[str, Any]) -> int | None:
+    keys = ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
+    parts = [_int(data.get(k)) for k in keys if data.get(k) is not None]
+    return sum(parts) if parts else None
+
+
 def _copilot(path: str) -> dict[str, Any]:
     turns: list[int] = []  # figures the provider reported
     final: int | None = None
@@ -296,22 +302,14 @@ def _copilot(path: str) -> dict[str, Any]:
             turns.append(prompt)
             final = prompt
         elif kind == "session.compaction_start":
-            parts = [data.get(k) for k in ("systemTokens", "conversationTokens")]
-            parts.append(data.get("toolDefinitionsTokens"))
-            if not per_request and "currentTokens" in data:
-                final = _int(data.get("currentTokens"))  # Copilot's own count, no provider's
-            elif not per_request and parts != [None, None, None]:
-                final = sum(_int(p) for p in parts if p is not None)
+            if not per_request:  # Copilot's own count, no provider's
+                final = _int(data.get("currentTokens")) or _copilot_parts(data) or final
         elif kind == "session.compaction_complete" and data.get("success") is True:
             # Copilot's UI: the parts of the context left, summed; postCompactionTokens counts
             # the conversation only, unless it is marked as the whole context (1.0.102).
-            parts = [data.get(k) for k in ("systemTokens", "conversationTokens")]
-            parts.append(data.get("toolDefinitionsTokens"))
+            post = _int(data.get("postCompactionTokens"))
             whole = data.get("tokenAccountingBasis") == "local_full_context_estimate"
-            if "postCompactionTokens" in data and (whole or parts == [None, None, None]):
-                final = _int(data.get("postCompactionTokens"))
-            elif parts != [None, None, None]:
-                final = sum(_int(p) for p in parts if p is not None)
+            final = (post if whole else None) or _copilot_parts(data) or post or final
         elif kind == "session.shutdown" and not per_request:
             figure, measured = _copilot_shutdown(data)
             if measured:

@@ -43,7 +43,8 @@ Figures, by what each version writes:
   SDK and by `--output-format json`, never kept in events.jsonl. A capture of that stream has
   them: read as a usage record (the agent loop's: no `initiator`, no `agentId`) and as a
   compaction start's count. A count written as a float is rounded.
-- The window: `maxPromptTokens` of a usage record, `tokenLimit` of a compaction, or (1.0.91)
+- The window: `maxPromptTokens` of a usage record, `tokenLimit` of a compaction, a truncation
+  or a context change, or (1.0.91)
   `modelInfo.capabilities.limits.max_prompt_tokens` of `model.turn_started` /
   `model.model_call_started` (`max_context_window_tokens` where no prompt limit is given): the
   limit Copilot compacts against, carried by every figure after it.
@@ -80,6 +81,9 @@ _TURN_STARTS = frozenset({"assistant.turn_start", "user.message"})
 #: A new process writes one of these first: its shutdown's metrics count from here.
 _PROCESS_STARTS = frozenset({"session.start", "session.resume"})
 _MODEL_CALLS = frozenset({"model.turn_started", "model.model_call_started"})
+#: Events that name the limit Copilot holds the context to (`tokenLimit`) and no figure of the
+#: whole context: a truncation counts the conversation's messages only.
+_LIMIT_EVENTS = frozenset({"session.truncation", "session.context_changed"})
 _AGENT_LOOP = "conversation-agent"
 #: Per-request usage and the context's size as Copilot streams them (`ephemeral`).
 _LIVE_EVENTS = frozenset({"assistant.usage", "session.usage_info"})
@@ -170,6 +174,8 @@ class CopilotReader(JsonlReader):
             self._model = _text(data.get("newModel")) or self._model
         elif kind in _MODEL_CALLS:
             self._window = _limit(data) or self._window
+        elif kind in _LIMIT_EVENTS:
+            self._window = _count(data.get("tokenLimit")) or self._window
 
     def _update(self, record: dict[str, Any], tokens: int, **fields: Any) -> UsageUpdate:
         turn_id = record.get("id")

@@ -136,6 +136,22 @@ def test_after_a_compaction_the_whole_context_counts_not_only_the_conversation()
     assert after.compacted_from == 403_971  # the whole context when it started
 
 
+def test_a_truncation_names_the_window() -> None:
+    truncation = {
+        "tokenLimit": 128_000,
+        "preTruncationTokensInMessages": 130_000,
+        "postTruncationTokensInMessages": 90_000,
+        "tokensRemovedDuringTruncation": 40_000,
+        "performedBy": "BasicTruncator",
+    }
+    (figure,) = CopilotReader().feed(
+        _start("1.0.80", 0)
+        + _line("session.truncation", truncation, 1)
+        + _shutdown({"gpt-5-mini": 3}, {"gpt-5-mini": 300_000}, 101_000, 2)
+    )
+    assert (figure.tokens, figure.reported_window) == (101_000, 128_000)
+
+
 def test_a_post_figure_marked_as_the_whole_context_stands() -> None:
     """1.0.102 marks `postCompactionTokens` as the whole context: it is the figure."""
     complete = {
