@@ -166,3 +166,26 @@ def test_a_fifo_is_refused_not_waited_on(env: dict[str, str], tmp_path: Path) ->
     result = ctxd(env, "replay", str(path))  # no writer ever opens it
     assert result.returncode != 0
     assert result.stderr.strip() == f"ctxd replay: cannot read {path}: not a regular file (a FIFO)"
+
+
+def test_a_summary_written_under_its_agents_mode_is_a_compaction_too() -> None:
+    """Older OpenCode wrote a compaction's summary as `summary: true` under the mode of the
+    agent that ran it ("build"); 1.x writes mode "compaction". Both reset the figure."""
+    step = {"type": "step-finish", "tokens": {"input": 150_000, "output": 900, "cache": {}}}
+    after = {"type": "step-finish", "tokens": {"input": 2_000, "output": 10, "cache": {}}}
+    doc = {
+        "info": {"id": "ses_old", "version": "0.15.8", "directory": "/w"},
+        "messages": [
+            {
+                "info": {"id": "m1", "role": "assistant", "summary": True, "mode": "build"},
+                "parts": [step | {"id": "p1"}],
+            },
+            {
+                "info": {"id": "m2", "role": "assistant", "mode": "build"},
+                "parts": [after | {"id": "p2"}],
+            },
+        ],
+    }
+    summary, next_step = ExportReader().feed(orjson.dumps(doc))
+    assert (summary.tokens, summary.compaction, summary.estimated) == (900, True, True)
+    assert (next_step.tokens, next_step.compaction) == (2_000, False)

@@ -5,7 +5,8 @@ The same part and message are in the database (`store`, table `part` and `messag
 the same figures. A step's `tokens {input, output, reasoning, cache {read, write}}` has `input`
 as the uncached rest of the prompt: the context the next request carries is input + cache.read +
 cache.write, and the step's output counts towards the compaction point (`pending`), as OpenCode
-counts it. A compaction is an assistant message with `summary: true, mode: "compaction"`: its
+counts it. A compaction is an assistant message with `summary: true` (1.x writes `mode` and
+`agent` "compaction" beside it; older versions wrote the mode of the agent that ran it): its
 step's output is the summary, what the context holds after it until the next step reports (an
 estimate).
 """
@@ -44,7 +45,7 @@ def step_usage(
         return None
     model = message.get("modelID") if isinstance(message.get("modelID"), str) else None
     output = _count(tokens.get("output")) or 0
-    if message.get("summary") is True and message.get("mode") == "compaction":
+    if message.get("summary") is True:
         return UsageUpdate(
             tokens=output, at=at, model=model, compaction=True, turn_id=turn_id, estimated=True
         )
