@@ -34,7 +34,7 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 29
+    assert len(FILES) == 30
     for agent in ("claude", "codex", "gemini", "copilot", "opencode", "pi"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
@@ -179,3 +179,22 @@ def test_a_pi_session_is_told_by_its_header_under_its_upstream_name(tmp_path: Pa
     assert [line["tokens"] for line in lines[:-1]] == reference.expected(
         os.path.join(reference.DATA_DIR, PI)
     )["turn_tokens"]
+
+
+#: The pi 0.x session on GitHub Copilot's subscription (`github-copilot`, claude-opus-4.6).
+PI_COPILOT = (
+    "pi/sessions/--root-trl--/2026-05-27T10-29-44-398Z_019e68d1-e031-7fc4-aae5-4d20a4e36675.jsonl"
+)
+
+
+def test_a_pi_session_on_a_copilot_subscription_states_every_answers_prompt() -> None:
+    """76 answers through GitHub Copilot (costs all 0: a subscription), each the prompt the
+    model read, the cached part included: 5,238 at first, 66,589 at the end."""
+    path = os.path.join(reference.DATA_DIR, PI_COPILOT)
+    lines = replay_json(path)
+    figures = [line["tokens"] for line in lines[:-1]]
+    assert figures == reference.expected(path)["turn_tokens"]
+    assert (len(figures), figures[0], figures[-1]) == (76, 5_238, 3 + 66_045 + 541)
+    final = lines[-1]
+    assert (final["agent"], final["model"], final["turns"]) == ("pi", "claude-opus-4.6", 76)
+    assert final["estimated"] is False
