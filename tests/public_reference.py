@@ -4,10 +4,11 @@ Deliberately simple and self-contained: plain `json`, no ctxd imports, whole-fil
 It states, per file, the context-token timeline ctxd *should* report, so a test can compare
 `ctxd replay` against numbers computed by a second, naive implementation of the same rules.
 
-    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot"|"opencode",
+    expected(path) -> {"agent": "claude"|"codex"|"gemini"|"copilot"|"opencode"|"pi",
                        "final_tokens": int | None,   # context size after the last turn
                        "turn_tokens": [int, ...],    # one figure per assistant turn, in order
-                       "window": int | None}         # window the transcript itself states
+                       "window": int | None,         # window the transcript itself states
+                       "compactions": [int, ...]}    # pi only: each compaction's tokensBefore
 
 Every rule below carries the reason it exists.
 """
@@ -339,6 +340,52 @@ def _opencode_export(path: str) -> dict[str, Any]:
     return {"agent": "opencode", "final_tokens": final, "turn_tokens": turns, "window": None}
 
 
+# --------------------------------------------------------------------------- pi
+
+
+def _pi(path: str) -> dict[str, Any]:
+    """A pi session file: the header line, then one entry a line."""
+    turns: list[int] = []
+    compactions: list[int] = []
+    for rec in _records(path):
+        if rec.get("type") == "compaction":
+            # It states the context it replaced (tokensBefore) and writes no usage: pi knows the
+            # new size only at the next answer, so the figures stay the answers'.
+            compactions.append(_int(rec.get("tokensBefore")))
+            continue
+        msg = rec.get("message")
+        # Only `message` entries whose message is the assistant's are answers. Other entries
+        # with usage, such as the side questions an extension stores in a `custom` entry
+        # (`btw-thread-entry`), were asked outside the conversation and measure another context.
+        if rec.get("type") != "message" or not isinstance(msg, dict):
+            continue
+        if msg.get("role") != "assistant":
+            continue
+        # An answer cut short (aborted) or failed (error) carries no measurement; pi skips it
+        # when it looks for the last context size.
+        if msg.get("stopReason") in ("aborted", "error"):
+            continue
+        usage = msg.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        # All zero: a provider that reports no usage. Nothing was measured.
+        if all(_int(v) == 0 for k, v in usage.items() if k != "cost"):
+            continue
+        # The prompt the model read: fresh input plus the cached prefix, read or written. The
+        # output is context only from the next request on.
+        turns.append(
+            _int(usage.get("input")) + _int(usage.get("cacheRead")) + _int(usage.get("cacheWrite"))
+        )
+    # The file never states the model's window (pi takes it from its model table), so None.
+    return {
+        "agent": "pi",
+        "final_tokens": turns[-1] if turns else None,
+        "turn_tokens": turns,
+        "window": None,
+        "compactions": compactions,
+    }
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -346,7 +393,7 @@ def agent_of(path: str) -> str:
     """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
     rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
     top = rel.split(os.sep, 1)[0]
-    if top not in ("claude", "codex", "gemini", "copilot", "opencode"):
+    if top not in ("claude", "codex", "gemini", "copilot", "opencode", "pi"):
         raise ValueError(f"{path} is not under {DATA_DIR}/<agent>/")
     return top
 
@@ -361,6 +408,8 @@ def expected(path: str) -> dict[str, Any]:
         return _copilot(path)
     if agent == "opencode":
         return _opencode_export(path)
+    if agent == "pi":
+        return _pi(path)
     return _gemini(path)
 
 

@@ -20,8 +20,13 @@ from ctxd.core.session import SessionState
 
 FILES = reference.all_files()
 
-#: Compactions each file records (the reference does not count them).
+#: Compactions each file records (the reference counts them for pi only).
 COMPACTIONS = {"codex/rollout-codex0.104-desktop-compacted.jsonl": 1}
+#: The pi 0.x session, in pi's own layout: `sessions/--<cwd>--/<header time>_<session id>.jsonl`.
+PI = (
+    "pi/sessions/--Users-francojc-Projects-francojc-tt--/"
+    "2026-04-22T01-21-23-990Z_019db2c5-7527-757d-8ddc-7ae7f3591d4b.jsonl"
+)
 
 
 def _name(path: str) -> str:
@@ -29,8 +34,8 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 28
-    for agent in ("claude", "codex", "gemini", "copilot", "opencode"):
+    assert len(FILES) == 30
+    for agent in ("claude", "codex", "gemini", "copilot", "opencode", "pi"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
 
@@ -50,7 +55,7 @@ def test_replay_matches_the_reference(path: str) -> None:
     if expected["window"] is not None:
         assert rows[-1].figures.window.size == expected["window"]
         assert rows[-1].figures.window.source == "agent"
-    assert final.compactions == COMPACTIONS.get(_name(path), 0)
+    assert final.compactions == COMPACTIONS.get(_name(path), len(expected.get("compactions", ())))
     # No figure on these files is above its window: nothing is flagged.
     assert not any(row.figures.over_window for row in rows)
 
@@ -140,3 +145,56 @@ def test_a_github_hosted_copilot_session_ends_on_copilots_own_count(
     assert final["tokens"] == reference.expected(path)["final_tokens"]
     assert (final["agent"], final["agent_version"], final["model"]) == ("copilot", version, model)
     assert final["estimated"] is True
+
+
+def test_a_pi_0x_session_ends_on_its_last_answers_prompt() -> None:
+    """pi 0.x (session version 3, no version of pi in the file) on Anthropic's
+    claude-sonnet-4-6: 50 answers, each the prompt it read (input + cacheRead + cacheWrite). Two
+    `custom` entries of a side-question extension (`btw-thread-entry`) carry a `usage` of their
+    own, of another context (16,041 while the conversation's was 17,391): they are no answers.
+    The window is no file's: pi's model table gives claude-sonnet-4-6 200,000."""
+    path = os.path.join(reference.DATA_DIR, PI)
+    lines = replay_json(path)
+    final = lines[-1]
+    assert (final["agent"], final["model"], final["agent_version"]) == (
+        "pi",
+        "claude-sonnet-4-6",
+        None,
+    )
+    assert final["turns"] == len(lines) - 1 == 50
+    assert final["tokens"] == 1 + 32_553 + 363
+    assert (final["window"], final["window_source"]) == (200_000, "table")
+    assert final["compaction_at"] == 200_000 - 16_384 + 1
+    # pi compares the answer's whole totalTokens (33,319, the output too) with that point
+    assert final["tokens_to_compaction"] == 183_617 - 33_319
+    assert final["estimated"] is False
+
+
+def test_a_pi_session_is_told_by_its_header_under_its_upstream_name(tmp_path: Path) -> None:
+    # Committed upstream as `session.jsonl`, outside pi's layout.
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(Path(reference.DATA_DIR, PI).read_bytes())
+    lines = replay_json(str(path))
+    assert lines[-1]["agent"] == "pi"
+    assert [line["tokens"] for line in lines[:-1]] == reference.expected(
+        os.path.join(reference.DATA_DIR, PI)
+    )["turn_tokens"]
+
+
+#: The pi 0.x session on GitHub Copilot's subscription (`github-copilot`, claude-opus-4.6).
+PI_COPILOT = (
+    "pi/sessions/--root-trl--/2026-05-27T10-29-44-398Z_019e68d1-e031-7fc4-aae5-4d20a4e36675.jsonl"
+)
+
+
+def test_a_pi_session_on_a_copilot_subscription_states_every_answers_prompt() -> None:
+    """76 answers through GitHub Copilot (costs all 0: a subscription), each the prompt the
+    model read, the cached part included: 5,238 at first, 66,589 at the end."""
+    path = os.path.join(reference.DATA_DIR, PI_COPILOT)
+    lines = replay_json(path)
+    figures = [line["tokens"] for line in lines[:-1]]
+    assert figures == reference.expected(path)["turn_tokens"]
+    assert (len(figures), figures[0], figures[-1]) == (76, 5_238, 3 + 66_045 + 541)
+    final = lines[-1]
+    assert (final["agent"], final["model"], final["turns"]) == ("pi", "claude-opus-4.6", 76)
+    assert final["estimated"] is False
