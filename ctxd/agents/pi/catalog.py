@@ -25,14 +25,14 @@ Groq, Cerebras, Together, NVIDIA, Baseten): about 1,400 models, another 56 KB, t
 kept. A model in no kept provider's catalog, or run under a `models.json` entry of the user's,
 is judged as before: by pi's entry in the session, else ctxd's tables and what the session holds.
 
-The file is read once, on the first question.
+The file is read once, on the first question: importing this module costs nothing more.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from collections.abc import Mapping
+from pathlib import Path
 
 import orjson
 
@@ -43,7 +43,7 @@ FILE = "catalog.json"
 
 @functools.cache
 def _windows() -> Mapping[str, Mapping[str, int]]:
-    data = importlib.resources.files("ctxd.agents.pi").joinpath(FILE).read_bytes()
+    data = Path(__file__).with_name(FILE).read_bytes()  # beside this module, in any install
     windows: Mapping[str, Mapping[str, int]] = orjson.loads(data)["windows"]
     return windows
 
