@@ -92,6 +92,11 @@ class UsageUpdate:
     model: str | None = None
     #: A window the transcript itself reports (Codex CLI's `model_context_window`).
     reported_window: int | None = None
+    #: The window the agent's own model catalog gives the model that answered (pi's, by the
+    #: answer's provider and model): the agent's figure, but no report of this session's, so
+    #: what the session holds may raise it. None where the reader knows of no catalog entry;
+    #: a reader that sets it stamps it on each of its updates.
+    catalog_window: int | None = None
     #: True when this record is a compaction. `tokens` is then the post-compaction figure.
     compaction: bool = False
     #: Identity of the model turn (message id / response id); a later update with the same

@@ -65,6 +65,8 @@ class SessionState:
     tokens: int | None = None
     usage_at: float | None = None
     agent_window: int | None = None  # the window the transcript itself reports (Codex)
+    #: The window the agent's model catalog gives the session's model (`UsageUpdate`'s).
+    catalog_window: int | None = None
     statusline_window: int | None = None
     statusline_used_pct: float | None = None  # cleared by newer transcript usage
     #: The window the agent's auto-compaction counts against, as its statusline revealed it.
@@ -202,6 +204,8 @@ def apply_usage(state: SessionState, update: UsageUpdate, now: float) -> Session
         usage_at=update.at if update.at is not None else now,
         model=update.model or state.model,
         agent_window=update.reported_window or state.agent_window,
+        # Stamped on every update of a reader that knows a catalog: None is its answer too.
+        catalog_window=update.catalog_window,
         statusline_used_pct=None,
         compactions=state.compactions + (1 if update.compaction else 0),
         pending=update.pending,
@@ -362,6 +366,7 @@ def _window_and_point(
     window = window_override or resolve_window(
         statusline=state.statusline_window,
         agent_reported=state.agent_window,
+        catalog=state.catalog_window,
         model=model,
         learned=grounds.learned,
         table=settings.agent_windows.get(state.agent, settings.windows),
@@ -515,6 +520,7 @@ def _switched(state: SessionState, event: HookEvent) -> SessionState:
         statusline_used_pct=None,
         statusline_compact_window=None,
         agent_window=None,
+        catalog_window=None,
         compacted_from=None,
         proved_tokens=None,
     )

@@ -219,6 +219,7 @@ def resolve_window(
     configured: int | None = None,
     proved: int = 0,
     sizes: Sequence[int] = (),
+    catalog: int | None = None,
 ) -> Window:
     """Pick the window by precedence; the first usable source wins.
 
@@ -226,21 +227,27 @@ def resolve_window(
     2. `agent_reported`: the agent's own report in its transcript (Codex model_context_window);
     2b. `configured`: the window the agent's own configuration gives the model (OpenCode's
        `limit.context`), source "config";
+    2c. `catalog`: the window the agent's own model catalog gives the model the session runs
+       (pi's `contextWindow` for the answer's provider and model), source "agent": the figure
+       the agent itself counts against, not ctxd's guess, and more exact than a window learned
+       for the model's name from other sessions (other providers, other agents); but no report
+       of this session's, so what the session holds raises it as in 6;
     3. a size in the model id ("[1m]");
     4. `learned[model_key(model)]`: learned earlier from an authoritative report;
     4b. `inferred()`: a window read from an observed automatic compaction (`infer_window`),
-       source "compaction" (called only when sources 1-4 say nothing);
+       source "compaction" (called only when the sources above say nothing);
     5. `table`: exact id, then longest prefix (see `lookup_table`);
     6. when `tokens`, or `proved` (the most this model is known to have held: a window a
        session proved by its own usage, kept across its compactions and learned for the model),
-       exceed the table's (or the default) window: the smallest window that holds them, of
+       exceed the window 2c, 4b, 5 or 7 gave: the smallest window that holds them, of
        `sizes` (the windows the model's owner states it with) first, then of the common ones
        (`window_for_usage`), source "usage";
     7. `default`.
 
-    Sources that are None or <= 0 are skipped. Usage only ever raises a table or default
-    window: sources 1-4 are reports about this very model and are kept even when usage
-    exceeds them. Raises InvalidInput when `default` <= 0.
+    Sources that are None or <= 0 are skipped. Usage only ever raises a catalog's, a
+    compaction's, a table's or the default window: the other sources are reports about this
+    very session's model and are kept even when usage exceeds them. Raises InvalidInput when
+    `default` <= 0.
     """
     if default <= 0:
         raise InvalidInput(f"default window must be positive, got {default}")
@@ -250,11 +257,13 @@ def resolve_window(
         return Window(size, "agent")
     if (size := _positive(configured)) is not None:
         return Window(size, "config")
-    if (size := window_from_model_id(model)) is not None:
+    if (size := _positive(catalog)) is not None:
+        assumed = Window(size, "agent")
+    elif (size := window_from_model_id(model)) is not None:
         return Window(size, "model-id")
-    if model and (size := _positive(learned.get(model_key(model)))) is not None:
+    elif model and (size := _positive(learned.get(model_key(model)))) is not None:
         return Window(size, "learned")
-    if inferred is not None and (size := _positive(inferred())) is not None:
+    elif inferred is not None and (size := _positive(inferred())) is not None:
         assumed = Window(size, "compaction")
     elif (size := lookup_table(model, table)) is not None:
         assumed = Window(size, "table")

@@ -152,7 +152,8 @@ def test_a_pi_0x_session_ends_on_its_last_answers_prompt() -> None:
     claude-sonnet-4-6: 50 answers, each the prompt it read (input + cacheRead + cacheWrite). Two
     `custom` entries of a side-question extension (`btw-thread-entry`) carry a `usage` of their
     own, of another context (16,041 while the conversation's was 17,391): they are no answers.
-    The window is no file's: pi's model table gives claude-sonnet-4-6 200,000."""
+    No entry of ctxd's extension states the window: it is pi's own catalog's for anthropic
+    claude-sonnet-4-6, 1,000,000 (ctxd's shared table says 200,000)."""
     path = os.path.join(reference.DATA_DIR, PI)
     lines = replay_json(path)
     final = lines[-1]
@@ -163,10 +164,11 @@ def test_a_pi_0x_session_ends_on_its_last_answers_prompt() -> None:
     )
     assert final["turns"] == len(lines) - 1 == 50
     assert final["tokens"] == 1 + 32_553 + 363
-    assert (final["window"], final["window_source"]) == (200_000, "table")
-    assert final["compaction_at"] == 200_000 - 16_384 + 1
+    assert (final["window"], final["window_source"]) == (1_000_000, "agent")
+    assert final["compaction_at"] == 1_000_000 - 16_384 + 1
     # pi compares the answer's whole totalTokens (33,319, the output too) with that point
-    assert final["tokens_to_compaction"] == 183_617 - 33_319
+    assert final["tokens_to_compaction"] == 983_617 - 33_319
+    assert {(line["window"], line["window_source"]) for line in lines} == {(1_000_000, "agent")}
     assert final["estimated"] is False
 
 
@@ -189,7 +191,9 @@ PI_COPILOT = (
 
 def test_a_pi_session_on_a_copilot_subscription_states_every_answers_prompt() -> None:
     """76 answers through GitHub Copilot (costs all 0: a subscription), each the prompt the
-    model read, the cached part included: 5,238 at first, 66,589 at the end."""
+    model read, the cached part included: 5,238 at first, 66,589 at the end. The window is pi
+    0.73.1's catalog's for github-copilot claude-opus-4.6, 1,000,000 (pi 1.x's has the model no
+    more; ctxd's shared table says 200,000)."""
     path = os.path.join(reference.DATA_DIR, PI_COPILOT)
     lines = replay_json(path)
     figures = [line["tokens"] for line in lines[:-1]]
@@ -198,3 +202,7 @@ def test_a_pi_session_on_a_copilot_subscription_states_every_answers_prompt() ->
     final = lines[-1]
     assert (final["agent"], final["model"], final["turns"]) == ("pi", "claude-opus-4.6", 76)
     assert final["estimated"] is False
+    assert (final["window"], final["window_source"]) == (1_000_000, "agent")
+    assert final["compaction_at"] == 1_000_000 - 16_384 + 1
+    # the first answer's model too: the model_change to deepseek-v4-pro was never answered
+    assert {(line["window"], line["window_source"]) for line in lines} == {(1_000_000, "agent")}

@@ -202,6 +202,8 @@ def test_installed_hooks_survive_every_reinstall_and_doctor_tells_the_truth(
         assert installed(world) == commands  # the settings were not touched
         assert spawn_then_answer(world, commands, started)[0] == str(venv.python), how
         stop(world, venv, started)
+    # Data files went in with the code (a non-editable install): pi's model catalog.
+    assert (venv.path / SITE / "ctxd" / "agents" / "pi" / "catalog.json").is_file()
 
     # The venv moves; ctxd is reinstalled into it. The hook's spawn file still names the old
     # place until a ctxd command runs: the hook falls back to the `ctxd` on PATH.

@@ -214,7 +214,7 @@ def test_replay_keeps_the_window_a_pi_session_proved_through_its_compaction(
 ) -> None:
     """The real gpt-5.6-sol session's shape: 371,566 held (pi's catalog row is 272,000), a
     compaction, then small answers. The window stays what 371,566 proved: the
-    372,000 OpenAI states for the model, neither the table's 272,000 nor a common 400,000."""
+    372,000 OpenAI states for the model, neither pi's catalog's 272,000 nor a common 400,000."""
     header = {"type": "session", "version": 3, "id": "01a2f0c4-0000-7000-8000-000000000001"}
     lines = [
         orjson.dumps(header | {"timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w"}),
@@ -247,7 +247,7 @@ def test_replay_keeps_the_window_a_pi_session_proved_through_its_compaction(
     rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     turns = [(r["tokens"], r["window"], r["window_source"]) for r in rows if not r.get("final")]
     assert turns == [
-        (250_000, 272_000, "table"),  # pi's own catalog row, not Codex's 258,400
+        (250_000, 272_000, "agent"),  # pi's own catalog's (openai-codex), not Codex's 258,400
         (371_566, 372_000, "usage"),
         (turns[2][0], 372_000, "usage"),  # the compaction's estimate
         (30_000, 372_000, "usage"),  # the cache warming moved nothing

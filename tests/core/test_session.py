@@ -332,6 +332,22 @@ def test_an_estimate_proves_nothing_and_another_model_starts_afresh() -> None:
     )
 
 
+def test_a_catalog_window_is_the_last_update_s_and_no_window_learned() -> None:
+    # pi's reader stamps its catalog's window for the answer's provider and model on every
+    # update; a model it has no entry for is stamped None, and the table is back.
+    table = Grounds(Settings(windows={"claude-sonnet-4-6": 200_000}), RULE)
+    state = new_session("pi", "s1", "/t/s1.jsonl", now=0.0)
+    state = _held(state, 30_000, "a1", model="claude-sonnet-4-6", catalog_window=1_000_000)
+    assert figures(state, table).window == Window(1_000_000, "agent")
+    assert learned_window(state) is None  # one provider's figure, not the model name's
+    state = apply_usage(
+        state, UsageUpdate(tokens=9_000, compaction=True, catalog_window=1_000_000), 2.0
+    )
+    assert figures(state, table).window == Window(1_000_000, "agent")
+    state = _held(state, 20_000, "a2", model="claude-sonnet-4-6")
+    assert figures(state, table).window == Window(200_000, "table")
+
+
 def test_a_model_switch_hook_forgets_what_the_old_model_proved() -> None:
     state = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 371_566, "a1")
     state, _ = on_hook(
@@ -341,6 +357,18 @@ def test_a_model_switch_hook_forgets_what_the_old_model_proved() -> None:
         2.0,
     )
     assert state.proved_tokens is None
+
+
+def test_a_model_switch_hook_forgets_the_old_model_s_catalog_window() -> None:
+    state = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 30_000, "a1")
+    state = replace(state, catalog_window=272_000)
+    state, _ = on_hook(
+        state,
+        _event("model_switched", name="PostModelSwitch", to_model="gpt-5.6-terra"),
+        Grounds(SOL, RULE),
+        2.0,
+    )
+    assert state.catalog_window is None
 
 
 def test_what_another_session_proved_of_the_model_applies() -> None:

@@ -109,9 +109,11 @@ def resolve(
     tokens: int = 0,
     default: int = 1_000_000,
     configured: int | None = None,
+    catalog: int | None = None,
 ) -> Window:
     return resolve_window(
         configured=configured,
+        catalog=catalog,
         statusline=statusline,
         agent_reported=agent_reported,
         model=model,
@@ -158,6 +160,19 @@ def resolve(
         (
             {"agent_reported": 258_400, "configured": 128_000, "tokens": 0},
             Window(258_400, "agent"),
+        ),
+        (
+            {"configured": 128_000, "catalog": 144_000, "tokens": 0},
+            Window(128_000, "config"),
+        ),
+        (
+            {
+                "catalog": 144_000,
+                "model": "claude-sonnet-4-5[1m]",
+                "learned": {"claude-sonnet-4-5": 2_000_000},
+                "tokens": 100_000,
+            },
+            Window(144_000, "agent"),
         ),
         (
             {
@@ -211,6 +226,7 @@ def test_nonpositive_sources_are_skipped(bad: int) -> None:
     got = resolve(
         statusline=bad,
         agent_reported=bad,
+        catalog=bad,
         model="claude-sonnet-4-5[0k]",
         learned={"claude-sonnet-4-5": bad},
         table={"claude-sonnet-4-5": bad, "claude": 200_000},
@@ -395,3 +411,50 @@ def test_what_a_model_proved_never_overrides_a_report(
         "tokens": 10_000,
     }
     assert resolve_window(**{**base, **kwargs}, proved=371_566) == expected
+
+
+# ------------------------------------------------------- the agent's own model catalog
+
+
+@pytest.mark.parametrize(
+    ("catalog", "tokens", "proved", "expected"),
+    [
+        # pi's catalog: anthropic claude-sonnet-4-6 runs with 1,000,000 where a table says 200,000
+        (1_000_000, 32_917, 0, Window(1_000_000, "agent")),
+        # gpt-5.6-sol: 272,000 in pi's catalog; a session that held 371,566 proved the owner's
+        # 372,000, through its compaction too
+        (272_000, 100_000, 0, Window(272_000, "agent")),
+        (272_000, 272_000, 0, Window(272_000, "agent")),  # held exactly: nothing to raise
+        (272_000, 371_566, 0, Window(372_000, "usage")),
+        (272_000, 40_000, 371_606, Window(372_000, "usage")),
+        (None, 100_000, 0, Window(200_000, "table")),  # in no catalog: the table, as before
+    ],
+)
+def test_a_catalog_window_is_the_agent_s_and_usage_raises_it(
+    catalog: int | None, tokens: int, proved: int, expected: Window
+) -> None:
+    got = resolve_window(
+        statusline=None,
+        agent_reported=None,
+        model="gpt-5.6-sol",
+        learned={},
+        table={"gpt-5.6-sol": 200_000},
+        tokens=tokens,
+        proved=proved,
+        sizes=GPT_5_6_SIZES,
+        catalog=catalog,
+    )
+    assert got == expected
+
+
+def test_a_catalog_window_outranks_one_learned_for_the_model_s_name() -> None:
+    # Learned from another provider's session of the same id (github-copilot gpt-5: 128,000),
+    # or another agent's (Codex's 95 %): the catalog's entry is this provider's own.
+    got = resolve(model="gpt-5", learned={"gpt-5": 128_000}, catalog=400_000, tokens=150_000)
+    assert got == Window(400_000, "agent")
+
+
+def test_a_report_outranks_the_catalog_and_is_not_raised() -> None:
+    # pi's entry in the session (its live figure) wins, and is kept even under more usage.
+    got = resolve(agent_reported=272_000, catalog=1_000_000, tokens=300_000)
+    assert got == Window(272_000, "agent")

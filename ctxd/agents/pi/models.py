@@ -1,10 +1,14 @@
-"""The windows pi runs models with where ctxd's shared table would say otherwise.
+"""The windows pi runs models with where ctxd's shared table would say otherwise, by model id.
 
 pi compacts against its own catalog's `contextWindow` (the model's as pi states it, not the 95 %
-share Codex reports, which the shared table holds for Codex's models). Rows from pi 1.6.0's
-bundled catalog, `@earendil-works/pi-ai` dist/providers/data/openai.json and openai-codex.json
-(the OpenAI API and ChatGPT sign-in providers); through gateways (OpenRouter, Azure, Bedrock) the
-same ids run with 1,050,000, which only pi's `custom` ctxd entry or the session's own usage tells.
+share Codex reports, which the shared table holds for Codex's models). By provider and model,
+`catalog.py` gives that window for every model of the providers it keeps; these rows stand where
+it gives none (a model named without a provider pi's catalog keeps: an OpenRouter or Bedrock id,
+normalised to the model's own) and carry the other windows the model's owner states (`sizes`).
+Rows from pi 1.6.0's bundled catalog, `@earendil-works/pi-ai` dist/providers/data/openai.json
+and openai-codex.json (the OpenAI API and ChatGPT sign-in providers). Elsewhere the same ids run
+with 1,050,000: on Azure, GitHub Copilot and OpenCode `catalog.py` says so; through OpenRouter or
+Bedrock only pi's `custom` ctxd entry or the session's own usage tells.
 
 OpenAI's API takes the gpt-5.6 family beyond pi's 272,000: its owner states 372,000 (Codex
 0.144.0's bundled catalog, `context_window` and `max_context_window`; Codex 0.144 reports

@@ -26,7 +26,9 @@ its tool calls run.
   it "does not participate in LLM context" (docs/session-format.md) and moves no figure.
 - A `custom` entry of ctxd's extension (`customType: "ctxd"`, `data.contextWindow`) states the
   window pi runs the model with (`ctx.getContextUsage().contextWindow`): it is reported with
-  every figure as `reported_window`.
+  every figure as `reported_window`. Before it, or without it, the window pi's own catalog gives
+  the last answer's `provider` and `model` (`catalog.py`) goes with every figure as
+  `catalog_window`.
 
 Entries form a tree (`/tree` moves to another branch in the same file); the figure is the last
 answer appended, whichever branch it is on.
@@ -46,6 +48,7 @@ from typing import Any
 import orjson
 
 from ctxd.agents.lines import Changes, LineSplitter, count, decode, epoch_seconds
+from ctxd.agents.pi import catalog
 from ctxd.agents.reader import NO_FACTS, FactListener
 from ctxd.core.events import UsageUpdate
 
@@ -86,6 +89,8 @@ class PiReader:
         self.facts = facts
         self._lines = LineSplitter()
         self._window: int | None = None
+        #: pi's catalog window for the last answer's provider and model.
+        self._catalog: int | None = None
         self._current: UsageUpdate | None = None
         self._calls: dict[str, None] = {}
         self._answered = False
@@ -126,6 +131,7 @@ class PiReader:
         """Forget everything: the file was truncated or replaced and is read again from 0."""
         self._lines.reset()
         self._window = None
+        self._catalog = None
         self._current = None
         self._calls = {}
         self._answered = False
@@ -164,8 +170,10 @@ class PiReader:
         current = self._current
         if current is None:
             return None
-        if current.reported_window != self._window:
-            current = self._current = replace(current, reported_window=self._window)
+        if (current.reported_window, current.catalog_window) != (self._window, self._catalog):
+            current = self._current = replace(
+                current, reported_window=self._window, catalog_window=self._catalog
+            )
         key = (current.tokens, current.pending, current.turn_id, current.reported_window)
         forced = own is not None and own.compaction
         return current if self._reported.is_new(key, force=forced) else None
@@ -194,6 +202,9 @@ class PiReader:
         if total == 0:
             return None  # a provider that reported no usage: pi skips it too, so does the figure
         model = message.get("model")
+        model = model if isinstance(model, str) else None
+        provider = message.get("provider")
+        self._catalog = catalog.window(provider if isinstance(provider, str) else None, model)
         entry_id = record.get("id")
         at = epoch_seconds(record.get("timestamp"))
         if at is None and count(message.get("timestamp")):  # the stream's: milliseconds
@@ -201,8 +212,9 @@ class PiReader:
         return UsageUpdate(
             tokens=prompt,
             at=at,
-            model=model if isinstance(model, str) else None,
+            model=model,
             reported_window=self._window,
+            catalog_window=self._catalog,
             turn_id=entry_id if isinstance(entry_id, str) else None,
             pending=max(0, total - prompt),
         )
