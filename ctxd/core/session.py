@@ -362,7 +362,13 @@ def _window_and_point(
             else infer_window(compacted_from, lambda size: rule(size, model, overrides, blind))
         )
 
-    proved = max(state.proved_tokens or 0, grounds.proved.get(model_key(model), 0) if model else 0)
+    # What other sessions of the model held is no proof for a window the agent's catalog gives
+    # by provider: they may have run it elsewhere (one id, 400,000 on OpenAI's API and 128,000
+    # through GitHub Copilot). What this session held is.
+    learned_proof = model is not None and state.catalog_window is None
+    proved = max(
+        state.proved_tokens or 0, grounds.proved.get(model_key(model), 0) if learned_proof else 0
+    )
     window = window_override or resolve_window(
         statusline=state.statusline_window,
         agent_reported=state.agent_window,

@@ -378,6 +378,23 @@ def test_what_another_session_proved_of_the_model_applies() -> None:
     assert figures(state, Grounds(SOL, RULE)).window == Window(272_000, "table")
 
 
+def test_what_another_session_held_does_not_raise_a_providers_catalog_window() -> None:
+    # One id, two providers: an OpenAI API session held 300,000 of gpt-5; through GitHub
+    # Copilot pi runs gpt-5 with 128,000 and compacts at 111,617. Only this session's own
+    # figures may raise that window.
+    grounds = Grounds(Settings(), RULE, proved={"gpt-5": 300_000})
+    state = _held(
+        new_session("pi", "s2", "/t/s2.jsonl", now=0.0),
+        30_000,
+        "b1",
+        model="gpt-5",
+        catalog_window=128_000,
+    )
+    assert figures(state, grounds).window == Window(128_000, "agent")
+    state = _held(state, 150_000, "b2", model="gpt-5", catalog_window=128_000)
+    assert figures(state, grounds).window.size > 150_000  # this session proved more
+
+
 def test_an_agents_own_rows_judge_its_sessions() -> None:
     # One model id, two agents: Codex's table holds the 95 % it reports, pi runs the model
     # with the whole window.
