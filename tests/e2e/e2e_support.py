@@ -108,13 +108,13 @@ class RunDir:
 
 
 def read_jsonl(path: Path) -> list[Json]:
+    """The complete lines of a log another process is appending to: a last line without its
+    newline is still being written, so it is left for the next read."""
     if not path.exists():
         return []
-    out: list[Json] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            out.append(json.loads(line))
-    return out
+    text = path.read_text(encoding="utf-8", errors="replace")
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def write_json(path: Path, obj: object) -> None:
