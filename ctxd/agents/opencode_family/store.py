@@ -24,13 +24,15 @@ assistant message's once its step's `step-finish` is (OpenCode rewrites a text o
 it streams; by its step's end each is final), read again then by message (an index). At most
 MAX_DIGESTS sessions' digests are kept, the least recently written dropped first.
 
-A position is tied to the database it was read from: the file's identity (device, inode) and two
-of its parts' ids, the first one and the one at the position (`Position`). A database found
-with the same parts under another inode (a backup restored) is read on from the position; one
-whose parts differ (another copied over it, or replaced while ctxd was down), or a position saved
-without them or without the digests of this code (an older snapshot), is read again from its
-first row, the digests rebuilt by that pass. Each update of a first pass after such a check is
-marked `replayed`: the daemon folds only those newer than what it knows of the session (its last
+A position is tied to the database it was read from: the file's identity (device, inode) and two of
+its parts' ids, the first one and the one at the position (`Position`). A database found with the
+same parts under another inode (a backup restored) is read on from the position; one whose parts
+differ (another copied over it, or replaced while ctxd was down), or a position saved without them
+or without the digests of this code (an older snapshot), is read again from its first row, the
+digests rebuilt by that pass. A read during which the file changed outside SQLite (copied over in
+place: the same inode, so nothing above tells) may have seen pages of both databases: its rows are
+dropped, and the next read starts from the first row. Each update of a first pass after such a check
+is marked `replayed`: the daemon folds only those newer than what it knows of the session (its last
 row's time and id), so that nothing is counted twice (the sessions may also know rows past a
 snapshot's position, from the journal) and no session is skipped.
 
@@ -227,6 +229,7 @@ class OpenCodeStore:
         self._first: str | None = saved.first
         self._db: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
+        self._log: int | None = None  # the inode of the write-ahead log it was connected with
         #: Rows up to this rowid are read again (a replaced database): their updates replayed.
         self._replay_until = 0
         self._sessions: dict[str, tuple[str | None, str | None, float | None]] = {}
@@ -237,6 +240,8 @@ class OpenCodeStore:
         #: The digests hold every row up to the position (not while a pass rebuilds them): only
         #: then are they worth a snapshot.
         self._digests_whole = True
+        #: The last read overlapped a write outside SQLite: the next is read from the first row.
+        self._torn = False
         #: The files' signature when the database was found unreadable, and why.
         self._broken: tuple[tuple[int, ...], str] | None = None
         #: A pass from the first row given `since` reads, up to this rowid (the last when it
@@ -291,17 +296,27 @@ class OpenCodeStore:
         if self._broken is not None and self._broken[0] == signature:
             raise StoreProblem(self._broken[1])
         try:
-            updates = self._read(until, clock, since)
+            updates = self._read(signature, until, clock, since)
         except StoreProblem as exc:
             self._broken = (signature, str(exc))
             raise
         self._broken = None
+        if _written_outside_sqlite(signature, _signature(self.path)):
+            # Pages of two databases may have been read as one (a file copied over this one in
+            # place): what was read is dropped, and the next read starts from the first row.
+            self._torn = True
+            self.close()
+            return []
         return updates
 
     def _read(
-        self, until: float | None, clock: Callable[[], float], since: float | None
+        self,
+        signature: tuple[int, ...],
+        until: float | None,
+        clock: Callable[[], float],
+        since: float | None,
     ) -> list[StoreUpdate]:
-        db = self._connect()
+        db = self._connect(signature)
         try:
             (last,) = db.execute(_LAST_PART).fetchone()
             self._verify(db, last)
@@ -325,6 +340,10 @@ class OpenCodeStore:
 
     def _verify(self, db: sqlite3.Connection, last: int) -> None:
         """Make sure the rows up to the position are the ones read (see the module docstring)."""
+        if self._torn:
+            self._torn = False
+            self._replay(last)
+            return
         if self._saved is not None:
             self._check(db, self._saved, last)
             self._saved = None
@@ -378,11 +397,13 @@ class OpenCodeStore:
 
     # ----------------------------------------------------------------- identity
 
-    def _connect(self) -> sqlite3.Connection:
-        info = os.stat(self.path)  # FileNotFoundError when it is gone
-        identity = (info.st_dev, info.st_ino)
-        if self._db is not None and identity == self._identity:
+    def _connect(self, signature: tuple[int, ...]) -> sqlite3.Connection:
+        identity = (signature[0], signature[1])
+        log = signature[4] if len(signature) > 4 else None
+        if self._db is not None and identity == self._identity and log == self._log:
             return self._db
+        # A log gone or another in its place (files deleted beside the database): a connection
+        # kept would go on trusting the pages it read through the old one.
         self.close()
         if self._identity is not None and identity != self._identity and self._saved is None:
             # Another file at that path: checked against where reading stood before reading on.
@@ -396,7 +417,7 @@ class OpenCodeStore:
         except (sqlite3.Error, StoreProblem) as exc:
             db.close()
             raise StoreProblem(f"{self.path}: {exc}") from None
-        self._db, self._identity = db, identity
+        self._db, self._identity, self._log = db, identity, log
         return db
 
     def _check(self, db: sqlite3.Connection, saved: Position, last: int) -> None:
@@ -557,6 +578,17 @@ def _signature(path: str) -> tuple[int, ...]:
     except OSError:
         more = ()
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, *more)
+
+
+def _written_outside_sqlite(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """The database file changed during a read, and not under one write-ahead log there all
+    along. SQLite writes a WAL database's file only by checkpoints, through a log that stays
+    while a reader is connected: anything else is a write outside SQLite (another database
+    copied over this one in place), which a read can see half done."""
+    if before[:4] == after[:4]:
+        return False
+    same_log = len(before) == len(after) > 4 and before[4] == after[4]
+    return not same_log
 
 
 def _step_tail(rows: list[tuple[Any]]) -> list[tuple[Any]]:

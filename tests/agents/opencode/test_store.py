@@ -259,6 +259,41 @@ def test_a_restored_copy_is_read_on_and_another_database_is_read_again(tmp_path:
     assert reader.digest("ses_a") is None  # the digests are the new database's
 
 
+def test_a_database_copied_over_it_in_place_during_a_read_is_read_again_whole(
+    tmp_path: Path,
+) -> None:
+    """`cp other.db opencode.db` over the file being read (the same inode): pages of both may
+    be read as one, so what that read saw is dropped and the next reads the new file whole."""
+    path, w = _long(tmp_path)
+    reader = OpenCodeStore(path)
+    reader.read()
+    w.step("ses_a", 60_000)
+    w.step("ses_a", 61_000)
+    w.close()
+    (tmp_path / "other").mkdir()
+    other = copy_capture(tmp_path / "other")
+    ow = Writer(other)
+    ow.n += 1000
+    ow.session("ses_b")
+    ow.step("ses_b", 7_000)
+    ow.close()
+    _put(other, str(other.with_suffix(".copy")))  # checkpointed: the file holds it all
+
+    def copy_over_in_place() -> float:
+        if Path(path + "-wal").exists():
+            for end in ("-wal", "-shm"):
+                Path(path + end).unlink()
+            shutil.copyfile(other.with_suffix(".copy"), path)
+        return 0.0
+
+    inode = Path(path).stat().st_ino
+    assert reader.read(until=1e9, clock=copy_over_in_place) == []
+    assert Path(path).stat().st_ino == inode
+    rows = reader.read()
+    assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
+    assert reader.digest("ses_a") is None  # the digests are the new database's
+
+
 def test_digests_are_saved_only_once_rebuilt_whole(tmp_path: Path) -> None:
     path, _ = _long(tmp_path)
     reader = OpenCodeStore(path)
