@@ -246,17 +246,8 @@ def test_a_restored_copy_is_read_on_and_another_database_is_read_again(tmp_path:
     _put(backup, path)  # the same parts under a new inode: read on
     assert reader.read() == []
     assert reader.digest("ses_a") == session_digest(path, "ses_a")
-    (tmp_path / "other").mkdir()
-    other = copy_capture(tmp_path / "other")
-    w = Writer(other)
-    w.n += 1000
-    w.session("ses_b")
-    w.step("ses_b", 7_000)
-    w.close()
-    _put(other, path)  # other parts: read again from its first row
-    rows = reader.read()
-    assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
-    assert reader.digest("ses_a") is None  # the digests are the new database's
+    _put(_other(tmp_path), path)  # other parts: read again from its first row
+    _read_again_whole(reader)
 
 
 def test_a_database_copied_over_it_in_place_during_a_read_is_read_again_whole(
@@ -270,13 +261,7 @@ def test_a_database_copied_over_it_in_place_during_a_read_is_read_again_whole(
     w.step("ses_a", 60_000)
     w.step("ses_a", 61_000)
     w.close()
-    (tmp_path / "other").mkdir()
-    other = copy_capture(tmp_path / "other")
-    ow = Writer(other)
-    ow.n += 1000
-    ow.session("ses_b")
-    ow.step("ses_b", 7_000)
-    ow.close()
+    other = _other(tmp_path)
     _put(other, str(other.with_suffix(".copy")))  # checkpointed: the file holds it all
 
     def copy_over_in_place() -> float:
@@ -289,6 +274,23 @@ def test_a_database_copied_over_it_in_place_during_a_read_is_read_again_whole(
     inode = Path(path).stat().st_ino
     assert reader.read(until=1e9, clock=copy_over_in_place) == []
     assert Path(path).stat().st_ino == inode
+    _read_again_whole(reader)
+
+
+def _other(tmp_path: Path) -> Path:
+    """Another database: the capture, then a session "ses_b" of one 7,000-token step."""
+    (tmp_path / "other").mkdir()
+    other = copy_capture(tmp_path / "other")
+    w = Writer(other)
+    w.n += 1000
+    w.session("ses_b")
+    w.step("ses_b", 7_000)
+    w.close()
+    return other
+
+
+def _read_again_whole(reader: OpenCodeStore) -> None:
+    """The next read is of `_other`'s database from its first row, its updates replayed."""
     rows = reader.read()
     assert [(r.session_id, r.update.tokens, r.replayed) for r in rows][-1] == ("ses_b", 7_000, True)
     assert reader.digest("ses_a") is None  # the digests are the new database's
