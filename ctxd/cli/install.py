@@ -196,6 +196,8 @@ def plan_install(
     doc = _parse(agent, before, path)
     http_url = None
     if transport == "http":
+        if not spec.installer.http_hooks:
+            raise InvalidInput(f"{spec.title} cannot post its hooks over HTTP: use command hooks")
         from ctxd.cli.web import hook_url
 
         http_url = hook_url(agent, env)
@@ -209,8 +211,6 @@ def plan_install(
     )
     new, notes = spec.installer.install(doc, request)
     if http_url is not None:
-        if http_url not in str(new.get("hooks")):
-            raise InvalidInput(f"{spec.title} cannot post its hooks over HTTP: use command hooks")
         notes = (
             *notes,
             f"HTTP hooks post to {http_url}: the daemon must be running with [http] enabled "

@@ -190,3 +190,15 @@ def test_an_explicit_transport_is_taken_as_asked(world: World) -> None:
     assert done.returncode == 0, done.stderr
     assert "transport:" not in done.stdout
     assert _hook_kinds(world.claude_dir / "settings.json") == {"command"}
+
+
+def test_http_asked_of_an_agent_that_cannot_post_it_says_so_whatever_the_listener(
+    world: World,
+) -> None:
+    """Turning the listener on would not help Gemini CLI: the one line says what would."""
+    done = world.cli("install", "gemini", "--transport", "http")
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "ctxd install: Gemini CLI cannot post its hooks over HTTP: use command hooks"
+    ]
