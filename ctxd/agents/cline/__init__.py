@@ -54,7 +54,7 @@ SPEC = AgentSpec(
         edits_settings=False,
         files=install.files,
     ),
-    config_env=("CLINE_DATA_DIR",),
+    config_env=files.FOLDER_ENV,
     settings_files=_settings_files,
     read_settings=settings_reader(settings_config),
     configured_window=configured_window,

@@ -1,8 +1,10 @@
 """Where Cline CLI keeps its sessions, and how to recognise one.
 
-`<data>/sessions/<id>/<id>.messages.json` (3.0.65), `<data>` being `$CLINE_DATA_DIR`, else
-`~/.cline/data` (`cline --data-dir D` sets CLINE_DATA_DIR=D for its hooks, which the hook
-client passes on: ctxd follows such a session through its hooks). The file is one JSON
+`<sessions>/<id>/<id>.messages.json` (3.0.65), as @cline/shared resolves its folders: Cline's own
+folder is `$CLINE_DIR`, else `~/.cline`; its data `$CLINE_DATA_DIR`, else `<own>/data`; its
+sessions `$CLINE_SESSION_DATA_DIR`, else `<data>/sessions` (`cline --data-dir D` sets
+CLINE_DATA_DIR=D for its hooks; the hook client passes all three on: ctxd follows such a session
+through its hooks). The file is one JSON
 document `{version, updated_at, agent, sessionId, origin, messages, system_prompt}`, written
 whole again at every change. Beside it Cline keeps
 `<id>.json` (the session's manifest) and, once it compacted, `<id>.compaction.json` (what the
@@ -20,11 +22,13 @@ from ctxd.agents.hooks import PLAIN_TOKEN
 from ctxd.paths import home
 
 __all__ = [
+    "FOLDER_ENV",
     "compaction_path",
     "data_dir",
     "has_layout",
     "is_transcript",
     "messages_path",
+    "own_dir",
     "recognises",
     "recognises_prefix",
     "session_id_from_path",
@@ -34,18 +38,33 @@ __all__ = [
 _SUFFIX = ".messages.json"
 
 
-def data_dir(env: Mapping[str, str]) -> Path:
-    """`$CLINE_DATA_DIR` when set (a leading `~` is the user's home), else `~/.cline/data`."""
-    value = env.get("CLINE_DATA_DIR", "").strip()
+#: The variables that move Cline's folders, each over the one before it.
+FOLDER_ENV = ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR")
+
+
+def _folder(env: Mapping[str, str], name: str) -> Path | None:
+    """The folder variable `name` names (a leading `~` is the user's home), None when unset."""
+    value = env.get(name, "").strip()
     if not value:
-        return home(env) / ".cline" / "data"
+        return None
     if value == "~" or value.startswith("~/"):
         return home(env) / value[2:]
     return Path(value)
 
 
+def own_dir(env: Mapping[str, str]) -> Path:
+    """Cline's own folder, where its global hooks are: `$CLINE_DIR`, else `~/.cline`."""
+    return _folder(env, "CLINE_DIR") or home(env) / ".cline"
+
+
+def data_dir(env: Mapping[str, str]) -> Path:
+    """`$CLINE_DATA_DIR`, else the own folder's `data`."""
+    return _folder(env, "CLINE_DATA_DIR") or own_dir(env) / "data"
+
+
 def transcript_root(env: Mapping[str, str]) -> Path:
-    return data_dir(env) / "sessions"
+    """`$CLINE_SESSION_DATA_DIR`, else the data folder's `sessions`."""
+    return _folder(env, "CLINE_SESSION_DATA_DIR") or data_dir(env) / "sessions"
 
 
 def messages_path(session_id: str, env: Mapping[str, str]) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ctxd.agents.cline.files import data_dir
+from ctxd.agents.cline.files import data_dir, own_dir
 from ctxd.agents.hookcmd import is_ctxd_command
 from ctxd.agents.spec import PLACED_MARK, InstallRequest, Json, PlacedFile
 
@@ -47,10 +47,7 @@ def settings_path(env: Mapping[str, str]) -> Path:
 def hooks_dir(env: Mapping[str, str]) -> Path:
     """The global hooks folder in Cline's own folder: `$CLINE_DIR/hooks`, default
     `~/.cline/hooks`."""
-    own = (env.get("CLINE_DIR") or "").strip()
-    if own:
-        return Path(own) / "hooks"
-    return Path(env.get("HOME") or Path.home()) / ".cline" / "hooks"
+    return own_dir(env) / "hooks"
 
 
 def hook_script(command: str) -> str:

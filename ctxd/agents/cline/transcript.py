@@ -46,6 +46,15 @@ _UPDATED = re.compile(rb'"updated_at"\s*:\s*"([^"\\]{1,64})"')
 _CHARS_PER_TOKEN = 4
 
 
+def _cli_version(origin: object) -> str | None:
+    """The CLI's version the document's `origin` names (None for another Cline: the desktop app
+    writes the same document, with its own version)."""
+    if not isinstance(origin, dict) or origin.get("source") != "cli":
+        return None
+    version = origin.get("version")
+    return version if isinstance(version, str) and version else None
+
+
 def compaction_mark(head: bytes) -> tuple[int, str] | None:
     """(source_message_count, updated_at) of a compaction record's head, else None."""
     count, updated = _COUNT.search(head), _UPDATED.search(head)
@@ -78,6 +87,7 @@ class ClineReader:
         self._compactions: list[list[Any]] = []
         self._tool_uses: set[str] = set()
         self._last_tokens: int | None = None
+        self._version: str | None = None
 
     def feed(self, data: bytes) -> list[UsageUpdate]:
         """Consume the next bytes of the file; the updates once it parses as a whole."""
@@ -100,6 +110,7 @@ class ClineReader:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
+        self._version = _cli_version(doc.get("origin"))
         updates = self._new_updates(messages)
         self.facts.flush()
         return updates if self.usage else []
@@ -162,6 +173,7 @@ class ClineReader:
                     at=_seconds(message.get("ts")),
                     model=model if isinstance(model, str) and model else None,
                     turn_id=message_id,
+                    agent_version=self._version,
                 )
             )
         if compaction is not None:

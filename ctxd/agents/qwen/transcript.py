@@ -173,7 +173,7 @@ def _answer(record: dict[str, Any] | None, uuid: str) -> UsageUpdate | None:
     prompt = count(usage.get("promptTokenCount"))
     if prompt is None:
         return None
-    model = record.get("model")
+    model, version = record.get("model"), record.get("version")
     return UsageUpdate(
         tokens=prompt,
         at=epoch_seconds(record.get("timestamp")),
@@ -181,6 +181,7 @@ def _answer(record: dict[str, Any] | None, uuid: str) -> UsageUpdate | None:
         reported_window=count(record.get("contextWindowSize")) or None,
         turn_id=uuid,
         pending=_output(usage, prompt),
+        agent_version=version if isinstance(version, str) and version else None,
     )
 
 

@@ -72,3 +72,22 @@ def test_the_hook_names_its_transcript_by_the_layout(tmp_path: Path) -> None:
     assert spec.files.is_transcript(path)
     assert agents.detect_agent_from_path(path) == "cline"
     assert not spec.files.is_transcript(path.replace(".messages.json", ".compaction.json"))
+
+
+@pytest.mark.parametrize(
+    ("moved", "sessions", "settings"),
+    [
+        ({"CLINE_DIR": "o"}, "o/data/sessions", "o/data/settings"),
+        ({"CLINE_DIR": "o", "CLINE_DATA_DIR": "d"}, "d/sessions", "d/settings"),
+        ({"CLINE_DATA_DIR": "d", "CLINE_SESSION_DATA_DIR": "s"}, "s", "d/settings"),
+    ],
+)
+def test_the_folders_move_as_clines_own_variables_move_them(
+    tmp_path: Path, moved: dict[str, str], sessions: str, settings: str
+) -> None:
+    """Cline's own folder, its data and its sessions, each variable over the one before it."""
+    env = {"HOME": str(tmp_path), **{k: str(tmp_path / v) for k, v in moved.items()}}
+    spec = agents.spec("cline")
+    assert spec.implied_transcript("a_b", env) == str(tmp_path / sessions / "a_b/a_b.messages.json")
+    assert spec.settings_files(env, None)[0] == tmp_path / settings / "providers.json"
+    assert set(moved) <= set(spec.config_env)  # the hook passes them on

@@ -38,6 +38,13 @@ def test_the_figures_are_the_mocks_and_the_compaction_comes_at_its_place(tmp_pat
     compacted = updates[5]
     assert compacted.estimated and compacted.compacted_from == 38_000
     assert all(u.model == "mock-model" for u in updates if not u.compaction)
+    assert {u.agent_version for u in updates if not u.compaction} == {"3.0.65"}  # in status
+
+
+def test_a_document_the_desktop_app_wrote_names_no_cli_version() -> None:
+    doc = json.loads((DATA / SESSION / f"{SESSION}.messages.json").read_text())
+    doc["origin"] = {"source": "desktop", "mode": "user", "version": "0.0.34"}
+    assert {u.agent_version for u in ClineReader().feed(json.dumps(doc).encode())} == {None}
 
 
 def test_cache_reads_are_part_of_input_tokens_not_added() -> None:

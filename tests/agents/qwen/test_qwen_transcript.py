@@ -50,6 +50,7 @@ def test_every_answer_reports_the_prompt_the_mock_api_reported(name: str) -> Non
     assert [u.pending for u in answers] == _mock_prompts(name, field="completion_tokens")
     assert {u.model for u in answers} == {"qwen3-coder-plus"}
     assert {u.reported_window for u in answers} == {1_000_000}
+    assert {u.agent_version for u in answers} == {"0.24.4"}  # shown in `ctxd status`
     assert all(u.at is not None for u in answers)
 
 
