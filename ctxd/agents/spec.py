@@ -321,3 +321,6 @@ class AgentSpec:
     #: the most its catalog allows; `ctxd.agents.models.sizes_of`): where a session holds more
     #: than the table's window, the smallest of them that holds it is the window.
     window_sizes: Callable[[str | None], tuple[int, ...]] = _no_window_sizes
+    #: How far below its point the agent may compact, as a fraction of it: an agent that
+    #: compares its estimate of the next request, not the last figure (`infer_window`).
+    compaction_lead: float = 0.0

@@ -123,23 +123,24 @@ def replay(
     settings = settings or default_settings()
     regular_file(path)
     agent = detect(path, agent)
-    rule = agents.spec(agent).compaction
+    spec = agents.spec(agent)
     if window is not None and window <= 0:
         raise InvalidInput(f"--window must be a positive number of tokens, got {window}")
     override = Window(window, "option") if window is not None else None
     state = core.new_session(agent, os.path.basename(path), path, 0.0)
     config: Mapping[str, str] = {}
     if environ is not None:
-        names = agents.spec(agent).config_env
+        names = spec.config_env
         state = core.with_agent_config(state, {k: v for k, v in environ.items() if k in names})
         config = AgentSettings(environ).config(state)
     grounds = core.Grounds(
         settings,
-        rule,
+        spec.compaction,
         config,
-        configured_window=agents.spec(agent).configured_window,
-        compact_window=agents.spec(agent).compact_window,
+        configured_window=spec.configured_window,
+        compact_window=spec.compact_window,
         window_sizes=agents.window_sizes(agent),
+        compaction_lead=spec.compaction_lead,
     )
     yield from _timeline(state, _updates(path, agent), grounds, override)
 
@@ -281,5 +282,6 @@ def replay_store(
             configured_window=spec.configured_window,
             compact_window=spec.compact_window,
             window_sizes=agents.window_sizes(owner),
+            compaction_lead=spec.compaction_lead,
         )
         yield info, _timeline(state, updates, grounds, override)

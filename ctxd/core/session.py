@@ -135,6 +135,9 @@ class Grounds:
     #: Model -> the windows its owner states it with (`AgentSpec.window_sizes`): what usage
     #: beyond the table's window raises it to; None: the common windows only.
     window_sizes: Callable[[str | None], tuple[int, ...]] | None = None
+    #: How far below its point the agent may compact, as a fraction of it
+    #: (`AgentSpec.compaction_lead`): what a window is read from a compaction with.
+    compaction_lead: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +362,11 @@ def _window_and_point(
         return (
             None
             if compacted_from is None
-            else infer_window(compacted_from, lambda size: rule(size, model, overrides, blind))
+            else infer_window(
+                compacted_from,
+                lambda size: rule(size, model, overrides, blind),
+                grounds.compaction_lead,
+            )
         )
 
     # What other sessions of the model held is no proof for a window the agent's catalog gives

@@ -171,7 +171,9 @@ def window_for_usage(tokens: int, sizes: Sequence[int] = ()) -> int:
     return tokens
 
 
-def infer_window(compacted_at: int, point_for: Callable[[int], int | None]) -> int | None:
+def infer_window(
+    compacted_at: int, point_for: Callable[[int], int | None], lead: float = 0.0
+) -> int | None:
     """The window an automatic compaction at `compacted_at` tokens points to, else None.
 
     An agent compacts on the first request whose count reaches its point, so the count it
@@ -181,7 +183,9 @@ def infer_window(compacted_at: int, point_for: Callable[[int], int | None]) -> i
     one whose point lies closest below it is taken: 170,251 -> 200,000 under Claude Code's rule
     (point 167,000), 490,000 -> 1,000,000 when a 50 % override put the point there. When two
     windows explain it equally (a compaction capped below both, so the point does not depend on
-    the window), it says nothing about the window: None.
+    the window), it says nothing about the window: None. An agent that compacts on its estimate
+    of the next request (the last figure plus what was appended since: a tool's output, the
+    user's next words) may compact below its point: by up to `lead` of it (a fraction).
     """
     best: tuple[int, int] | None = None  # (distance above the point, window)
     tied = False
@@ -189,7 +193,7 @@ def infer_window(compacted_at: int, point_for: Callable[[int], int | None]) -> i
         if size < compacted_at:
             continue
         point = point_for(size)
-        if point is None or point > compacted_at + INFER_SLACK:
+        if point is None or point - int(point * lead) > compacted_at + INFER_SLACK:
             continue
         gap = abs(compacted_at - point)
         if best is not None and gap == best[0]:

@@ -108,6 +108,7 @@ class Answers:
             spec.resume_compaction,
             spec.dialect.handoff_on_tool_call,
             agents.window_sizes(state.agent),
+            spec.compaction_lead,
         )
         self._grounds[state.agent] = grounds
         return grounds

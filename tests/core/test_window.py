@@ -274,6 +274,25 @@ def test_infer_window_takes_the_closest_point_below() -> None:
     assert infer_window(170_000, lambda w: None) is None
 
 
+def _cline_like(window: int) -> int:
+    return window * 9 // 10  # Cline CLI's, for a model whose usable input is its window
+
+
+@pytest.mark.parametrize(
+    ("compacted_at", "lead", "window"),
+    [
+        (178_902, 0.0, None),  # below every point: no window explains it without a lead
+        (178_902, 0.1, 200_000),  # point 180,000: within a tenth of it
+        (150_000, 0.1, None),  # further below 200,000's point than a tenth
+        (250_000, 0.1, 272_000),  # past 272,000's point (244,800), as without a lead
+    ],
+)
+def test_infer_window_with_an_agent_that_compacts_on_the_next_requests_estimate(
+    compacted_at: int, lead: float, window: int | None
+) -> None:
+    assert infer_window(compacted_at, _cline_like, lead) == window
+
+
 def test_infer_window_allows_a_record_a_few_tokens_short_of_the_point() -> None:
     # Claude Code 2.1.337 compared 366,998 + 2 estimated tokens with its point 367,000 and
     # recorded preTokens 366,999.

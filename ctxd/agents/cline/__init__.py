@@ -6,7 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ctxd.agents.cline import files, install
-from ctxd.agents.cline.compaction import compaction_point, configured_window, settings_config
+from ctxd.agents.cline.compaction import (
+    LEAD,
+    compaction_point,
+    configured_window,
+    settings_config,
+)
 from ctxd.agents.cline.digest import ClineFacts
 from ctxd.agents.cline.hooks import DIALECT
 from ctxd.agents.cline.transcript import ClineReader
@@ -47,6 +52,7 @@ SPEC = AgentSpec(
     files=files,
     open_reader=_open_reader,
     compaction=for_agent(NAME, compaction_point),
+    compaction_lead=LEAD,
     installer=Installer(
         settings_path=install.settings_path,
         install=install.install,

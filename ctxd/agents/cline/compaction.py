@@ -10,6 +10,11 @@ input. Measured with the real CLI and a usable input of 40,000: 32,000 was left 
 compacted before the next request. The agentic strategy (the default) keeps the last 20,000
 tokens of messages and summarises the rest; `basic` drops old messages.
 
+Cline compares its estimate of the next request, not the last figure: the last answer's input plus
+its output, a tool's result and the user's next words. So it may compact a little below the point
+(a real session on Cline's own provider compacted after an answer of 178,902 on a model whose
+point is 180,000); `LEAD` lets ctxd still read the window from such a compaction.
+
 Cline's catalog gives nearly every model a `maxInputTokens`, the window itself for most
 (`models.py` lists those below it): so ctxd takes the usable input to be the provider settings'
 `contextWindow` (`cline auth`'s, in providers.json for the provider last used: Cline makes it
@@ -30,6 +35,7 @@ from ctxd.core.compaction import AgentOverrides, at_least_one, check_window
 __all__ = [
     "DEFAULT_WINDOW",
     "ENABLED_KEY",
+    "LEAD",
     "MAX_INPUT_KEY",
     "compaction_point",
     "configured_window",
@@ -39,6 +45,9 @@ __all__ = [
 #: Cline's usable input for a model it knows nothing of (ctxd's own guess of the window is
 #: used instead: the model may be one Cline's catalog knows).
 DEFAULT_WINDOW = 128_000
+#: How far below its point Cline may compact, as a fraction of the point
+#: (`AgentSpec.compaction_lead`): what a tool's result or a file read adds to the next request.
+LEAD = 0.1
 #: The flat configuration's keys.
 MAX_INPUT_KEY = "maxInputTokens"
 ENABLED_KEY = "compactionEnabled"
