@@ -386,6 +386,33 @@ def _pi(path: str) -> dict[str, Any]:
     }
 
 
+def _qwen(path: str) -> dict[str, Any]:
+    """A Qwen Code chat recording: one record a line, each answer an `assistant` record."""
+    turns: list[int] = []
+    compactions: list[int] = []
+    window = None
+    for rec in _records(path):
+        if rec.get("type") == "system" and rec.get("subtype") == "chat_compression":
+            info = (rec.get("systemPayload") or {}).get("info") or {}
+            compactions.append(_int(info.get("originalTokenCount")))
+            continue
+        usage = rec.get("usageMetadata")
+        if rec.get("type") != "assistant" or not isinstance(usage, dict):
+            continue
+        # The prompt of the request, as the API counted it (cached tokens are a part of it);
+        # the `ui_telemetry` records repeat it and are no answers.
+        turns.append(_int(usage.get("promptTokenCount")))
+        # 0.24.x writes the window it counts against on each answer; older versions do not.
+        window = rec.get("contextWindowSize") or window
+    return {
+        "agent": "qwen",
+        "final_tokens": turns[-1] if turns else None,
+        "turn_tokens": turns,
+        "window": window,
+        "compactions": compactions,
+    }
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -393,7 +420,7 @@ def agent_of(path: str) -> str:
     """Which agent wrote a file under tests/data/public (its top-level folder says so)."""
     rel = os.path.relpath(os.path.abspath(path), DATA_DIR)
     top = rel.split(os.sep, 1)[0]
-    if top not in ("claude", "codex", "gemini", "copilot", "opencode", "pi"):
+    if top not in ("claude", "codex", "gemini", "copilot", "opencode", "pi", "qwen"):
         raise ValueError(f"{path} is not under {DATA_DIR}/<agent>/")
     return top
 
@@ -410,6 +437,8 @@ def expected(path: str) -> dict[str, Any]:
         return _opencode_export(path)
     if agent == "pi":
         return _pi(path)
+    if agent == "qwen":
+        return _qwen(path)
     return _gemini(path)
 
 

@@ -34,8 +34,8 @@ def _name(path: str) -> str:
 
 
 def test_the_public_set_is_all_here() -> None:
-    assert len(FILES) == 30
-    for agent in ("claude", "codex", "gemini", "copilot", "opencode", "pi"):
+    assert len(FILES) == 32
+    for agent in ("claude", "codex", "gemini", "copilot", "opencode", "pi", "qwen"):
         assert any(_name(p).startswith(f"{agent}/") for p in FILES), agent
 
 
@@ -206,3 +206,32 @@ def test_a_pi_session_on_a_copilot_subscription_states_every_answers_prompt() ->
     assert final["compaction_at"] == 1_000_000 - 16_384 + 1
     # the first answer's model too: the model_change to deepseek-v4-pro was never answered
     assert {(line["window"], line["window_source"]) for line in lines} == {(1_000_000, "agent")}
+
+
+#: Qwen Code 0.24.4 on a paid API (DeepSeek's, OpenAI-compatible), a user's own session.
+QWEN_DEEPSEEK = (
+    "qwen/projects/-home-roman-spine-wow-live-arch-session-v2/chats/"
+    "72ad38cc-8824-47e5-8810-befe1cda9227.jsonl"
+)
+
+
+def test_a_qwen_session_on_a_paid_api_states_every_answers_prompt_and_its_window() -> None:
+    """64 answers of deepseek-v4-flash, each the prompt the API counted (nearly all of it
+    cached: 147,072 of the last 147,208); every record states the window Qwen Code counts
+    against (1,000,000, which ctxd's tables do not know for this model) and its version."""
+    path = os.path.join(reference.DATA_DIR, QWEN_DEEPSEEK)
+    lines = replay_json(path)
+    figures = [line["tokens"] for line in lines[:-1]]
+    assert figures == reference.expected(path)["turn_tokens"]
+    assert (len(figures), figures[0], figures[-1]) == (64, 20_233, 147_208)
+    final = lines[-1]
+    assert (final["agent"], final["model"], final["agent_version"]) == (
+        "qwen",
+        "deepseek-v4-flash",
+        "0.24.4",
+    )
+    assert (final["window"], final["window_source"]) == (1_000_000, "agent")
+    assert final["compaction_at"] == 850_000  # Qwen Code's 0.85 of the window
+    # Qwen compares the answer's whole totalTokenCount (the output too) with that point
+    assert final["tokens_to_compaction"] == 850_000 - 148_028
+    assert final["estimated"] is False
