@@ -4,11 +4,10 @@
 folder is `$CLINE_DIR`, else `~/.cline`; its data `$CLINE_DATA_DIR`, else `<own>/data`; its
 sessions `$CLINE_SESSION_DATA_DIR`, else `<data>/sessions` (`cline --data-dir D` sets
 CLINE_DATA_DIR=D for its hooks; the hook client passes all three on: ctxd follows such a session
-through its hooks). The file is one JSON
-document `{version, updated_at, agent, sessionId, origin, messages, system_prompt}`, written
-whole again at every change. Beside it Cline keeps
-`<id>.json` (the session's manifest) and, once it compacted, `<id>.compaction.json` (what the
-model is sent in place of the messages it compacted). Session ids are `<ms>_<5 characters>`.
+through its hooks). The file is one JSON document `{version, updated_at, agent, sessionId, origin,
+messages, system_prompt}`, written whole again at every change. Beside it Cline keeps `<id>.json`
+(the session's manifest) and, once it compacted, `<id>.compaction.json` (what the model is sent in
+place of the messages it compacted). Session ids are `<ms>_<5 characters>`.
 """
 
 from __future__ import annotations
