@@ -361,6 +361,21 @@ def test_what_a_model_proved_to_hold_raises_an_assumed_window(
 GPT_5_6_SIZES = (272_000, 372_000, 872_000)
 
 
+def _gpt_5_6(table: int, tokens: int, proved: int, catalog: int | None = None) -> Window:
+    """The window of a gpt-5.6-sol session whose table row says `table`."""
+    return resolve_window(
+        statusline=None,
+        agent_reported=None,
+        model="gpt-5.6-sol",
+        learned={},
+        table={"gpt-5.6-sol": table},
+        tokens=tokens,
+        proved=proved,
+        sizes=GPT_5_6_SIZES,
+        catalog=catalog,
+    )
+
+
 @pytest.mark.parametrize(
     ("tokens", "proved", "expected"),
     [
@@ -378,17 +393,7 @@ GPT_5_6_SIZES = (272_000, 372_000, 872_000)
 def test_a_window_a_session_proved_is_one_its_model_comes_in(
     tokens: int, proved: int, expected: Window
 ) -> None:
-    got = resolve_window(
-        statusline=None,
-        agent_reported=None,
-        model="gpt-5.6-sol",
-        learned={},
-        table={"gpt-5.6-sol": 272_000},
-        tokens=tokens,
-        proved=proved,
-        sizes=GPT_5_6_SIZES,
-    )
-    assert got == expected
+    assert _gpt_5_6(272_000, tokens, proved) == expected
 
 
 @pytest.mark.parametrize(
@@ -452,17 +457,7 @@ def test_what_a_model_proved_never_overrides_a_report(
 def test_a_catalog_window_is_the_agent_s_and_usage_raises_it(
     catalog: int | None, tokens: int, proved: int, expected: Window
 ) -> None:
-    got = resolve_window(
-        statusline=None,
-        agent_reported=None,
-        model="gpt-5.6-sol",
-        learned={},
-        table={"gpt-5.6-sol": 200_000},
-        tokens=tokens,
-        proved=proved,
-        sizes=GPT_5_6_SIZES,
-        catalog=catalog,
-    )
+    got = _gpt_5_6(200_000, tokens, proved, catalog)
     assert got == expected
 
 
