@@ -348,19 +348,8 @@ def test_a_catalog_window_is_the_last_update_s_and_no_window_learned() -> None:
     assert figures(state, table).window == Window(200_000, "table")
 
 
-def test_a_model_switch_hook_forgets_what_the_old_model_proved() -> None:
+def test_a_model_switch_hook_forgets_what_the_old_model_proved_and_its_catalog_window() -> None:
     state = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 371_566, "a1")
-    state, _ = on_hook(
-        state,
-        _event("model_switched", name="PostModelSwitch", to_model="gpt-5.6-terra"),
-        Grounds(SOL, RULE),
-        2.0,
-    )
-    assert state.proved_tokens is None
-
-
-def test_a_model_switch_hook_forgets_the_old_model_s_catalog_window() -> None:
-    state = _held(new_session("pi", "s1", "/t/s1.jsonl", now=0.0), 30_000, "a1")
     state = replace(state, catalog_window=272_000)
     state, _ = on_hook(
         state,
@@ -368,6 +357,7 @@ def test_a_model_switch_hook_forgets_the_old_model_s_catalog_window() -> None:
         Grounds(SOL, RULE),
         2.0,
     )
+    assert state.proved_tokens is None
     assert state.catalog_window is None
 
 
